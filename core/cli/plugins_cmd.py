@@ -1,0 +1,47 @@
+"""``assay plugins``: what is installed, where it came from, what it offers, and what broke."""
+
+from __future__ import annotations
+
+import typer
+
+from assay import plugin_manager as plugin_loading
+from assay.cli.output import JsonOpt, emit_json, table
+
+
+def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
+    @app.command("plugins")
+    def plugins_command(json_: bool = JsonOpt) -> None:
+        """List the installed plugins: name, distribution, version, what each provides, any load error."""
+        rows = []
+        for info in plugins.infos:
+            provided = [] if info.error else plugin_loading.provides(plugins, info.name)
+            rows.append({
+                "name": info.name, "source": info.source, "module": info.module,
+                "distribution": info.distribution, "version": info.version,
+                "provides": provided, "error": info.error,
+            })
+        if json_:
+            emit_json(rows)
+            return
+        table(
+            ["PLUGIN", "DISTRIBUTION", "PROVIDES", "STATE"],
+            [
+                (
+                    r["name"],
+                    f"{r['distribution']} {r['version']}" if r["distribution"] else r["source"],
+                    ", ".join(
+                        f"{p['kind']} {p['name']}" if p["name"] else p["kind"] for p in r["provides"]
+                    ) or "-",
+                    f"failed to load: {r['error']}" if r["error"] else _state(r["provides"]),
+                )
+                for r in rows
+            ],
+            empty="No plugins installed.",
+        )
+
+
+def _state(provided: list[dict]) -> str:
+    pending = [p for p in provided if not p["implemented"]]
+    if not pending:
+        return "ready"
+    return "not yet implemented" if len(pending) == len(provided) else f"{len(pending)} not yet implemented"

@@ -1,0 +1,261 @@
+"""Eval suites and Eval tasks: reading and validating their manifests (docs/eval-tasks.md).
+
+Validation collects every problem (file, field, what was expected) rather than stopping at the
+first, so ``assay suites check`` can report a whole tree in one run.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from assay.home import AssayHome
+from assay.protocols import SuiteKind
+
+SUITE_FILE = "suite.toml"
+TASK_FILE = "task.toml"
+ARM_DEFAULTS = ("harness", "model", "effort")
+
+
+@attrs.frozen
+class Problem:
+    """One thing wrong with one manifest."""
+
+    file: Path
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.field}: {self.message}"
+
+
+class ManifestError(ValueError):
+    """One or more manifests are invalid; ``problems`` has them all."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("; ".join(map(str, problems)))
+
+
+@attrs.frozen
+class EvalTask:
+    """One Eval task: a repository at a base commit, inputs and success criteria."""
+
+    suite: str
+    name: str
+    kind: str
+    folder: Path
+    repository: str  # an absolute path or a URL
+    base: str
+    change: str | None = None
+    inputs: Mapping[str, Path] = attrs.field(factory=dict)
+    criteria: Mapping[str, Any] = attrs.field(factory=dict)
+
+    @property
+    def id(self) -> str:
+        return f"{self.suite}/{self.name}"
+
+
+@attrs.frozen
+class Suite:
+    """An Eval suite: tasks of one kind, plus the Factory paths and Arm defaults it depends on."""
+
+    name: str
+    folder: Path
+    kind: str
+    depends_on: tuple[str, ...]
+    defaults: tuple[str, ...]
+    tasks: tuple[EvalTask, ...]
+    description: str = ""
+
+
+def _read_toml(path: Path, problems: list[Problem]) -> dict[str, Any] | None:
+    try:
+        return tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        problems.append(Problem(path, "(file)", "missing"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        problems.append(Problem(path, "(file)", f"not valid TOML: {e}"))
+    return None
+
+
+def _str_list(data: Mapping[str, Any], key: str, path: Path, problems: list[Problem], field: str) -> tuple[str, ...]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        problems.append(Problem(path, field, "expected a list of strings"))
+        return ()
+    return tuple(value)
+
+
+def _unknown_keys(data: Mapping[str, Any], allowed: set[str], path: Path, problems: list[Problem], prefix: str = "") -> None:
+    for key in sorted(set(data) - allowed):
+        problems.append(Problem(path, prefix + key, f"unknown field (expected one of: {', '.join(sorted(allowed))})"))
+
+
+def read_suite_manifest(folder: Path, kinds: Mapping[str, SuiteKind], problems: list[Problem]) -> dict[str, Any] | None:
+    """Validate ``suite.toml``; returns its fields, or None if it can't be used."""
+    path = folder / SUITE_FILE
+    data = _read_toml(path, problems)
+    if data is None:
+        return None
+    before = len(problems)
+    _unknown_keys(data, {"kind", "depends_on", "defaults", "description"}, path, problems)
+    kind = data.get("kind")
+    if not isinstance(kind, str):
+        problems.append(Problem(path, "kind", f"expected a string, one of: {', '.join(sorted(kinds)) or 'none installed'}"))
+    elif kind not in kinds:
+        problems.append(Problem(path, "kind", f"unknown suite kind '{kind}' (known: {', '.join(sorted(kinds)) or 'none installed'})"))
+    depends_on = _str_list(data, "depends_on", path, problems, "depends_on")
+    defaults = _str_list(data, "defaults", path, problems, "defaults")
+    for d in defaults:
+        if d not in ARM_DEFAULTS:
+            problems.append(Problem(path, "defaults", f"unknown default '{d}' (expected: {', '.join(ARM_DEFAULTS)})"))
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        problems.append(Problem(path, "description", "expected a string"))
+    if len(problems) > before:
+        return None
+    return {"kind": kind, "depends_on": depends_on, "defaults": defaults, "description": description}
+
+
+def read_task(suite: str, kind: SuiteKind, folder: Path, problems: list[Problem]) -> EvalTask | None:
+    """Validate one ``task.toml`` against its suite kind's requirements."""
+    path = folder / TASK_FILE
+    data = _read_toml(path, problems)
+    if data is None:
+        return None
+    before = len(problems)
+    _unknown_keys(data, {"repository", "base", "change", "inputs", "criteria", "description"}, path, problems)
+    fields: dict[str, str | None] = {}
+    for key in ("repository", "base", "change"):
+        value = data.get(key)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            problems.append(Problem(path, key, "expected a non-empty string"))
+            value = None
+        fields[key] = value
+    for key in ("repository", "base"):
+        if key not in data:
+            problems.append(Problem(path, key, "required"))
+    if kind.needs_change and "change" not in data:
+        problems.append(Problem(path, "change", f"required for {kind.name} tasks (the change under review)"))
+    repository = fields["repository"]
+    if repository and "://" not in repository and not repository.startswith("git@"):
+        resolved = (folder / repository).resolve()
+        if not resolved.exists():
+            problems.append(Problem(path, "repository", f"no such repository: {resolved}"))
+        repository = str(resolved)
+
+    inputs: dict[str, Path] = {}
+    raw_inputs = data.get("inputs", {})
+    if not isinstance(raw_inputs, dict):
+        problems.append(Problem(path, "inputs", "expected a table of name = file"))
+        raw_inputs = {}
+    for name, rel in raw_inputs.items():
+        if not isinstance(rel, str):
+            problems.append(Problem(path, f"inputs.{name}", "expected a file name (string)"))
+            continue
+        file = (folder / rel).resolve()
+        if not file.is_relative_to(folder.resolve()):
+            problems.append(Problem(path, f"inputs.{name}", "must be a file inside the task folder"))
+        elif not file.is_file():
+            problems.append(Problem(path, f"inputs.{name}", f"no such file: {file}"))
+        inputs[name] = file
+    for name in kind.required_inputs:
+        if name not in raw_inputs:
+            problems.append(Problem(path, f"inputs.{name}", f"required for {kind.name} tasks"))
+
+    criteria = data.get("criteria", {})
+    if not isinstance(criteria, dict):
+        problems.append(Problem(path, "criteria", "expected a table"))
+        criteria = {}
+    _check_criteria(criteria, path, problems)
+    for name in kind.required_criteria:
+        if name not in criteria:
+            problems.append(Problem(path, f"criteria.{name}", f"required for {kind.name} tasks"))
+    if len(problems) > before or repository is None or fields["base"] is None:
+        return None
+    return EvalTask(
+        suite=suite, name=folder.name, kind=kind.name, folder=folder, repository=repository,
+        base=fields["base"], change=fields["change"], inputs=inputs, criteria=criteria,
+    )
+
+
+def _check_criteria(criteria: Mapping[str, Any], path: Path, problems: list[Problem]) -> None:
+    """Type-check the criteria every kind shares the meaning of; kinds may add others."""
+    if "test_command" in criteria:
+        tc = criteria["test_command"]
+        if not isinstance(tc, list) or not tc or not all(isinstance(a, str) for a in tc):
+            problems.append(Problem(path, "criteria.test_command", "expected a non-empty argv list of strings"))
+    if "new_tests" in criteria:
+        _str_list(criteria, "new_tests", path, problems, "criteria.new_tests")
+    if "catch" in criteria and not isinstance(criteria["catch"], str):
+        problems.append(Problem(path, "criteria.catch", "expected a string"))
+    if "findings" in criteria:
+        findings = criteria["findings"]
+        if not isinstance(findings, list):
+            problems.append(Problem(path, "criteria.findings", "expected a list of { text, real } tables"))
+        else:
+            for i, f in enumerate(findings):
+                if not (isinstance(f, dict) and isinstance(f.get("text"), str) and isinstance(f.get("real"), bool)):
+                    problems.append(Problem(path, f"criteria.findings[{i}]", "expected { text = \"…\", real = true|false }"))
+
+
+def load_suite(home: AssayHome, name: str, kinds: Mapping[str, SuiteKind]) -> Suite:
+    """One suite with all its tasks; raises :class:`ManifestError` with every problem found."""
+    folder = home.suites / name
+    if not (folder / SUITE_FILE).is_file():
+        known = ", ".join(list_suite_names(home)) or "none"
+        raise ManifestError([Problem(folder / SUITE_FILE, "(suite)", f"unknown suite '{name}' (known: {known})")])
+    problems: list[Problem] = []
+    suite = _load_suite(folder, kinds, problems)
+    if problems or suite is None:
+        raise ManifestError(problems)
+    return suite
+
+
+def _load_suite(folder: Path, kinds: Mapping[str, SuiteKind], problems: list[Problem]) -> Suite | None:
+    manifest = read_suite_manifest(folder, kinds, problems)
+    task_dirs = sorted(p.parent for p in folder.glob(f"*/{TASK_FILE}"))
+    if manifest is None:
+        return None
+    kind = kinds[manifest["kind"]]
+    tasks = [read_task(folder.name, kind, d, problems) for d in task_dirs]
+    if not task_dirs:
+        problems.append(Problem(folder / SUITE_FILE, "(tasks)", f"no Eval tasks (folders holding {TASK_FILE})"))
+    return Suite(
+        name=folder.name, folder=folder, tasks=tuple(t for t in tasks if t is not None), **manifest
+    )
+
+
+def list_suite_names(home: AssayHome) -> list[str]:
+    if not home.suites.is_dir():
+        return []
+    return sorted(p.parent.name for p in home.suites.glob(f"*/{SUITE_FILE}"))
+
+
+def check_all(home: AssayHome, kinds: Mapping[str, SuiteKind]) -> tuple[list[Suite], list[Problem]]:
+    """Every suite under ``ASSAY_HOME``, and every problem in every manifest."""
+    problems: list[Problem] = []
+    suites = []
+    for name in list_suite_names(home):
+        suite = _load_suite(home.suites / name, kinds, problems)
+        if suite is not None:
+            suites.append(suite)
+    return suites, problems
+
+
+def find_task(home: AssayHome, ref: str, kinds: Mapping[str, SuiteKind]) -> EvalTask:
+    """The task named ``SUITE/TASK``."""
+    suite_name, sep, task_name = ref.partition("/")
+    if not sep or not task_name:
+        raise ManifestError([Problem(Path(ref), "(task)", "expected SUITE/TASK")])
+    suite = load_suite(home, suite_name, kinds)
+    for task in suite.tasks:
+        if task.name == task_name:
+            return task
+    known = ", ".join(t.name for t in suite.tasks)
+    raise ManifestError([Problem(suite.folder / task_name / TASK_FILE, "(task)", f"unknown task '{task_name}' in suite '{suite_name}' (known: {known})")])

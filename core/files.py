@@ -1,0 +1,106 @@
+"""Crash-safe file writes, append-only logs and the one-process-per-Experiment lock.
+
+A process killed at any instant leaves every file either old or new: each write goes to a
+temporary file in the same folder, is fsynced, then renamed over the target.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+def write_bytes(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+    """Write ``data`` to ``path`` atomically (temp file, fsync, rename, fsync the folder)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def write_text(path: Path, text: str, *, mode: int = 0o644) -> None:
+    write_bytes(path, text.encode(), mode=mode)
+
+
+def write_json(path: Path, data: Any, *, mode: int = 0o644) -> None:
+    write_bytes(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode(), mode=mode)
+
+
+def append_line(path: Path, data: dict[str, Any]) -> None:
+    """Append one JSON line with a single ``write`` on an O_APPEND descriptor.
+
+    A kill mid-write can leave at most a torn last line, which :func:`read_lines` skips.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = (json.dumps(data, sort_keys=True) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+def read_lines(path: Path) -> list[dict[str, Any]]:
+    """Every whole JSON line of an append-only log (a torn or garbled line is skipped)."""
+    if not path.exists():
+        return []
+    out = []
+    for raw in path.read_bytes().splitlines():
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            out.append(value)
+    return out
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Locked(RuntimeError):
+    """Another process holds the lock."""
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: Path) -> Iterator[None]:
+    """Hold an advisory lock on ``path`` for the block; raise :class:`Locked` if taken.
+
+    The kernel drops the lock when the holder dies, so a killed run never leaves it stuck.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            if e.errno in (errno.EAGAIN, errno.EACCES):
+                raise Locked(str(path)) from None
+            raise
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        yield
+    finally:
+        os.close(fd)

@@ -1,0 +1,64 @@
+"""Every hook a plugin can implement, in one place.
+
+Hooks stay synchronous and only *register* things: each returns objects that satisfy a
+Protocol from :mod:`assay.protocols`, and the work (often async, under trio) lives on those
+objects. A plugin implements any subset; an implementation may take any subset of a hook's
+arguments, so hooks can gain arguments without breaking plugins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    import typer
+
+    from assay.protocols import Grader, Harness, Runner, SandboxBackend, SuiteKind
+
+PROJECT = "assay"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def assay_harnesses() -> Iterable[Harness]:
+    """Called once when the plugins load: the Harnesses (agent CLI adapters) this plugin offers.
+
+    Each is keyed by its ``name``; two plugins offering the same name is an error naming both.
+    """
+
+
+@hookspec
+def assay_suite_kinds() -> Iterable[SuiteKind]:
+    """Called once when the plugins load: the Eval suite kinds this plugin offers
+    (``code-review``, ``spec-review``, ``process``, …), keyed by ``name``."""
+
+
+@hookspec
+def assay_graders() -> Iterable[Grader]:
+    """Called once when the plugins load: the Graders this plugin offers, keyed by ``name``.
+    Suite kinds name the Graders their Eval tasks need."""
+
+
+@hookspec
+def assay_runners() -> Iterable[Runner]:
+    """Called once when the plugins load: named Custom runners this plugin offers, so that
+    ``--candidate-runner NAME`` finds them beside ``ASSAY_HOME/runners/NAME.toml``."""
+
+
+@hookspec
+def assay_sandbox_backends() -> Iterable[SandboxBackend]:
+    """Called once when the plugins load: the sandbox backends this plugin offers
+    (``none`` pass-through, ``bwrap``, …), keyed by ``name``."""
+
+
+@hookspec
+def assay_commands(app: typer.Typer) -> None:
+    """Called when the CLI is built, before it parses arguments: add sub-commands to ``app``.
+
+    Add commands with ``app.command()`` or groups with ``app.add_typer()``; pass Typer objects
+    only, never click objects (Typer vendors its own click).
+    """

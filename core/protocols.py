@@ -1,0 +1,221 @@
+"""The Protocols that plugin objects satisfy, and the small values they pass to the core.
+
+The core talks to plugins only through these shapes, so it never imports a plugin. A Harness
+or Custom runner *describes* a session (an :class:`Invocation`) and *reads* its output
+(a :class:`StreamDecoder`); a sandbox backend *runs* it. Keeping the process in the backend's
+hands is what lets the same Harness run bare, under bwrap, or later on a remote executor.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import attrs
+
+if TYPE_CHECKING:
+    from assay.evaltasks import EvalTask
+    from assay.records import Score, TrialRecord
+
+
+class NotYetImplemented(RuntimeError):
+    """Raised by a built-in plugin whose real behaviour lands in a later roadmap step."""
+
+
+class VoidCause(str, enum.Enum):
+    """Why a Trial failed for a reason outside its Arm (DESIGN.md, "Void Trial")."""
+
+    SANDBOX_FAILED = "sandbox_failed"
+    PROVIDER_UNREACHABLE = "provider_unreachable"
+    LOGIN_FAILED = "login_failed"
+    SERVER_ERROR = "server_error"
+    PLAN_LIMIT = "plan_limit"
+    HOST_KILL = "host_kill"
+    MEMORY_CAP = "memory_cap"
+    # The only causes a Custom runner may claim for itself (custom-runners ticket).
+    SESSION_UNAVAILABLE = "session_unavailable"
+    USAGE_LIMIT = "usage_limit"
+    RATE_LIMIT = "rate_limit"
+
+
+class Outcome(str, enum.Enum):
+    """How a session ended, before any Grader looks at it."""
+
+    DELIVERED = "delivered"
+    FAILED = "failed"
+    STOPPED_TO_ASK = "stopped_to_ask"
+    TIMEOUT = "timeout"
+    VOID = "void"
+    STOPPED = "stopped"  # cut short by a Stop or a kill: re-run on resume, never graded
+
+
+@attrs.frozen
+class HarnessBinary:
+    """A Harness binary resolved once when an Experiment starts; every Trial runs this one."""
+
+    path: str
+    version: str
+
+
+@attrs.frozen
+class SessionRequest:
+    """Everything a Harness needs to describe one session."""
+
+    repository: Path
+    home: Path
+    prompt: str
+    binary: HarnessBinary
+    model: str | None = None
+    effort: str | None = None
+    factory: Path | None = None
+    assay_home: Path | None = None
+
+
+@attrs.frozen
+class Invocation:
+    """One process to run in a sandbox: what it runs, what it may see and which hosts it may reach."""
+
+    argv: tuple[str, ...]
+    cwd: Path
+    env: Mapping[str, str] = attrs.field(factory=dict)
+    read_only: tuple[Path, ...] = ()
+    read_write: tuple[Path, ...] = ()
+    hosts: tuple[str, ...] = ()
+    stop_signals: tuple[int, ...] = (15,)
+
+
+@attrs.frozen
+class ProcessResult:
+    """What a sandbox backend saw of a process; ``void_cause`` is set only by the sandbox itself."""
+
+    exit_code: int | None
+    backend: str
+    duration: float
+    timed_out: bool = False
+    stopped: bool = False
+    stderr_tail: str = ""
+    void_cause: VoidCause | None = None
+
+
+@attrs.frozen
+class SessionOutcome:
+    """A Harness's or runner's reading of a finished session."""
+
+    outcome: Outcome
+    void_cause: VoidCause | None = None
+    plan_limit: bool = False
+    session_id: str | None = None
+    turns: int | None = None
+    tokens: Mapping[str, int] = attrs.field(factory=dict)
+    cost_usd: float | None = None
+    final_message: str | None = None
+    diagnostic: str = ""
+
+
+@runtime_checkable
+class StreamDecoder(Protocol):
+    """Reads a session's stdout line by line; a Harness makes a fresh one per Trial."""
+
+    def feed(self, line: str) -> None:
+        """Take one raw line; malformed lines are skipped, never raised."""
+
+    @property
+    def plan_limit(self) -> bool:
+        """True once a plan-limit warning was seen: the Experiment starts nothing new."""
+
+    def finish(self, process: ProcessResult) -> SessionOutcome:
+        """Decide the session's outcome once the process has ended."""
+
+
+@runtime_checkable
+class Harness(Protocol):
+    """An adapter for one agent CLI."""
+
+    name: str
+    provider_hosts: tuple[str, ...]
+
+    def locate(self) -> HarnessBinary:
+        """Find the binary's real path and version (raises if it is not installed)."""
+
+    def login_present(self, assay_home: Path) -> bool:
+        """Whether a login for this Harness is on this machine."""
+
+    def invocation(self, request: SessionRequest) -> Invocation:
+        """Fill the fresh home and describe the session's process."""
+
+    def decoder(self) -> StreamDecoder:
+        """A fresh decoder for one session's event stream."""
+
+
+@runtime_checkable
+class SuiteKind(Protocol):
+    """A kind of Eval suite: what its tasks must say, how many Trials, which Graders."""
+
+    name: str
+    trials_per_task: int
+    graders: tuple[str, ...]
+    required_inputs: tuple[str, ...]
+    required_criteria: tuple[str, ...]
+    needs_change: bool
+    needs_origin: bool
+
+    def session_prompt(self, task: EvalTask) -> str:
+        """The Session prompt a Trial of this kind starts with."""
+
+
+@runtime_checkable
+class Grader(Protocol):
+    """Scores the Trials of one Eval task. Code Graders run before model Graders."""
+
+    name: str
+
+    async def grade(self, task: EvalTask, trials: Sequence[TrialRecord]) -> Sequence[Score]:
+        """One Score per Trial it can judge."""
+
+
+@runtime_checkable
+class Runner(Protocol):
+    """A named Custom runner: a TOML manifest a plugin ships."""
+
+    name: str
+    manifest: Path
+
+
+@runtime_checkable
+class SandboxBackend(Protocol):
+    """Runs an :class:`Invocation`; the Trial records which backend did."""
+
+    name: str
+
+    def check(self) -> SandboxCheck:
+        """Whether this backend works on this machine, and why not."""
+
+    async def run(
+        self, invocation: Invocation, *, timeout: float, on_line: Callable[[str], None]
+    ) -> ProcessResult:
+        """Run to the end, the timeout, or cancellation (then stop it and everything it started)."""
+
+
+@attrs.frozen
+class SandboxCheck:
+    works: bool
+    reason: str = ""
+    memory_cap: str = "none"
+
+
+class Pending:
+    """Base for a built-in plugin object whose behaviour lands in a later roadmap step.
+
+    It registers (so ``assay plugins`` lists it, marked not yet implemented) and raises a clear
+    :class:`NotYetImplemented` if used; it never pretends to work.
+    """
+
+    implemented = False
+    kind_label = "plugin"
+    roadmap = ""
+
+    def _pending(self) -> NotYetImplemented:
+        name = getattr(self, "name", type(self).__name__)
+        return NotYetImplemented(f"the {self.kind_label} '{name}' is not yet implemented ({self.roadmap})")
