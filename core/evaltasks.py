@@ -97,7 +97,7 @@ def _unknown_keys(data: Mapping[str, Any], allowed: set[str], path: Path, proble
 
 
 def read_suite_manifest(folder: Path, kinds: Mapping[str, SuiteKind], problems: list[Problem]) -> dict[str, Any] | None:
-    """Validate ``suite.toml``; returns its fields, or None if it can't be used."""
+    """Validate ``suite.toml``; returns its fields (``kind`` None if unknown), or None if unreadable."""
     path = folder / SUITE_FILE
     data = _read_toml(path, problems)
     if data is None:
@@ -109,6 +109,8 @@ def read_suite_manifest(folder: Path, kinds: Mapping[str, SuiteKind], problems: 
         problems.append(Problem(path, "kind", f"expected a string, one of: {', '.join(sorted(kinds)) or 'none installed'}"))
     elif kind not in kinds:
         problems.append(Problem(path, "kind", f"unknown suite kind '{kind}' (known: {', '.join(sorted(kinds)) or 'none installed'})"))
+    if kind not in kinds:
+        kind = None
     depends_on = _str_list(data, "depends_on", path, problems, "depends_on")
     defaults = _str_list(data, "defaults", path, problems, "defaults")
     for d in defaults:
@@ -117,9 +119,8 @@ def read_suite_manifest(folder: Path, kinds: Mapping[str, SuiteKind], problems: 
     description = data.get("description", "")
     if not isinstance(description, str):
         problems.append(Problem(path, "description", "expected a string"))
-    if len(problems) > before:
-        return None
-    return {"kind": kind, "depends_on": depends_on, "defaults": defaults, "description": description}
+    return {"kind": kind, "depends_on": depends_on, "defaults": defaults, "description": description,
+            "valid": len(problems) == before}
 
 
 def read_task(suite: str, kind: SuiteKind, folder: Path, problems: list[Problem]) -> EvalTask | None:
@@ -219,13 +220,14 @@ def load_suite(home: AssayHome, name: str, kinds: Mapping[str, SuiteKind]) -> Su
 
 def _load_suite(folder: Path, kinds: Mapping[str, SuiteKind], problems: list[Problem]) -> Suite | None:
     manifest = read_suite_manifest(folder, kinds, problems)
-    task_dirs = sorted(p.parent for p in folder.glob(f"*/{TASK_FILE}"))
-    if manifest is None:
+    if manifest is None or manifest["kind"] is None:
         return None
-    kind = kinds[manifest["kind"]]
-    tasks = [read_task(folder.name, kind, d, problems) for d in task_dirs]
+    task_dirs = sorted(p.parent for p in folder.glob(f"*/{TASK_FILE}"))
+    tasks = [read_task(folder.name, kinds[manifest["kind"]], d, problems) for d in task_dirs]
     if not task_dirs:
         problems.append(Problem(folder / SUITE_FILE, "(tasks)", f"no Eval tasks (folders holding {TASK_FILE})"))
+    if not manifest.pop("valid"):
+        return None
     return Suite(
         name=folder.name, folder=folder, tasks=tuple(t for t in tasks if t is not None), **manifest
     )

@@ -12,6 +12,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
     @app.command("plugins")
     def plugins_command(json_: bool = JsonOpt) -> None:
         """List the installed plugins: name, distribution, version, what each provides, any load error."""
+        conflicts = _conflicts(plugins)
         rows = []
         for info in plugins.infos:
             provided = [] if info.error else plugin_loading.provides(plugins, info.name)
@@ -19,6 +20,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
                 "name": info.name, "source": info.source, "module": info.module,
                 "distribution": info.distribution, "version": info.version,
                 "provides": provided, "error": info.error,
+                "conflicts": [c for c in conflicts if f"'{info.name}'" in c],
             })
         if json_:
             emit_json(rows)
@@ -32,12 +34,24 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
                     ", ".join(
                         f"{p['kind']} {p['name']}" if p["name"] else p["kind"] for p in r["provides"]
                     ) or "-",
-                    f"failed to load: {r['error']}" if r["error"] else _state(r["provides"]),
+                    f"failed to load: {r['error']}" if r["error"]
+                    else "; ".join(r["conflicts"]) or _state(r["provides"]),
                 )
                 for r in rows
             ],
             empty="No plugins installed.",
         )
+
+
+def _conflicts(plugins: plugin_loading.Plugins) -> list[str]:
+    """Name clashes between plugins, one message per kind of offering that clashes."""
+    found = []
+    for hook in plugin_loading.OFFERINGS:
+        try:
+            plugins.offered(hook)
+        except plugin_loading.PluginError as e:
+            found.append(str(e))
+    return found
 
 
 def _state(provided: list[dict]) -> str:

@@ -1,0 +1,46 @@
+"""Shared fixtures: a private ASSAY_HOME per test, and the CLI run as users run it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FAKES = Path(__file__).parent / "fakes"
+
+
+@pytest.fixture
+def assay_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "assay-home"
+    home.mkdir()
+    monkeypatch.setenv("ASSAY_HOME", str(home))
+    return home
+
+
+def cli_env(assay_home: Path, plugins: str = "", **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["ASSAY_HOME"] = str(assay_home)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(FAKES), env.get("PYTHONPATH", "")]))
+    env["ASSAY_PLUGINS"] = plugins
+    env.update(extra)
+    return env
+
+
+def run_cli(
+    assay_home: Path, *args: str, plugins: str = "", cwd: Path | None = None, python: str = sys.executable, **extra: str
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m assay ARGS`` in a fresh process, as a user's shell would."""
+    return subprocess.run(
+        [python, "-m", "assay", *args],
+        capture_output=True, text=True, env=cli_env(assay_home, plugins, **extra), cwd=cwd, timeout=300,
+    )
+
+
+@pytest.fixture
+def cli(assay_home: Path):
+    def run(*args: str, plugins: str = "", **kw) -> subprocess.CompletedProcess[str]:
+        return run_cli(assay_home, *args, plugins=plugins, **kw)
+    return run

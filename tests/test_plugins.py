@@ -1,0 +1,167 @@
+"""The plugin system as users meet it: installed plugins, ASSAY_PLUGINS, clashes and breakage."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from assay import plugin_manager
+from tests.conftest import run_cli
+
+REPO = Path(__file__).resolve().parents[1]
+BUILTINS = {"harness_claude", "harness_codex", "grader_code", "suite_codereview", "suite_specreview"}
+
+
+def test_builtins_are_found_through_entry_points(cli):
+    result = cli("plugins", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = {r["name"]: r for r in json.loads(result.stdout)}
+    assert BUILTINS <= set(rows)
+    claude = rows["harness_claude"]
+    assert claude["source"] == "entry point"
+    assert claude["distribution"] == "assay"
+    assert claude["provides"] == [{"kind": "harness", "name": "claude", "implemented": False}]
+
+
+def test_fake_harness_loads_through_assay_plugins(cli):
+    result = cli("plugins", "--json", plugins="fake_harness_plugin")
+    rows = {r["name"]: r for r in json.loads(result.stdout)}
+    fake = rows["fake_harness_plugin"]
+    assert fake["source"] == "ASSAY_PLUGINS"
+    assert fake["provides"] == [{"kind": "harness", "name": "fake", "implemented": True}]
+    assert fake["error"] is None
+
+
+def test_two_plugins_offering_one_name_is_an_error_naming_both():
+    plugins = plugin_manager.load(modules=["tests.fakes.duplicate_claude_plugin"])
+    with pytest.raises(plugin_manager.PluginError) as e:
+        plugins.harnesses()
+    assert str(e.value) == (
+        "two plugins offer the harness 'claude': 'harness_claude' and 'tests.fakes.duplicate_claude_plugin'"
+    )
+
+
+def test_clash_shows_in_plugins_listing(cli):
+    result = cli("plugins", plugins="duplicate_claude_plugin")
+    assert "two plugins offer the harness 'claude': 'harness_claude' and 'duplicate_claude_plugin'" in result.stdout
+
+
+def test_broken_plugin_is_one_line_and_other_commands_still_work(cli):
+    result = cli("suites", "check", plugins="broken_plugin")
+    assert result.returncode == 0
+    warnings = [line for line in result.stderr.splitlines() if line]
+    assert warnings == [
+        "assay: warning: plugin 'broken_plugin' (broken_plugin) failed to load: "
+        "ModuleNotFoundError: No module named 'this_module_does_not_exist'"
+    ]
+    listing = {r["name"]: r for r in json.loads(cli("plugins", "--json", plugins="broken_plugin").stdout)}
+    assert listing["broken_plugin"]["error"].startswith("ModuleNotFoundError")
+    assert listing["harness_claude"]["error"] is None
+
+
+def test_hook_name_typo_is_refused():
+    plugins = plugin_manager.load(entrypoints=False, modules=["tests.fakes.typo_hook_plugin"])
+    [info] = plugins.infos
+    assert info.error == "implements unknown hook(s): assay_harnesess"
+    assert plugins.harnesses() == {}
+
+
+def test_pending_builtin_says_not_yet_implemented():
+    from assay.protocols import NotYetImplemented
+
+    claude = plugin_manager.load().harnesses()["claude"]
+    with pytest.raises(NotYetImplemented, match="harness 'claude' is not yet implemented"):
+        claude.locate()
+
+
+def test_unknown_name_lists_the_known_ones():
+    plugins = plugin_manager.load()
+    with pytest.raises(plugin_manager.PluginError, match=r"unknown harness 'nope' \(known: .*claude"):
+        plugins.get("assay_harnesses", "nope")
+
+
+def _venv(path: Path) -> Path:
+    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(path)
+    return path / "bin" / "python"
+
+
+def _pip(python: Path, *args: str) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
+         "--no-build-isolation", "--disable-pip-version-check", *args],
+        check=True, capture_output=True, text=True,
+    )
+
+
+def test_third_party_plugin_installed_in_a_venv(tmp_path: Path, assay_home: Path):
+    pkg = tmp_path / "tiny"
+    (pkg / "tiny_harness").mkdir(parents=True)
+    (pkg / "pyproject.toml").write_text(textwrap.dedent("""
+        [build-system]
+        requires = ["setuptools>=69"]
+        build-backend = "setuptools.build_meta"
+        [project]
+        name = "tiny-harness"
+        version = "1.2.3"
+        [project.entry-points.assay]
+        tiny = "tiny_harness"
+    """))
+    (pkg / "tiny_harness" / "__init__.py").write_text(textwrap.dedent("""
+        from assay import hookimpl
+
+        class Tiny:
+            name = "tiny"
+            provider_hosts = ()
+
+        @hookimpl
+        def assay_harnesses():
+            return [Tiny()]
+    """))
+    python = _venv(tmp_path / "venv")
+    _pip(python, str(pkg))
+    result = run_cli(assay_home, "plugins", "--json", python=str(python), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    rows = {r["name"]: r for r in json.loads(result.stdout)}
+    assert rows["tiny"]["distribution"] == "tiny-harness"
+    assert rows["tiny"]["version"] == "1.2.3"
+    assert rows["tiny"]["provides"] == [{"kind": "harness", "name": "tiny", "implemented": True}]
+    assert BUILTINS <= set(rows)
+
+
+def test_wheel_holds_every_plugin_and_works_from_anywhere(tmp_path: Path, assay_home: Path):
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path), str(REPO)],
+        check=True, capture_output=True, text=True,
+    )
+    [wheel] = tmp_path.glob("assay-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for plugin in BUILTINS:
+        assert f"assay/plugins/{plugin}/__init__.py" in names
+    assert "assay/hookspecs.py" in names
+    python = _venv(tmp_path / "venv")
+    _pip(python, "--force-reinstall", str(wheel))
+    where = subprocess.run(
+        [str(python), "-c", "import assay.plugins.harness_claude as m; print(m.__file__)"],
+        capture_output=True, text=True, cwd=tmp_path, check=True,
+    ).stdout
+    assert str(tmp_path / "venv") in where
+    result = run_cli(assay_home, "plugins", "--json", python=str(python), cwd=tmp_path)
+    assert BUILTINS <= {r["name"] for r in json.loads(result.stdout)}
+
+
+def test_package_list_matches_the_folders():
+    """setuptools can't discover packages under a package-dir mapping; the list must be complete."""
+    import tomllib
+
+    declared = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    on_disk = {"assay", "assay.cli", "assay.plugins"} | {
+        f"assay.plugins.{p.parent.name}" for p in (REPO / "plugins").glob("*/__init__.py")
+    }
+    assert declared == on_disk
