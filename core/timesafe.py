@@ -1,0 +1,399 @@
+"""Time-safe repositories: a Trial's repository holds nothing from after its Eval task's base commit.
+
+A Trial must not be able to find the answer in its repository, so no later commit, tag, branch,
+stash, reflog entry or stray object may reach it. Preparation happens once per (source repository,
+base commit): ``git pack-objects --revs`` writes exactly the base's ancestry into a fresh bare
+repository in ``ASSAY_HOME/evals/cache``, which is verified, sealed read-only and then renamed into
+place, so a cache folder that exists is a verified one. Each Trial then gets its own copy: the
+cache's single pack file is copied (reflinked where the filesystem can), never hard-linked, so a
+Trial that rewrites its pack can't corrupt the cache. See docs/timesafe.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import os
+import re
+import shutil
+import stat
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import attrs
+
+from assay.files import Locked, exclusive_lock
+from assay.home import AssayHome
+
+
+class TimeSafeError(RuntimeError):
+    """A time-safe repository could not be prepared; the message is one line saying why."""
+
+
+class LeakError(TimeSafeError):
+    """A repository holds something from after its base commit; ``leaks`` names every one."""
+
+    def __init__(self, repo: Path, base: str, leaks: Sequence[str]):
+        self.leaks = list(leaks)
+        shown = "; ".join(self.leaks[:_SHOWN_LEAKS])
+        more = f" (+{len(self.leaks) - _SHOWN_LEAKS} more)" if len(self.leaks) > _SHOWN_LEAKS else ""
+        super().__init__(f"{repo} is not time-safe at base {base[:12]}: {shown}{more}")
+
+
+@attrs.frozen
+class CachedRepo:
+    """A verified, read-only bare repository holding exactly the ancestry of ``base``."""
+
+    repository: str
+    base: str  # the full commit id, whatever ref the task named
+    path: Path
+    built: bool = False  # whether this call built it (False: it was already cached)
+
+    def pack_files(self) -> list[Path]:
+        """The files of the cache's one pack (``.pack``, ``.idx`` and any ``.rev``)."""
+        return sorted((self.path / "objects" / "pack").iterdir())
+
+
+_SHOWN_LEAKS = 8
+_LOCK_POLL_SECONDS = 0.05
+_FULL_SHA = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
+_PSEUDO_REF = re.compile(r"[A-Z_]+_HEAD")
+_FICLONE = 0x40049409  # ioctl: share the source's blocks copy-on-write (btrfs, XFS)
+
+# Variables that would point git at some other repository, object store or graft; they must not
+# leak in from whoever runs assay (a git hook, a test harness).
+_REPOSITORY_ENV = (
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
+    "GIT_OBJECT_DIRECTORY", "GIT_DIR", "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE",
+    "GIT_INDEX_FILE", "GIT_REPLACE_REF_BASE", "GIT_PREFIX", "GIT_INTERNAL_SUPER_PREFIX",
+    "GIT_SHALLOW_FILE", "GIT_COMMON_DIR",
+)
+
+
+# --- preparing the cache --------------------------------------------------------------------------
+
+
+def prepare_cache(home: AssayHome, repository: str, base: str) -> CachedRepo:
+    """The cached time-safe repository for (``repository``, ``base``), building it if needed.
+
+    Safe to call from several threads or processes at once: one builds under a lock while the
+    others wait, and the finished folder appears by an atomic rename.
+    """
+    commit = resolve_base(repository, base)
+    folder = home.cache / _repository_key(repository)
+    final = folder / commit
+    while not final.is_dir():
+        try:
+            with exclusive_lock(folder / f".{commit}.lock"):
+                if not final.is_dir():
+                    _build(repository, commit, final)
+                    return CachedRepo(repository, commit, final, built=True)
+        except Locked:
+            time.sleep(_LOCK_POLL_SECONDS)
+    return CachedRepo(repository, commit, final)
+
+
+def resolve_base(repository: str, base: str) -> str:
+    """The full commit id ``base`` names in ``repository`` (a ref, a short id or a commit)."""
+    if _is_url(repository):
+        return base.lower() if _FULL_SHA.fullmatch(base) else _resolve_remote(repository, base)
+    source = Path(repository)
+    if not source.is_dir():
+        raise TimeSafeError(f"no such repository: {source}")
+    try:
+        shallow, commit = _git(source, "rev-parse", "--is-shallow-repository", "--verify",
+                               "--end-of-options", f"{base}^{{commit}}").split()
+    except TimeSafeError as e:
+        raise TimeSafeError(f"cannot resolve base '{base}' in {source} ({e})") from None
+    if shallow == "true":
+        raise TimeSafeError(f"{source} is a shallow clone, so the history of base is cut short; "
+                            "run `git fetch --unshallow` in it first")
+    return commit
+
+
+def _resolve_remote(url: str, ref: str) -> str:
+    """Resolve a ref on a remote, peeling an annotated tag to its commit."""
+    lines = [line.split("\t") for line in _git(None, "ls-remote", url, ref, f"{ref}^{{}}").splitlines()]
+    peeled = {name.removesuffix("^{}"): sha for sha, name in lines if name.endswith("^{}")}
+    commits = {peeled.get(name, sha) for sha, name in lines if not name.endswith("^{}")}
+    if len(commits) != 1:
+        found = "nothing" if not commits else f"{len(commits)} different commits"
+        raise TimeSafeError(f"base '{ref}' matches {found} in {url}; name a commit or a full ref")
+    return commits.pop()
+
+
+def _build(repository: str, commit: str, final: Path) -> None:
+    """Build, verify and seal the cache in a scratch folder, then rename it into place."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    for stale in final.parent.glob(f".{commit}.*-*"):  # left by a killed build; we hold the lock
+        _remove(stale)
+    build = Path(tempfile.mkdtemp(prefix=f".{commit}.build-", dir=final.parent))
+    try:
+        _write_git_dir(build, branch="main", commit=commit, config=_BARE_CONFIG, packs=())
+        with _local_source(repository, commit, final.parent) as source:
+            _write_objects(source, commit, build)
+        verify_time_safe(build, commit)
+        _seal(build)
+        os.rename(build, final)  # same folder: allowed although ``build`` is now read-only
+    except BaseException:
+        _remove(build)
+        raise
+
+
+@contextlib.contextmanager
+def _local_source(repository: str, commit: str, scratch: Path) -> Iterator[Path]:
+    """A local repository holding ``commit``: the repository itself, or a fetch of it from a URL."""
+    if not _is_url(repository):
+        yield Path(repository)
+        return
+    with tempfile.TemporaryDirectory(prefix=f".{commit}.fetch-", dir=scratch) as tmp:
+        fetched = Path(tmp)
+        _git(fetched, "init", "--bare", "--quiet", "--template=")
+        _git(fetched, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", repository, commit)
+        yield fetched
+
+
+def _write_objects(source: Path, commit: str, repo: Path) -> None:
+    """Write one pack of exactly the objects reachable from ``commit`` into ``repo``.
+
+    ``pack-objects`` reuses the source's deltas and writes the index itself, so nothing on the
+    receiving side re-hashes the objects (which is what makes ``git fetch`` four times slower).
+    """
+    _git(source, "pack-objects", "--revs", "--delta-base-offset", "--quiet",
+         str(repo / "objects" / "pack" / "pack"), input=f"{commit}\n")
+
+
+# --- verifying ------------------------------------------------------------------------------------
+
+
+def verify_time_safe(repo: Path, base: str) -> None:
+    """Raise :class:`LeakError` unless ``repo`` holds nothing from outside the ancestry of ``base``.
+
+    Checks refs, HEAD, reflogs, pseudo-refs, alternates and grafts, and every object in the object
+    store (``git cat-file --batch-all-objects``), not only what ``git log --all`` can see.
+    """
+    gitdir = _git_dir(repo)
+    try:
+        commit = _git(gitdir, "rev-parse", "--verify", "--end-of-options", f"{base}^{{commit}}").strip()
+    except TimeSafeError as e:
+        raise TimeSafeError(f"cannot resolve base '{base}' in {repo} ({e})") from None
+    leaks = _leaked_refs(gitdir, commit) + _leaked_files(gitdir) + _leaked_objects(gitdir, commit)
+    if leaks:
+        raise LeakError(repo, commit, leaks)
+
+
+def _git_dir(repo: Path) -> Path:
+    """The repository's own git folder; refuses a linked worktree, which shares another's objects."""
+    if (repo / ".git").is_dir():
+        return repo / ".git"
+    if (repo / "HEAD").is_file() and (repo / "objects").is_dir():
+        return repo
+    raise TimeSafeError(f"{repo} is not a standalone git repository")
+
+
+def _leaked_refs(gitdir: Path, commit: str) -> list[str]:
+    """HEAD on one branch at base (plus its origin's copy) is allowed; any other ref is a leak."""
+    output = _git(gitdir, "for-each-ref", "--format=%(refname) %(objectname)")
+    refs = dict(line.split() for line in output.splitlines())
+    branches = [name for name in refs if name.startswith("refs/heads/")]
+    leaks = [f"ref {name}" for name, sha in refs.items()
+             if not name.startswith(("refs/heads/", "refs/remotes/origin/")) or sha != commit]
+    if len(branches) > 1:
+        leaks.append(f"{len(branches)} branches ({', '.join(branches)}), expected one")
+    head = (gitdir / "HEAD").read_text().strip()
+    if refs.get(head.removeprefix("ref: "), head) != commit:
+        leaks.append(f"HEAD ({head})")
+    return leaks
+
+
+def _leaked_files(gitdir: Path) -> list[str]:
+    """Files outside refs and objects through which git would reach other commits."""
+    leaks = [f"pseudo-ref {p.name}" for p in gitdir.iterdir() if _PSEUDO_REF.fullmatch(p.name)]
+    for name in ("shallow", "info/grafts", "objects/info/alternates", "objects/info/http-alternates"):
+        if (gitdir / name).exists():
+            leaks.append(f"file {name}")
+    logs = gitdir / "logs"
+    if logs.is_dir():
+        leaks += [f"reflog {p.relative_to(gitdir)}" for p in sorted(logs.rglob("*")) if p.is_file() and p.stat().st_size]
+    return leaks
+
+
+def _leaked_objects(gitdir: Path, commit: str) -> list[str]:
+    """Every stored object that isn't reachable from ``commit``: later commits first, by id."""
+    every = _start_git(gitdir, "cat-file", "--batch-all-objects", "--unordered",
+                       "--batch-check=%(objectname) %(objecttype)")
+    reachable = _start_git(gitdir, "rev-list", "--objects", "--no-object-names", commit)
+    stored = dict(line.split() for line in _finish(every).splitlines())
+    unreachable = stored.keys() - set(_finish(reachable).split())
+    order = {"commit": 0, "tag": 1, "tree": 2, "blob": 3}
+    return [f"{stored[sha]} {sha}" for sha in sorted(unreachable, key=lambda s: (order.get(stored[s], 4), s))]
+
+
+# --- the per-Trial copy ---------------------------------------------------------------------------
+
+
+def origin_path(dest: Path) -> Path:
+    """Where :func:`trial_copy` puts the local bare origin of the copy at ``dest``."""
+    return dest.parent / f"{dest.name}.origin.git"
+
+
+def trial_copy(cached: CachedRepo, dest: Path, *, branch: str = "main", origin: bool = False,
+               verify: bool = False) -> Path:
+    """A Trial's own repository at ``dest``: one ``branch`` at base, checked out, nothing else.
+
+    ``dest`` must be absent or empty. With ``origin``, a bare repository at :func:`origin_path`
+    (next to ``dest``, so a sandbox must bind it too) is the copy's ``origin``, for sessions that
+    push. The copy is time-safe by construction (the cache's verified pack, refs written here);
+    ``verify`` checks it again, as ``assay tasks prepare`` does. On any failure nothing is left.
+    """
+    try:
+        _git(None, "check-ref-format", f"refs/heads/{branch}")
+    except TimeSafeError:
+        raise TimeSafeError(f"'{branch}' is not a valid branch name") from None
+    dest = dest.absolute()
+    bare = origin_path(dest) if origin else None
+    for folder in (dest, bare):
+        if folder is not None and folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+            raise TimeSafeError(f"{folder} is not an empty folder; a Trial's copy needs a fresh one")
+    try:
+        packs = cached.pack_files()
+        config = _WORK_CONFIG if bare is None else _WORK_CONFIG + _origin_config(bare, branch)
+        _write_git_dir(dest / ".git", branch=branch, commit=cached.base, config=config, packs=packs)
+        if bare is not None:
+            _write_git_dir(bare, branch=branch, commit=cached.base, config=_BARE_CONFIG, packs=packs)
+            _write_ref(dest / ".git", f"refs/remotes/origin/{branch}", cached.base)
+        _git(dest, "-c", "checkout.workers=0", "read-tree", "-u", "--reset", cached.base)
+        if verify:
+            verify_time_safe(dest, cached.base)
+    except BaseException:
+        _remove(dest)
+        if bare is not None:
+            _remove(bare)
+        raise
+    return dest
+
+
+_BARE_CONFIG = """\
+[core]
+\trepositoryformatversion = 0
+\tbare = true
+"""
+
+# Hooks point nowhere so that none run, whatever the user's global config says; the identity
+# lets the session commit.
+_WORK_CONFIG = """\
+[core]
+\trepositoryformatversion = 0
+\tfilemode = true
+\tbare = false
+\tlogallrefupdates = true
+\thooksPath = /dev/null
+[user]
+\tname = assay
+\temail = assay@localhost
+"""
+
+
+
+def _origin_config(bare: Path, branch: str) -> str:
+    url = str(bare).replace("\\", "\\\\").replace('"', '\\"')
+    return (f'[remote "origin"]\n\turl = "{url}"\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n'
+            f'[branch "{branch}"]\n\tremote = origin\n\tmerge = refs/heads/{branch}\n')
+
+
+def _write_git_dir(gitdir: Path, *, branch: str, commit: str, config: str, packs: Sequence[Path]) -> None:
+    """Lay out a git folder by hand: what ``git init`` would, minus templates (and their hooks)."""
+    pack_dir = gitdir / "objects" / "pack"
+    pack_dir.mkdir(parents=True, exist_ok=True)
+    (gitdir / "refs" / "tags").mkdir(parents=True, exist_ok=True)
+    for pack in packs:
+        _copy_file(pack, pack_dir / pack.name)
+    (gitdir / "config").write_text(config)
+    (gitdir / "HEAD").write_text(f"ref: refs/heads/{branch}\n")
+    _write_ref(gitdir, f"refs/heads/{branch}", commit)
+
+
+def _write_ref(gitdir: Path, name: str, commit: str) -> None:
+    path = gitdir / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"{commit}\n")
+
+
+def _copy_file(src: Path, dst: Path) -> None:
+    """A copy sharing no writable storage with ``src``: a reflink where possible, else bytes."""
+    try:
+        with open(src, "rb") as fin, open(dst, "wb") as fout:
+            fcntl.ioctl(fout.fileno(), _FICLONE, fin.fileno())
+    except OSError as e:
+        if e.errno not in (errno.EOPNOTSUPP, errno.ENOTTY, errno.EXDEV, errno.EINVAL, errno.ENOSYS):
+            raise
+        shutil.copyfile(src, dst)  # sendfile: still in the kernel
+    os.chmod(dst, 0o444)  # as git leaves pack files
+
+
+# --- helpers --------------------------------------------------------------------------------------
+
+
+def _is_url(repository: str) -> bool:
+    """The same rule the task manifest uses (assay.evaltasks.read_task)."""
+    return "://" in repository or repository.startswith("git@")
+
+
+def _repository_key(repository: str) -> str:
+    """A readable, unique folder name for a source repository."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", repository.rstrip("/").rsplit("/", 1)[-1]).strip(".-")
+    return f"{name.removesuffix('.git') or 'repo'}-{hashlib.sha256(repository.encode()).hexdigest()[:12]}"
+
+
+def _seal(folder: Path) -> None:
+    """Make a finished cache read-only, deepest first."""
+    for root, dirs, files in os.walk(folder, topdown=False):
+        for name in files:
+            os.chmod(os.path.join(root, name), 0o444)
+        os.chmod(root, 0o555)
+
+
+def _remove(path: Path) -> None:
+    """Remove a folder, read-only parts included; a missing one is fine."""
+    if not path.exists():
+        return
+    for root, _dirs, _files in os.walk(path):
+        os.chmod(root, stat.S_IRWXU)
+    shutil.rmtree(path)
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _REPOSITORY_ENV}
+    env.update(GIT_TERMINAL_PROMPT="0", GIT_NO_REPLACE_OBJECTS="1", LC_ALL="C")
+    return env
+
+
+def _git(cwd: Path | None, *args: str, input: str | None = None) -> str:
+    """Run git and return its stdout; a failure is a :class:`TimeSafeError` with git's last words."""
+    proc = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True, text=True, env=_env())
+    if proc.returncode:
+        raise _failed(args, proc.returncode, proc.stderr)
+    return proc.stdout
+
+
+def _start_git(cwd: Path, *args: str) -> subprocess.Popen[str]:
+    """Start git without waiting, so two independent commands use two cores."""
+    return subprocess.Popen(["git", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=_env())
+
+
+def _finish(proc: subprocess.Popen[str]) -> str:
+    out, err = proc.communicate()
+    if proc.returncode:
+        raise _failed(proc.args[1:], proc.returncode, err)  # type: ignore[index]
+    return out
+
+
+def _failed(args: Sequence[str], code: int, stderr: str) -> TimeSafeError:
+    lines = stderr.strip().splitlines()
+    return TimeSafeError(f"git {' '.join(args[:2])} failed: {lines[-1] if lines else f'exit {code}'}")
