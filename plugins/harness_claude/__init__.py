@@ -1,34 +1,41 @@
-"""The Claude Code Harness (``claude``).
+"""The Claude Code Harness (``claude``): ``claude -p --output-format stream-json``.
 
-Implements ``assay_harnesses``. Its session command, fresh home, stream decoding and void
-causes land with roadmap step 5; until then it registers and says so when used.
+Implements ``assay_harnesses``. The login is a long-lived token (``assay setup``) passed as
+``CLAUDE_CODE_OAUTH_TOKEN``; web search and fetch are denied; a Stop sends SIGTERM.
 """
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 from assay import hookimpl
-from assay.protocols import HarnessBinary, Invocation, Pending, SessionRequest, StreamDecoder
+from assay.harnesskit import install_root, locate_binary
+from assay.plugins.harness_claude import command
+from assay.plugins.harness_claude.stream import ClaudeDecoder
+from assay.protocols import HarnessBinary, Invocation, SessionRequest
 
 
-class ClaudeHarness(Pending):
+class ClaudeHarness:
     name = "claude"
-    kind_label = "harness"
-    roadmap = "roadmap step 5: the Claude Code and Codex Harnesses"
     provider_hosts = ("api.anthropic.com",)
 
     def locate(self) -> HarnessBinary:
-        raise self._pending()
+        return locate_binary("claude", install="npm install -g @anthropic-ai/claude-code")
 
     def login_present(self, assay_home: Path) -> bool:
-        raise self._pending()
+        return command.oauth_token(assay_home) is not None
 
     def invocation(self, request: SessionRequest) -> Invocation:
-        raise self._pending()
+        command.fill_home(request)
+        return Invocation(
+            argv=command.argv(request), cwd=request.repository, env=command.environment(request),
+            read_only=(install_root(request.binary.path),), hosts=self.provider_hosts,
+            stop_signals=(int(signal.SIGTERM),),
+        )
 
-    def decoder(self) -> StreamDecoder:
-        raise self._pending()
+    def decoder(self) -> ClaudeDecoder:
+        return ClaudeDecoder()
 
 
 @hookimpl

@@ -1,34 +1,41 @@
-"""The Codex Harness (``codex``).
+"""The Codex Harness (``codex``): ``codex exec --json``.
 
-Implements ``assay_harnesses``. Its session command, fresh home, stream decoding and void
-causes land with roadmap step 5; until then it registers and says so when used.
+Implements ``assay_harnesses``. The login is the user's own ``auth.json``, bound read-write in
+place; web search is disabled; a Stop sends SIGINT (Codex interrupts its turn), then SIGTERM.
 """
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 from assay import hookimpl
-from assay.protocols import HarnessBinary, Invocation, Pending, SessionRequest, StreamDecoder
+from assay.harnesskit import install_root, locate_binary
+from assay.plugins.harness_codex import command
+from assay.plugins.harness_codex.stream import CodexDecoder
+from assay.protocols import HarnessBinary, Invocation, SessionRequest
 
 
-class CodexHarness(Pending):
+class CodexHarness:
     name = "codex"
-    kind_label = "harness"
-    roadmap = "roadmap step 5: the Claude Code and Codex Harnesses"
     provider_hosts = ("api.openai.com", "chatgpt.com")
 
     def locate(self) -> HarnessBinary:
-        raise self._pending()
+        return locate_binary("codex", install="npm install -g @openai/codex")
 
     def login_present(self, assay_home: Path) -> bool:
-        raise self._pending()
+        return command.real_auth() is not None
 
     def invocation(self, request: SessionRequest) -> Invocation:
-        raise self._pending()
+        auth = command.fill_home(request)
+        return Invocation(
+            argv=command.argv(request), cwd=request.repository, env=command.environment(request),
+            read_only=(install_root(request.binary.path),), read_write=(auth,) if auth else (),
+            hosts=self.provider_hosts, stop_signals=(int(signal.SIGINT), int(signal.SIGTERM)),
+        )
 
-    def decoder(self) -> StreamDecoder:
-        raise self._pending()
+    def decoder(self) -> CodexDecoder:
+        return CodexDecoder()
 
 
 @hookimpl

@@ -1,0 +1,109 @@
+"""What every agent-CLI Harness needs to describe a session: its binary, environment and fresh home.
+
+A Trial must run what a production session runs and nothing of the caller's: the environment is
+built from an allow-list (a stray ``ANTHROPIC_API_KEY`` would switch billing, a stray
+``CLAUDECODE`` makes Claude refuse to start), and the fresh home holds copies of only the
+user-level files a session reads plus the Arm's own Factory skills.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tomllib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from assay.protocols import HarnessBinary
+
+# Passed through from the caller when set; everything else is left behind.
+PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME")
+_VERSION = re.compile(r"\d+\.\d+\.\d+[0-9A-Za-z.+-]*")
+
+
+class HarnessNotInstalled(RuntimeError):
+    """The Harness's binary is missing or does not run; the message says how to install it."""
+
+
+def locate_binary(command: str, *, install: str) -> HarnessBinary:
+    """``command``'s real path on PATH and the version it reports for ``--version``."""
+    found = shutil.which(command)
+    if found is None:
+        raise HarnessNotInstalled(f"'{command}' is not on PATH (install it: {install})")
+    path = os.path.realpath(found)
+    try:
+        proc = subprocess.run(
+            [path, "--version"], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise HarnessNotInstalled(f"{path} --version failed: {e}") from None
+    if proc.returncode != 0:
+        detail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [""]
+        raise HarnessNotInstalled(f"{path} --version exited {proc.returncode}: {detail[0]}")
+    return HarnessBinary(path=path, version=parse_version(proc.stdout))
+
+
+def install_root(binary: str) -> Path:
+    """The folder a binary needs to run: its npm package for an npm-installed CLI, else its folder."""
+    path = Path(binary)
+    parts = path.parts
+    if "node_modules" in parts:
+        i = parts.index("node_modules")
+        return Path(*parts[: i + (3 if parts[i + 1].startswith("@") else 2)])
+    return path.parent
+
+
+def parse_version(text: str) -> str:
+    """``2.1.197`` from ``2.1.197 (Claude Code)``, ``0.171.0`` from ``codex-cli 0.171.0``."""
+    match = _VERSION.search(text)
+    return match.group(0) if match else text.strip()
+
+
+def session_env(home: Path, extra: Mapping[str, str]) -> dict[str, str]:
+    """The allow-listed part of the caller's environment, HOME set to the fresh home, plus ``extra``."""
+    env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+    env.setdefault("TERM", "dumb")
+    env["HOME"] = str(home)
+    env.update(extra)
+    return env
+
+
+def copy_user_files(source: Path, dest: Path, names: Iterable[str]) -> None:
+    """Copy the named user-level files and folders (instructions, rules, settings, hooks) from the
+    user's real config folder into the fresh home, without write permission: a Trial reads what a
+    production session reads but can't change it."""
+    for name in names:
+        src = source / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, dirs_exist_ok=True)
+            _read_only_files(dest / name)
+        elif src.is_file():
+            dest.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+            _read_only(dest / name)
+
+
+def copy_factory_skills(factory: Path | None, dest: Path) -> None:
+    """Copy the Arm's Factory skills (its ``assay.toml`` ``[paths] skills``, default ``skills/``) into ``dest``."""
+    if factory is None:
+        return
+    try:
+        config = tomllib.loads((factory / "assay.toml").read_text())
+    except (FileNotFoundError, tomllib.TOMLDecodeError):
+        config = {}
+    skills = factory / str(config.get("paths", {}).get("skills", "skills"))
+    if skills.is_dir():
+        shutil.copytree(skills, dest, dirs_exist_ok=True)
+        _read_only_files(dest)
+
+
+def _read_only_files(folder: Path) -> None:
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            _read_only(path)
+
+
+def _read_only(path: Path) -> None:
+    path.chmod(path.stat().st_mode & ~0o222)

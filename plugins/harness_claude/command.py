@@ -1,0 +1,56 @@
+"""The ``claude`` session: its command line, environment and fresh home."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from assay import credentials
+from assay.harnesskit import copy_factory_skills, copy_user_files, session_env
+from assay.home import AssayHome
+from assay.protocols import SessionRequest
+
+# Unattended and fully trusted: the sandbox around the session is the boundary, not Claude's prompts.
+PERMISSION_MODE = "bypassPermissions"
+# Deny rules remove these tools entirely, so no Trial can search or fetch the web.
+DENIED_TOOLS = ("WebSearch", "WebFetch")
+# What a production session reads from ~/.claude besides its memory, history and login.
+USER_FILES = ("CLAUDE.md", "settings.json", "rules", "hooks", "agents", "commands", "output-styles")
+
+
+def argv(request: SessionRequest) -> tuple[str, ...]:
+    args = [request.binary.path, "-p", "--output-format", "stream-json", "--verbose",
+            "--permission-mode", PERMISSION_MODE]
+    if request.model:
+        args += ["--model", request.model]
+    if request.effort:
+        args += ["--effort", request.effort]
+    # --disallowedTools takes several values: "--" keeps it from swallowing the prompt.
+    return (*args, "--disallowedTools", ",".join(DENIED_TOOLS), "--", request.prompt)
+
+
+def environment(request: SessionRequest) -> dict[str, str]:
+    """The login token, self-update and background traffic off, and root allowed to bypass prompts."""
+    extra = {"DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+    token = oauth_token(request.assay_home)
+    if token:
+        extra["CLAUDE_CODE_OAUTH_TOKEN"] = token
+    if os.geteuid() == 0:
+        extra["IS_SANDBOX"] = "1"  # else claude refuses bypassPermissions as root
+    return session_env(request.home, extra)
+
+
+def fill_home(request: SessionRequest) -> None:
+    config = request.home / ".claude"
+    config.mkdir(parents=True, exist_ok=True)
+    copy_user_files(user_config_dir(), config, USER_FILES)
+    copy_factory_skills(request.factory, config / "skills")
+
+
+def oauth_token(assay_home: Path | None) -> str | None:
+    root = assay_home or AssayHome.from_env().root
+    return credentials.get(AssayHome(root).credentials, credentials.CLAUDE_TOKEN)
+
+
+def user_config_dir() -> Path:
+    return Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
