@@ -103,7 +103,8 @@ class Verdict:
     tasks: int
     dropped: tuple[str, ...]
     counts: tuple[int, ...]
-    """Tasks per difference value, from -1 to +1 in steps of 1/k (void tasks excluded)."""
+    """Tasks per value of the difference the interval is of, from -1 to +1 in steps of 1/k
+    (void tasks excluded); ``credible_interval(counts, bar=...)`` re-checks the interval."""
     baseline: ArmSummary
     candidate: ArmSummary
     more_tasks: int | None
@@ -186,7 +187,8 @@ def _judge(pairs: Sequence[TaskPair], k: int, bar: Bar, *, measure: Measure) -> 
     used = [p for p in pairs if not p.void]
     dropped = tuple(p.task for p in pairs if p.void)
     sign = 1 if measure == "pass share" else -1
-    counts = np.bincount([sign * (p.candidate - p.baseline) + k for p in used], minlength=2 * k + 1)
+    diffs = np.array([sign * (p.candidate - p.baseline) + k for p in used], dtype=np.int64)
+    counts = np.bincount(diffs, minlength=2 * k + 1)
     alpha = counts + _prior(k, bar)
     values = _values(k)
     lo, hi = _interval(alpha, values, bar)

@@ -328,6 +328,9 @@ def test_cli_judges_wrong_findings_when_the_file_has_them(cli, tmp_path: Path) -
         ({**ISSUE_EXAMPLE, "bar": {"seed": "7"}}, "field 'bar.seed': expected a whole number"),
         ({**ISSUE_EXAMPLE, "bar": {"level": 1.0}}, "bar.level must be strictly between 0 and 1"),
         ({"tasks": ISSUE_EXAMPLE["tasks"]}, "field 'trials_per_task'"),
+        ({**ISSUE_EXAMPLE, "tasks": [{"id": "t1", "baseline": 1, "candidate": 1, "baseline_wrong": 0, "candidate_wrong": 1},
+                                     {"id": "t2", "baseline": 1, "candidate": 1}]},
+         "task 't2': field 'baseline_wrong': missing"),
         ("{not json", "not readable JSON"),
     ],
 )

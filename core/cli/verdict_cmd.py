@@ -72,7 +72,13 @@ def _read(path: Path) -> tuple[int, Bar, list[dict[str, Any]]]:
     tasks = data.get("tasks")
     if not isinstance(tasks, list) or not tasks:
         fail(f"{path}: field 'tasks': expected a non-empty list of tasks")
-    return k, _bar(path, data.get("bar", {})), [_task(path, i, t, k) for i, t in enumerate(tasks)]
+    tasks = [_task(path, i, t, k) for i, t in enumerate(tasks)]
+    counted = [t for t in tasks if not t.get("void", False)]
+    if any("baseline_wrong" in t for t in counted):
+        for t in counted:
+            if "baseline_wrong" not in t:
+                fail(f"{path}: task {t['id']!r}: field 'baseline_wrong': missing (other tasks count wrong findings)")
+    return k, _bar(path, data.get("bar", {})), tasks
 
 
 def _bar(path: Path, raw: Any) -> Bar:
@@ -102,7 +108,7 @@ def _task(path: Path, index: int, raw: Any, k: int) -> dict[str, Any]:
     _no_unknown(path, f"task {task_id!r}: ", raw, _TASK_KEYS)
     if not isinstance(raw.get("void", False), bool):
         fail(f"{where}: field 'void': expected true or false")
-    if (("baseline_wrong" in raw) != ("candidate_wrong" in raw)):
+    if ("baseline_wrong" in raw) != ("candidate_wrong" in raw):
         missing = "candidate_wrong" if "baseline_wrong" in raw else "baseline_wrong"
         fail(f"{where}: field {missing!r}: missing (wrong findings need both Arms)")
     for field in ("baseline", "candidate", "baseline_wrong", "candidate_wrong"):
