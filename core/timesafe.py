@@ -2,11 +2,12 @@
 
 A Trial must not be able to find the answer in its repository, so no later commit, tag, branch,
 stash, reflog entry or stray object may reach it. Preparation happens once per (source repository,
-base commit): ``git pack-objects --revs`` writes exactly the base's ancestry into a fresh bare
-repository in ``ASSAY_HOME/evals/cache``, which is verified, sealed read-only and then renamed into
-place, so a cache folder that exists is a verified one. Each Trial then gets its own copy: the
-cache's single pack file is copied (reflinked where the filesystem can), never hard-linked, so a
-Trial that rewrites its pack can't corrupt the cache. See docs/timesafe.md.
+base commit): ``git pack-objects --revs`` writes exactly the base's ancestry into a fresh
+repository in ``ASSAY_HOME/evals/cache``, whose work tree is checked out at base; it is verified,
+sealed read-only and renamed into place, so a cache folder that exists is a verified one. Each
+Trial then gets a copy of the whole folder (``cp --reflink=auto``: copies, never hard links, so a
+Trial that rewrites its pack can't corrupt the cache), which is cheaper than checking out again.
+See docs/timesafe.md.
 """
 
 from __future__ import annotations
@@ -51,12 +52,12 @@ class CachedRepo:
 
     repository: str
     base: str  # the full commit id, whatever ref the task named
-    path: Path
+    path: Path  # a work tree at base, with its ``.git``
     built: bool = False  # whether this call built it (False: it was already cached)
 
     def pack_files(self) -> list[Path]:
         """The files of the cache's one pack (``.pack``, ``.idx`` and any ``.rev``)."""
-        return sorted((self.path / "objects" / "pack").iterdir())
+        return sorted((self.path / ".git" / "objects" / "pack").iterdir())
 
 
 _SHOWN_LEAKS = 8
@@ -134,10 +135,13 @@ def _build(repository: str, commit: str, final: Path) -> None:
         _remove(stale)
     build = Path(tempfile.mkdtemp(prefix=f".{commit}.build-", dir=final.parent))
     try:
-        _write_git_dir(build, branch="main", commit=commit, config=_BARE_CONFIG, packs=())
+        _write_git_dir(build / ".git", branch=_CACHE_BRANCH, commit=commit, config=_WORK_CONFIG, packs=())
         with _local_source(repository, commit, final.parent) as source:
-            _write_objects(source, commit, build)
-        verify_time_safe(build, commit)
+            _write_objects(source, commit, build / ".git")
+        # The checkout, one worker, beside the verification: two commands for two cores.
+        with _started(build, "-c", "checkout.workers=1", "read-tree", "-u", "--reset", commit) as checkout:
+            verify_time_safe(build, commit)
+            _finish(checkout)
         _seal(build)
         os.rename(build, final)  # same folder: allowed although ``build`` is now read-only
     except BaseException:
@@ -158,14 +162,14 @@ def _local_source(repository: str, commit: str, scratch: Path) -> Iterator[Path]
         yield fetched
 
 
-def _write_objects(source: Path, commit: str, repo: Path) -> None:
-    """Write one pack of exactly the objects reachable from ``commit`` into ``repo``.
+def _write_objects(source: Path, commit: str, gitdir: Path) -> None:
+    """Write one pack of exactly the objects reachable from ``commit`` into ``gitdir``.
 
     ``pack-objects`` reuses the source's deltas and writes the index itself, so nothing on the
     receiving side re-hashes the objects (which is what makes ``git fetch`` four times slower).
     """
     _git(source, "pack-objects", "--revs", "--delta-base-offset", "--quiet",
-         str(repo / "objects" / "pack" / "pack"), input=f"{commit}\n")
+         str(gitdir / "objects" / "pack" / "pack"), input=f"{commit}\n")
 
 
 # --- verifying ------------------------------------------------------------------------------------
@@ -225,13 +229,14 @@ def _leaked_files(gitdir: Path) -> list[str]:
 
 def _leaked_objects(gitdir: Path, commit: str) -> list[str]:
     """Every stored object that isn't reachable from ``commit``: later commits first, by id."""
-    every = _start_git(gitdir, "cat-file", "--batch-all-objects", "--unordered",
-                       "--batch-check=%(objectname) %(objecttype)")
-    reachable = _start_git(gitdir, "rev-list", "--objects", "--no-object-names", commit)
-    stored = dict(line.split() for line in _finish(every).splitlines())
-    unreachable = stored.keys() - set(_finish(reachable).split())
+    with _started(gitdir, "rev-list", "--objects", "--no-object-names", commit) as reachable:
+        stored = _git(gitdir, "cat-file", "--batch-all-objects", "--unordered", "--batch-check=%(objectname)")
+        unreachable = set(stored.split()) - set(_finish(reachable).split())
+    if not unreachable:
+        return []
+    typed = _git(gitdir, "cat-file", "--batch-check=%(objecttype) %(objectname)", input="\n".join(unreachable))
     order = {"commit": 0, "tag": 1, "tree": 2, "blob": 3}
-    return [f"{stored[sha]} {sha}" for sha in sorted(unreachable, key=lambda s: (order.get(stored[s], 4), s))]
+    return sorted(typed.splitlines(), key=lambda line: (order.get(line.split()[0], 4), line))
 
 
 # --- the per-Trial copy ---------------------------------------------------------------------------
@@ -248,7 +253,7 @@ def trial_copy(cached: CachedRepo, dest: Path, *, branch: str = "main", origin: 
 
     ``dest`` must be absent or empty. With ``origin``, a bare repository at :func:`origin_path`
     (next to ``dest``, so a sandbox must bind it too) is the copy's ``origin``, for sessions that
-    push. The copy is time-safe by construction (the cache's verified pack, refs written here);
+    push. The copy is time-safe by construction (a copy of the verified cache, refs written here);
     ``verify`` checks it again, as ``assay tasks prepare`` does. On any failure nothing is left.
     """
     try:
@@ -261,13 +266,14 @@ def trial_copy(cached: CachedRepo, dest: Path, *, branch: str = "main", origin: 
         if folder is not None and folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
             raise TimeSafeError(f"{folder} is not an empty folder; a Trial's copy needs a fresh one")
     try:
-        packs = cached.pack_files()
-        config = _WORK_CONFIG if bare is None else _WORK_CONFIG + _origin_config(bare, branch)
-        _write_git_dir(dest / ".git", branch=branch, commit=cached.base, config=config, packs=packs)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        _run(None, "cp", "-a", "--reflink=auto", "--no-target-directory", str(cached.path), str(dest))
+        _run(None, "chmod", "-R", "u+w", str(dest))  # the cache is sealed read-only
+        if branch != _CACHE_BRANCH:
+            _rename_branch(dest / ".git", branch, cached.base)
         if bare is not None:
-            _write_git_dir(bare, branch=branch, commit=cached.base, config=_BARE_CONFIG, packs=packs)
-            _write_ref(dest / ".git", f"refs/remotes/origin/{branch}", cached.base)
-        _git(dest, "-c", "checkout.workers=0", "read-tree", "-u", "--reset", cached.base)
+            _add_origin(dest / ".git", bare, branch, cached)
+        _refresh_index(dest, cached)
         if verify:
             verify_time_safe(dest, cached.base)
     except BaseException:
@@ -277,6 +283,8 @@ def trial_copy(cached: CachedRepo, dest: Path, *, branch: str = "main", origin: 
         raise
     return dest
 
+
+_CACHE_BRANCH = "main"
 
 _BARE_CONFIG = """\
 [core]
@@ -298,12 +306,29 @@ _WORK_CONFIG = """\
 \temail = assay@localhost
 """
 
+def _refresh_index(dest: Path, cached: CachedRepo) -> None:
+    """Re-stamp the copied index (new inodes), which also re-reads every file against it."""
+    try:
+        _git(dest, "update-index", "--refresh")
+    except TimeSafeError as e:
+        raise TimeSafeError(f"the cached work tree at {cached.path} no longer matches base ({e}); "
+                            "remove that folder so that it is rebuilt") from None
 
 
-def _origin_config(bare: Path, branch: str) -> str:
+def _rename_branch(gitdir: Path, branch: str, commit: str) -> None:
+    (gitdir / "refs" / "heads" / _CACHE_BRANCH).unlink()
+    _write_ref(gitdir, f"refs/heads/{branch}", commit)
+    (gitdir / "HEAD").write_text(f"ref: refs/heads/{branch}\n")
+
+
+def _add_origin(gitdir: Path, bare: Path, branch: str, cached: CachedRepo) -> None:
+    """A bare repository at base (its own copy of the pack) as ``origin``, tracked by ``branch``."""
+    _write_git_dir(bare, branch=branch, commit=cached.base, config=_BARE_CONFIG, packs=cached.pack_files())
     url = str(bare).replace("\\", "\\\\").replace('"', '\\"')
-    return (f'[remote "origin"]\n\turl = "{url}"\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n'
-            f'[branch "{branch}"]\n\tremote = origin\n\tmerge = refs/heads/{branch}\n')
+    with open(gitdir / "config", "a") as config:
+        config.write(f'[remote "origin"]\n\turl = "{url}"\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n'
+                     f'[branch "{branch}"]\n\tremote = origin\n\tmerge = refs/heads/{branch}\n')
+    _write_ref(gitdir, f"refs/remotes/origin/{branch}", cached.base)
 
 
 def _write_git_dir(gitdir: Path, *, branch: str, commit: str, config: str, packs: Sequence[Path]) -> None:
@@ -351,10 +376,13 @@ def _repository_key(repository: str) -> str:
 
 
 def _seal(folder: Path) -> None:
-    """Make a finished cache read-only, deepest first."""
-    for root, dirs, files in os.walk(folder, topdown=False):
+    """Make a finished cache read-only, deepest first; executable bits (and symlinks) stay."""
+    for root, _dirs, files in os.walk(folder, topdown=False):
         for name in files:
-            os.chmod(os.path.join(root, name), 0o444)
+            path = os.path.join(root, name)
+            mode = os.lstat(path).st_mode
+            if not stat.S_ISLNK(mode):
+                os.chmod(path, stat.S_IMODE(mode) & ~0o222)
         os.chmod(root, 0o555)
 
 
@@ -374,26 +402,37 @@ def _env() -> dict[str, str]:
 
 
 def _git(cwd: Path | None, *args: str, input: str | None = None) -> str:
-    """Run git and return its stdout; a failure is a :class:`TimeSafeError` with git's last words."""
-    proc = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True, text=True, env=_env())
+    return _run(cwd, "git", *args, input=input)
+
+
+def _run(cwd: Path | None, *argv: str, input: str | None = None) -> str:
+    """Run a command and return its stdout; a failure is a :class:`TimeSafeError` with its last words."""
+    proc = subprocess.run(argv, cwd=cwd, input=input, capture_output=True, text=True, env=_env())
     if proc.returncode:
-        raise _failed(args, proc.returncode, proc.stderr)
+        raise _failed(argv, proc.returncode, proc.stderr or proc.stdout)
     return proc.stdout
 
 
-def _start_git(cwd: Path, *args: str) -> subprocess.Popen[str]:
-    """Start git without waiting, so two independent commands use two cores."""
-    return subprocess.Popen(["git", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=_env())
+@contextlib.contextmanager
+def _started(cwd: Path, *args: str) -> Iterator[subprocess.Popen[str]]:
+    """Git running in the background for the block (another core's worth of work); killed and
+    reaped if the block fails."""
+    with subprocess.Popen(["git", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, env=_env()) as proc:
+        try:
+            yield proc
+        except BaseException:
+            proc.kill()
+            raise
 
 
 def _finish(proc: subprocess.Popen[str]) -> str:
     out, err = proc.communicate()
     if proc.returncode:
-        raise _failed(proc.args[1:], proc.returncode, err)  # type: ignore[index]
+        raise _failed(proc.args, proc.returncode, err)  # type: ignore[arg-type]
     return out
 
 
-def _failed(args: Sequence[str], code: int, stderr: str) -> TimeSafeError:
+def _failed(argv: Sequence[str], code: int, stderr: str) -> TimeSafeError:
     lines = stderr.strip().splitlines()
-    return TimeSafeError(f"git {' '.join(args[:2])} failed: {lines[-1] if lines else f'exit {code}'}")
+    return TimeSafeError(f"{' '.join(argv[:2])} failed: {lines[-1] if lines else f'exit {code}'}")
