@@ -13,8 +13,6 @@ See docs/timesafe.md.
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import hashlib
 import os
 import re
@@ -48,7 +46,7 @@ class LeakError(TimeSafeError):
 
 @attrs.frozen
 class CachedRepo:
-    """A verified, read-only bare repository holding exactly the ancestry of ``base``."""
+    """A verified, read-only repository holding exactly the ancestry of ``base``, checked out."""
 
     repository: str
     base: str  # the full commit id, whatever ref the task named
@@ -64,7 +62,7 @@ _SHOWN_LEAKS = 8
 _LOCK_POLL_SECONDS = 0.05
 _FULL_SHA = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
 _PSEUDO_REF = re.compile(r"[A-Z_]+_HEAD")
-_FICLONE = 0x40049409  # ioctl: share the source's blocks copy-on-write (btrfs, XFS)
+_CACHE_BRANCH = "main"
 
 # Variables that would point git at some other repository, object store or graft; they must not
 # leak in from whoever runs assay (a git hook, a test harness).
@@ -74,6 +72,26 @@ _REPOSITORY_ENV = (
     "GIT_INDEX_FILE", "GIT_REPLACE_REF_BASE", "GIT_PREFIX", "GIT_INTERNAL_SUPER_PREFIX",
     "GIT_SHALLOW_FILE", "GIT_COMMON_DIR",
 )
+
+_BARE_CONFIG = """\
+[core]
+\trepositoryformatversion = 0
+\tbare = true
+"""
+
+# Hooks point nowhere so that none run, whatever the user's global config says; the identity
+# lets the session commit.
+_WORK_CONFIG = """\
+[core]
+\trepositoryformatversion = 0
+\tfilemode = true
+\tbare = false
+\tlogallrefupdates = true
+\thooksPath = /dev/null
+[user]
+\tname = assay
+\temail = assay@localhost
+"""
 
 
 # --- preparing the cache --------------------------------------------------------------------------
@@ -135,7 +153,7 @@ def _build(repository: str, commit: str, final: Path) -> None:
         _remove(stale)
     build = Path(tempfile.mkdtemp(prefix=f".{commit}.build-", dir=final.parent))
     try:
-        _write_git_dir(build / ".git", branch=_CACHE_BRANCH, commit=commit, config=_WORK_CONFIG, packs=())
+        _write_git_dir(build / ".git", branch=_CACHE_BRANCH, commit=commit, config=_WORK_CONFIG)
         with _local_source(repository, commit, final.parent) as source:
             _write_objects(source, commit, build / ".git")
         # The checkout, one worker, beside the verification: two commands for two cores.
@@ -284,28 +302,6 @@ def trial_copy(cached: CachedRepo, dest: Path, *, branch: str = "main", origin: 
     return dest
 
 
-_CACHE_BRANCH = "main"
-
-_BARE_CONFIG = """\
-[core]
-\trepositoryformatversion = 0
-\tbare = true
-"""
-
-# Hooks point nowhere so that none run, whatever the user's global config says; the identity
-# lets the session commit.
-_WORK_CONFIG = """\
-[core]
-\trepositoryformatversion = 0
-\tfilemode = true
-\tbare = false
-\tlogallrefupdates = true
-\thooksPath = /dev/null
-[user]
-\tname = assay
-\temail = assay@localhost
-"""
-
 def _refresh_index(dest: Path, cached: CachedRepo) -> None:
     """Re-stamp the copied index (new inodes), which also re-reads every file against it."""
     try:
@@ -323,7 +319,8 @@ def _rename_branch(gitdir: Path, branch: str, commit: str) -> None:
 
 def _add_origin(gitdir: Path, bare: Path, branch: str, cached: CachedRepo) -> None:
     """A bare repository at base (its own copy of the pack) as ``origin``, tracked by ``branch``."""
-    _write_git_dir(bare, branch=branch, commit=cached.base, config=_BARE_CONFIG, packs=cached.pack_files())
+    _write_git_dir(bare, branch=branch, commit=cached.base, config=_BARE_CONFIG)
+    _run(None, "cp", "--reflink=auto", *map(str, cached.pack_files()), str(bare / "objects" / "pack"))
     url = str(bare).replace("\\", "\\\\").replace('"', '\\"')
     with open(gitdir / "config", "a") as config:
         config.write(f'[remote "origin"]\n\turl = "{url}"\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n'
@@ -331,13 +328,10 @@ def _add_origin(gitdir: Path, bare: Path, branch: str, cached: CachedRepo) -> No
     _write_ref(gitdir, f"refs/remotes/origin/{branch}", cached.base)
 
 
-def _write_git_dir(gitdir: Path, *, branch: str, commit: str, config: str, packs: Sequence[Path]) -> None:
+def _write_git_dir(gitdir: Path, *, branch: str, commit: str, config: str) -> None:
     """Lay out a git folder by hand: what ``git init`` would, minus templates (and their hooks)."""
-    pack_dir = gitdir / "objects" / "pack"
-    pack_dir.mkdir(parents=True, exist_ok=True)
+    (gitdir / "objects" / "pack").mkdir(parents=True, exist_ok=True)
     (gitdir / "refs" / "tags").mkdir(parents=True, exist_ok=True)
-    for pack in packs:
-        _copy_file(pack, pack_dir / pack.name)
     (gitdir / "config").write_text(config)
     (gitdir / "HEAD").write_text(f"ref: refs/heads/{branch}\n")
     _write_ref(gitdir, f"refs/heads/{branch}", commit)
@@ -347,18 +341,6 @@ def _write_ref(gitdir: Path, name: str, commit: str) -> None:
     path = gitdir / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f"{commit}\n")
-
-
-def _copy_file(src: Path, dst: Path) -> None:
-    """A copy sharing no writable storage with ``src``: a reflink where possible, else bytes."""
-    try:
-        with open(src, "rb") as fin, open(dst, "wb") as fout:
-            fcntl.ioctl(fout.fileno(), _FICLONE, fin.fileno())
-    except OSError as e:
-        if e.errno not in (errno.EOPNOTSUPP, errno.ENOTTY, errno.EXDEV, errno.EINVAL, errno.ENOSYS):
-            raise
-        shutil.copyfile(src, dst)  # sendfile: still in the kernel
-    os.chmod(dst, 0o444)  # as git leaves pack files
 
 
 # --- helpers --------------------------------------------------------------------------------------
@@ -434,5 +416,7 @@ def _finish(proc: subprocess.Popen[str]) -> str:
 
 
 def _failed(argv: Sequence[str], code: int, stderr: str) -> TimeSafeError:
+    """One line naming the command (``git read-tree``, not ``git -c``) and its last words."""
+    command = [argv[0], *[a for a in argv[1:] if not a.startswith("-") and "=" not in a][:1]]
     lines = stderr.strip().splitlines()
-    return TimeSafeError(f"{' '.join(argv[:2])} failed: {lines[-1] if lines else f'exit {code}'}")
+    return TimeSafeError(f"{' '.join(command)} failed: {lines[-1] if lines else f'exit {code}'}")
