@@ -17,7 +17,7 @@ import attrs
 
 if TYPE_CHECKING:
     from assay.evaltasks import EvalTask
-    from assay.records import Score, TrialRecord
+    from assay.records import Score, TrialView
 
 
 class NotYetImplemented(RuntimeError):
@@ -171,7 +171,7 @@ class Grader(Protocol):
 
     name: str
 
-    async def grade(self, task: EvalTask, trials: Sequence[TrialRecord]) -> Sequence[Score]:
+    async def grade(self, task: EvalTask, trials: Sequence[TrialView]) -> Sequence[Score]:
         """One Score per Trial it can judge."""
 
 

@@ -1,13 +1,14 @@
 """Records that reach disk under an Experiment's folder. Each names its ``FORMAT``.
 
 Format history:
-- Bar 1, TrialRecord 1, Score 1: first versions.
+- Bar 1, TrialRecord 1, Score 1, Setup 1, CommandRecord 1: first versions.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
+from pathlib import Path
 from typing import ClassVar, Literal
 
 import attrs
@@ -91,3 +92,105 @@ class Score:
     wrong_finding: bool = False
     borderline: bool = False
     evidence: str | None = None
+
+
+@attrs.frozen
+class TrialView:
+    """A finished Trial as a Grader sees it: its record and its folder (repository, session log)."""
+
+    record: TrialRecord
+    folder: Path
+
+    @property
+    def repository(self) -> Path:
+        return self.folder / "repo"
+
+    @property
+    def session_log(self) -> Path:
+        return self.folder / "session.log"
+
+
+@attrs.frozen
+class ArmSetup:
+    """One Arm as it was fixed when its Experiment started.
+
+    A Factory Arm has a commit and a Harness (with the binary every Trial runs); a Custom-runner
+    Arm has a runner name and digest instead.
+    """
+
+    commit: str | None = None
+    harness: str | None = None
+    model: str | None = None
+    effort: str | None = None
+    harness_path: str | None = None
+    harness_version: str | None = None
+    build: str | None = None
+    runner: str | None = None
+    runner_digest: str | None = None
+
+    def identity(self) -> dict[str, str | None]:
+        """What names the Arm: the same identity means the same Experiment (binary path aside)."""
+        if self.runner:
+            return {"runner": self.runner, "runner_digest": self.runner_digest}
+        return {"commit": self.commit, "harness": self.harness, "model": self.model, "effort": self.effort}
+
+    def label(self) -> str:
+        if self.runner:
+            return f"runner {self.runner} ({(self.runner_digest or '')[:12]})"
+        parts = [(self.commit or "")[:10], self.harness, self.model, self.effort]
+        return " ".join(p for p in parts if p)
+
+
+@attrs.frozen
+class TaskSetup:
+    """An Eval task as an Experiment runs it."""
+
+    id: str
+    kind: str
+    trials: int
+
+
+@attrs.frozen
+class Setup:
+    """What an Experiment compares: both Arms, its suites and tasks, the sandbox backend."""
+
+    FORMAT: ClassVar[int] = 1
+
+    id: str
+    baseline: ArmSetup
+    candidate: ArmSetup
+    suites: tuple[str, ...]
+    tasks: tuple[TaskSetup, ...]
+    sandbox: str
+    factory: str | None
+    created_at: dt.datetime
+
+    def arm(self, name: Arm) -> ArmSetup:
+        return self.baseline if name == "baseline" else self.candidate
+
+
+@attrs.frozen
+class Stage:
+    name: str
+    started_at: dt.datetime
+    ended_at: dt.datetime | None = None
+
+
+@attrs.frozen
+class CommandRecord:
+    """A long-running job (an Experiment, later a Scoring run), as the Inbox reads it."""
+
+    FORMAT: ClassVar[int] = 1
+
+    kind: str
+    id: str
+    state: str  # running | paused | stopped | errored | done
+    started_at: dt.datetime
+    pid: int | None = None
+    ended_at: dt.datetime | None = None
+    outcome: str | None = None  # pass | fail | inconclusive | paused | stopped | errored
+    summary: str = ""
+    arms: Mapping[str, ArmSetup] = attrs.field(factory=dict)
+    bar: Bar | None = None
+    stages: tuple[Stage, ...] = ()
+    runs: int = 1

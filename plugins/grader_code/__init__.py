@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from assay import hookimpl
 from assay.evaltasks import EvalTask
 from assay.protocols import Pending
-from assay.records import Score, TrialRecord
+from assay.records import Score, TrialView
 
 
 class CodeGrader(Pending):
@@ -19,7 +19,7 @@ class CodeGrader(Pending):
     kind_label = "grader"
     roadmap = "roadmap step 4: process suites and the code Grader"
 
-    async def grade(self, task: EvalTask, trials: Sequence[TrialRecord]) -> Sequence[Score]:
+    async def grade(self, task: EvalTask, trials: Sequence[TrialView]) -> Sequence[Score]:
         raise self._pending()
 
 

@@ -1,0 +1,280 @@
+"""``assay experiment``, ``assay experiments``, ``assay stop`` and ``assay inbox``.
+
+Exit codes of ``assay experiment``: 0 the Experiment ended with a Verdict (read it: pass, fail
+or inconclusive); 1 it errored; 2 bad input, refused before any Trial; 3 paused (plan limit) or
+stopped — run the same command again to resume.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from assay import commands, formats
+from assay import plugin_manager as plugin_loading
+from assay.cli.output import JsonOpt, emit_json, fail, table
+from assay.home import AssayHome
+from assay.records import ARMS, Bar
+
+EXIT_PAUSED = 3
+
+
+def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
+    app.command("experiment")(_experiment_command(plugins))
+    app.command("experiments")(experiments)
+    app.command("stop")(stop)
+    app.command("inbox")(inbox)
+
+
+def _bar(**overrides: Any) -> Bar:
+    given = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        return Bar(**given)
+    except (ValueError, TypeError) as e:
+        fail(f"Bar: {e}")
+
+
+def _experiment_command(plugins: plugin_loading.Plugins):
+    def experiment(
+        candidate: str = typer.Argument(None, help="The Candidate: a branch or commit of the Factory."),
+        baseline: str = typer.Option(None, "--baseline", help="The Baseline commit (default: where the Candidate's branch left main)."),
+        suite: list[str] = typer.Option([], "--suite", help="An Eval suite to run (repeatable)."),
+        factory: Path = typer.Option(Path("."), "--factory", help="The Factory repository (default: here)."),
+        baseline_harness: str = typer.Option(None, help="Harness for the Baseline (default: the Factory's)."),
+        baseline_model: str = typer.Option(None, help="Model for the Baseline."),
+        baseline_effort: str = typer.Option(None, help="Effort for the Baseline."),
+        candidate_harness: str = typer.Option(None, help="Harness for the Candidate (default: the Factory's)."),
+        candidate_model: str = typer.Option(None, help="Model for the Candidate."),
+        candidate_effort: str = typer.Option(None, help="Effort for the Candidate."),
+        margin: float = typer.Option(None, help="Bar: how much worse the Candidate may be and still pass (default 0.10)."),
+        level: float = typer.Option(None, help="Bar: credible level of the interval (default 0.95)."),
+        seed: int = typer.Option(None, help="Bar: seed of the Verdict's draws."),
+        draws: int = typer.Option(None, help="Bar: number of posterior draws (default 20000)."),
+        prior_weight: float = typer.Option(None, help="Bar: the prior, in pseudo Eval tasks (default 1)."),
+        trials_per_task: int = typer.Option(None, help="Bar: Trials per Arm per Eval task (default by suite kind: 3, or 1 for spec-review)."),
+        timeout: float = typer.Option(None, help="Bar: per-Trial timeout in seconds (a timeout is a fail)."),
+        workers: int = typer.Option(2, min=1, help="Trials running at once."),
+        sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap where it works, else none)."),
+        json_: bool = JsonOpt,
+    ) -> None:
+        """Compare the Baseline and the Candidate on Eval suites and give a Verdict against the Bar.
+
+        Running the same command again resumes the Experiment: finished Trials are kept, Trials
+        cut short run again, and a finished Experiment just reports its Verdict.
+        """
+        from assay import experiment as experiments_core
+        from assay.arms import ArmFlags
+        from assay.progress import reporter
+
+        home = AssayHome.from_env()
+        bar = _bar(margin=margin, level=level, seed=seed, draws=draws, prior_weight=prior_weight,
+                   timeout_seconds=timeout)
+        try:
+            plan = experiments_core.plan(
+                home, plugins, factory_path=factory.absolute(), suites=suite, bar=bar,
+                trials_per_task=trials_per_task, sandbox=sandbox,
+                candidate=ArmFlags(candidate, candidate_harness, candidate_model, candidate_effort),
+                baseline=ArmFlags(baseline, baseline_harness, baseline_model, baseline_effort),
+            )
+        except experiments_core.PlanError as e:
+            fail(str(e))
+        _announce(plan, bar, json_)
+        report, close = reporter(quiet=json_)
+        try:
+            exp, outcome = experiments_core.start(home, plugins, plan, workers=workers, report=report)
+        except experiments_core.PlanError as e:
+            fail(str(e))
+        except experiments_core.ExperimentErrored as e:
+            fail(str(e), code=1)
+        finally:
+            close()
+        _conclude(exp, outcome, json_)
+
+    return experiment
+
+
+def _announce(plan: Any, bar: Bar, json_: bool) -> None:
+    if json_:
+        return
+    from assay import verdict as verdicts
+
+    setup = plan.setup
+    typer.echo(f"Experiment {setup.id}")
+    for arm in ARMS:
+        typer.echo(f"  {arm.title():9} {setup.arm(arm).label()}")
+    counts = {t.trials for t in setup.tasks}
+    k = counts.pop() if len(counts) == 1 else None
+    typer.echo(f"  Eval tasks: {len(setup.tasks)} in {', '.join(setup.suites)}; sandbox: {setup.sandbox}")
+    if k is not None:
+        chance = verdicts.chance_of_clear_verdict(len(setup.tasks), k, bar)
+        typer.echo(
+            f"  Before the start: with {len(setup.tasks)} tasks and {k} Trial(s) per Arm each, the chance of a "
+            f"clear Verdict if the Arms are equal is {chance:.0%}."
+        )
+
+
+def _conclude(exp: Any, outcome: str, json_: bool) -> None:
+    verdict = json.loads(exp.verdict_file.read_text()) if exp.verdict_file.exists() else None
+    if json_:
+        line = {"id": exp.id, "outcome": outcome,
+                "verdict": verdict["verdict"] if verdict else None,
+                "interval": verdict["interval"] if verdict else None}
+        typer.echo(json.dumps(line))
+    else:
+        _print_result(exp, outcome, verdict)
+    if outcome in ("paused", "stopped"):
+        raise typer.Exit(EXIT_PAUSED)
+
+
+def _print_result(exp: Any, outcome: str, verdict: dict | None) -> None:
+    from assay.results import task_results
+
+    setup, bar = exp.setup(), exp.bar()
+    typer.echo("")
+    table(["TASK", "BASELINE", "CANDIDATE", ""], [
+        (r.task, f"{r.baseline}/{r.trials}" if r.baseline is not None else "-",
+         f"{r.candidate}/{r.trials}" if r.candidate is not None else "-",
+         "dropped (void)" if r.dropped else "" if r.complete else "not finished")
+        for r in task_results(exp, setup, bar)
+    ])
+    typer.echo("")
+    if verdict:
+        typer.echo(_verdict_line(verdict))
+    else:
+        typer.echo(f"Experiment {exp.id} {outcome}: run the same command again to resume.")
+    typer.echo(f"Results: {exp.path}")
+    typer.echo(f"Show again: assay experiments {exp.id}")
+
+
+def _verdict_line(verdict: dict) -> str:
+    text = f"Verdict: {verdict['verdict']}"
+    if verdict.get("interval"):
+        lo, hi = verdict["interval"]
+        text += f", interval [{lo:+.3f}, {hi:+.3f}] (Candidate − Baseline pass share)"
+    for group in verdict.get("groups", []):
+        if group.get("reason"):
+            text += f"\n  {group['reason']}"
+        if group.get("more_tasks") is not None:
+            text += f"\n  About {group['more_tasks']} more Eval tasks would settle it."
+    return text
+
+
+def _find(home: AssayHome, ref: str) -> Any:
+    from assay.experiments import ExperimentDir
+
+    matches = sorted(p for p in home.experiments.glob(f"{ref}*") if (p / "setup.json").exists()) if home.experiments.is_dir() else []
+    if not matches:
+        fail(f"no Experiment '{ref}' under {home.experiments}")
+    if len(matches) > 1:
+        fail(f"'{ref}' names several Experiments: {', '.join(p.name for p in matches)}")
+    return ExperimentDir(matches[0])
+
+
+def _command(home: AssayHome, id: str) -> Any:
+    path = commands.record_path(home, "experiment", id)
+    return formats.read(path, commands.CommandRecord) if path.exists() else None
+
+
+def experiments(
+    id: str = typer.Argument(None, help="Show one Experiment (an id or a unique prefix)."),
+    json_: bool = JsonOpt,
+) -> None:
+    """List Experiments, or show one: Arms, Bar, per-task pairs, every Trial, minutes, the Verdict."""
+    from assay.results import describe
+
+    home = AssayHome.from_env()
+    if id:
+        exp = _find(home, id)
+        data = describe(exp, _command(home, exp.id))
+        if json_:
+            emit_json(data)
+        else:
+            _show(data)
+        return
+    from assay.experiments import ExperimentDir
+
+    rows = []
+    for path in sorted(home.experiments.glob("*/setup.json")) if home.experiments.is_dir() else []:
+        exp = ExperimentDir(path.parent)
+        setup, command = exp.setup(), _command(home, exp.id)
+        verdict = json.loads(exp.verdict_file.read_text()) if exp.verdict_file.exists() else None
+        rows.append({
+            "id": exp.id, "state": commands.effective_state(command) if command else "created",
+            "outcome": command.outcome if command else None,
+            "baseline": setup.baseline.label(), "candidate": setup.candidate.label(),
+            "suites": list(setup.suites), "tasks": len(setup.tasks), "created_at": setup.created_at.isoformat(),
+            "verdict": {"verdict": verdict["verdict"], "interval": verdict["interval"]} if verdict else None,
+        })
+    if json_:
+        emit_json(rows)
+        return
+    table(["ID", "STATE", "VERDICT", "BASELINE", "CANDIDATE", "SUITES"], [
+        (r["id"], r["state"], r["verdict"]["verdict"] if r["verdict"] else "-", r["baseline"], r["candidate"],
+         ",".join(r["suites"])) for r in rows
+    ], empty="No Experiments yet. Start one with `assay experiment`.")
+
+
+def _show(data: dict) -> None:
+    typer.echo(f"Experiment {data['id']}: {data['state']}" + (f" ({data['outcome']})" if data["outcome"] else ""))
+    for arm in ARMS:
+        a = data["arms"][arm]
+        label = f"runner {a['runner']}" if a.get("runner") else " ".join(
+            str(a[k]) for k in ("commit", "harness", "model", "effort") if a.get(k))
+        typer.echo(f"  {arm.title():9} {label}; {data['minutes'][arm]:.1f} min")
+    bar = data["bar"]
+    typer.echo(f"  Bar: margin {bar['margin']}, level {bar['level']}, seed {bar['seed']}, draws {bar['draws']}, "
+               f"timeout {bar['timeout_seconds']}s")
+    typer.echo("")
+    table(["TASK", "ARM", "#", "ATTEMPT", "OUTCOME", "VOID CAUSE", "SCORE"], [
+        (t["task"], t["arm"], t["index"], t["attempt"], t["outcome"], t["void_cause"] or "",
+         ("pass" if t["score"]["passed"] else "fail") if t["score"] else "")
+        for t in data["trials"]
+    ], empty="No Trials yet.")
+    typer.echo("")
+    if data["verdict"]:
+        typer.echo(_verdict_line(data["verdict"]))
+
+
+def stop(
+    id: str = typer.Argument(..., help="The Experiment to stop (an id or a unique prefix)."),
+    wait: float = typer.Option(60.0, help="Seconds to wait for it to end."),
+) -> None:
+    """Stop a running Experiment: in-flight Trials are cut short (and re-run on resume)."""
+    home = AssayHome.from_env()
+    exp = _find(home, id)
+    command = _command(home, exp.id)
+    if command is None or commands.effective_state(command) != "running":
+        fail(f"Experiment {exp.id} is not running", code=1)
+    os.kill(command.pid, signal.SIGTERM)
+    deadline = time.monotonic() + wait
+    while commands.is_alive(command.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if commands.is_alive(command.pid):
+        fail(f"Experiment {exp.id} (pid {command.pid}) did not stop within {wait:.0f}s", code=1)
+    typer.echo(f"Stopped Experiment {exp.id}; run it again to resume.")
+
+
+def inbox(json_: bool = JsonOpt) -> None:
+    """Commands that need you (failed, inconclusive, paused, stopped, errored) and those done."""
+    home = AssayHome.from_env()
+    needs, done = [], []
+    for record in commands.all_records(home):
+        state = commands.effective_state(record)
+        if state == "running":
+            continue
+        row = {"kind": record.kind, "id": record.id, "state": state, "outcome": record.outcome,
+               "summary": record.summary, "ended_at": record.ended_at.isoformat() if record.ended_at else None}
+        (needs if state == "interrupted" or record.outcome in commands.NEEDS_YOU else done).append(row)
+    if json_:
+        emit_json({"needs_you": needs, "done": done})
+        return
+    for title, rows in (("Needs you", needs), ("Done", done)):
+        typer.echo(f"{title}:")
+        table(["KIND", "ID", "OUTCOME", "SUMMARY"], [(r["kind"], r["id"], r["outcome"] or r["state"], r["summary"]) for r in rows])
+        typer.echo("")

@@ -1,0 +1,122 @@
+"""Commands: long-running jobs with a Command record, a Command log and Activity log lines.
+
+The record (``logs/<kind>/<id>.json``) is what the Inbox and ``assay stop`` read; the log
+(``logs/<kind>/<id>.log``) is for people; ``logs/activity.jsonl`` is one line per event across
+every Command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from assay import files, formats
+from assay.home import AssayHome
+from assay.records import CommandRecord, Stage
+
+NEEDS_YOU = {"fail", "inconclusive", "paused", "errored", "stopped"}
+
+
+def now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def record_path(home: AssayHome, kind: str, id: str) -> Path:
+    return home.command_logs(kind) / f"{id}.json"
+
+
+@attrs.define
+class Command:
+    """The live Command of this process; every change is written through at once."""
+
+    home: AssayHome
+    record: CommandRecord
+
+    @classmethod
+    def start(cls, home: AssayHome, kind: str, id: str, **fields: Any) -> Command:
+        path = record_path(home, kind, id)
+        runs = formats.read(path, CommandRecord).runs + 1 if path.exists() else 1
+        record = CommandRecord(kind=kind, id=id, state="running", started_at=now(), pid=os.getpid(), runs=runs, **fields)
+        command = cls(home, record)
+        command._save()
+        command.log(f"started (run {runs}, pid {os.getpid()})")
+        command.activity("started", f"{kind} {id} started")
+        return command
+
+    @property
+    def log_path(self) -> Path:
+        return self.home.command_logs(self.record.kind) / f"{self.record.id}.log"
+
+    def _save(self) -> None:
+        formats.write(record_path(self.home, self.record.kind, self.record.id), self.record)
+
+    def update(self, **fields: Any) -> None:
+        self.record = attrs.evolve(self.record, **fields)
+        self._save()
+
+    @contextlib.contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Record a stage's start and end times in the Command record."""
+        self.update(stages=(*self.record.stages, Stage(name, now())))
+        self.log(f"stage {name}")
+        try:
+            yield
+        finally:
+            *done, current = self.record.stages
+            self.update(stages=(*done, attrs.evolve(current, ended_at=now())))
+
+    def log(self, message: str) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "a") as f:
+            f.write(f"{now().isoformat(timespec='seconds')} {message}\n")
+
+    def activity(self, event: str, message: str, **extra: Any) -> None:
+        files.append_line(self.home.activity_log, {
+            "time": now().isoformat(), "kind": self.record.kind, "id": self.record.id,
+            "event": event, "message": message, **extra,
+        })
+
+    def finish(self, state: str, outcome: str, summary: str) -> None:
+        self.update(state=state, outcome=outcome, summary=summary, ended_at=now(), pid=None)
+        self.log(f"{state}: {summary}")
+        self.activity(state, f"{self.record.kind} {self.record.id} {outcome}: {summary}", outcome=outcome)
+
+
+def all_records(home: AssayHome) -> list[CommandRecord]:
+    """Every Command record, newest first; unreadable ones are skipped (they are reported elsewhere)."""
+    out = []
+    for path in home.logs.glob("*/*.json"):
+        try:
+            out.append(formats.read(path, CommandRecord))
+        except (formats.FormatError, OSError):
+            continue
+    return sorted(out, key=lambda r: r.started_at, reverse=True)
+
+
+def is_alive(pid: int | None) -> bool:
+    """Whether ``pid`` still runs (a zombie waiting for its parent to reap it has ended)."""
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def effective_state(record: CommandRecord) -> str:
+    """A record left "running" by a killed process reads as "interrupted"."""
+    if record.state == "running" and not is_alive(record.pid):
+        return "interrupted"
+    return record.state

@@ -1,0 +1,205 @@
+"""Starting an Experiment: everything checked before the first Trial, then the run itself.
+
+:func:`plan` resolves both Arms, the suites and the Bar and refuses bad input with one line
+(:class:`PlanError`); :func:`start` records the Setup and the Bar, takes the Experiment's lock,
+writes the Command record and runs it.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import attrs
+
+from assay import evaltasks, formats
+from assay.arms import ArmError, ArmFlags, ArmRuntime, HarnessArm, resolve_factory_arms
+from assay.commands import Command, now
+from assay.evaltasks import EvalTask, ManifestError
+from assay.experiments import ExperimentDir, bar_differences, experiment_id
+from assay.factory import Factory, FactoryError
+from assay.files import Locked, exclusive_lock
+from assay.home import AssayHome
+from assay.plugin_manager import PluginError, Plugins
+from assay.protocols import Harness, NotYetImplemented, SandboxBackend, SuiteKind
+from assay.records import ARMS, Arm, ArmSetup, Bar, Setup, TaskSetup
+
+
+class PlanError(ValueError):
+    """Bad input, refused before any Trial (exit code 2)."""
+
+
+class ExperimentErrored(RuntimeError):
+    """The run broke (not the Arms' fault); the Command log has the traceback (exit code 1)."""
+
+
+def _root_cause(error: BaseException) -> BaseException:
+    """The first real error inside trio's exception groups (cancellations are only its echo)."""
+    if isinstance(error, BaseExceptionGroup):
+        leaves = [_root_cause(e) for e in error.exceptions]
+        real = [e for e in leaves if type(e).__name__ != "Cancelled"]
+        return (real or leaves)[0]
+    return error
+
+
+@attrs.frozen
+class Plan:
+    """A checked Experiment, ready to start or resume."""
+
+    setup: Setup
+    bar: Bar
+    tasks: Mapping[str, EvalTask]
+    prompts: Mapping[str, str]
+    harnesses: Mapping[Arm, Harness]
+    backend: SandboxBackend
+    factory: Factory | None
+
+    @property
+    def id(self) -> str:
+        return self.setup.id
+
+
+def plan(
+    home: AssayHome,
+    plugins: Plugins,
+    *,
+    factory_path: Path,
+    candidate: ArmFlags,
+    baseline: ArmFlags,
+    suites: Sequence[str],
+    bar: Bar,
+    trials_per_task: int | None = None,
+    sandbox: str | None = None,
+) -> Plan:
+    try:
+        if not suites:
+            raise PlanError("name the Eval suites to run with --suite (choosing them from the change comes later)")
+        factory, base_arm, cand_arm = resolve_factory_arms(plugins, factory_path, candidate, baseline)
+        loaded = [evaltasks.load_suite(home, name, plugins.suite_kinds()) for name in dict.fromkeys(suites)]
+        backend = _backend(plugins, sandbox)
+        kinds = plugins.suite_kinds()
+        tasks = {t.id: t for s in loaded for t in s.tasks}
+        prompts = {t.id: kinds[t.kind].session_prompt(t) for t in tasks.values()}
+        harnesses = {arm: plugins.get("assay_harnesses", a.harness) for arm, a in zip(ARMS, (base_arm, cand_arm))}
+    except (ArmError, FactoryError, ManifestError, PluginError) as e:
+        raise PlanError(str(e)) from None
+    except NotYetImplemented as e:
+        raise PlanError(str(e)) from None
+    bar = _bar_for(bar, {s.kind: kinds[s.kind] for s in loaded}, trials_per_task)
+    setup = Setup(
+        id=experiment_id(base_arm, cand_arm, [s.name for s in loaded]),
+        baseline=base_arm, candidate=cand_arm, suites=tuple(s.name for s in loaded),
+        tasks=tuple(TaskSetup(t.id, t.kind, bar.trials_per_task[t.kind]) for s in loaded for t in s.tasks),
+        sandbox=backend.name,
+        factory=str(factory.root), created_at=now(),
+    )
+    return Plan(setup, bar, tasks, prompts, harnesses, backend, factory)
+
+
+def _bar_for(bar: Bar, kinds: Mapping[str, SuiteKind], override: int | None) -> Bar:
+    """The Bar with Trials per task for every kind in play: the override, the Bar's, else the kind's."""
+    per_kind = dict(bar.trials_per_task)
+    for name, kind in kinds.items():
+        per_kind.setdefault(name, kind.trials_per_task)
+    if override is not None:
+        per_kind = {name: override for name in per_kind}
+    return attrs.evolve(bar, trials_per_task=per_kind)
+
+
+def _backend(plugins: Plugins, name: str | None) -> SandboxBackend:
+    backends = plugins.sandbox_backends()
+    if name:
+        backend = plugins.get("assay_sandbox_backends", name)
+        check = backend.check()
+        if not check.works:
+            raise PlanError(f"sandbox backend '{name}' can't run here: {check.reason}")
+        return backend
+    for preferred in ("bwrap", "none"):
+        if preferred in backends and backends[preferred].check().works:
+            return backends[preferred]
+    raise PlanError("no sandbox backend works on this machine (see `assay plugins`)")
+
+
+def record(home: AssayHome, plan: Plan) -> ExperimentDir:
+    """Write the Setup and the Bar; refuse a changed Bar once a Trial has started."""
+    exp = ExperimentDir(home.experiments / plan.id)
+    if exp.setup_file.exists():
+        recorded = exp.setup()
+        plan_setup = attrs.evolve(plan.setup, created_at=recorded.created_at)
+        if plan_setup.tasks != recorded.tasks and exp.any_trial_started():
+            raise PlanError(f"Experiment {plan.id}: its suites' Eval tasks changed since it started; start a new one")
+    else:
+        formats.write(exp.setup_file, plan.setup)
+    if exp.bar_file.exists() and exp.any_trial_started():
+        differences = bar_differences(exp.bar(), plan.bar)
+        if differences:
+            raise PlanError(
+                f"Experiment {plan.id}: the Bar was recorded before its first Trial and can't change "
+                f"({'; '.join(differences)})"
+            )
+    formats.write(exp.bar_file, plan.bar)
+    return exp
+
+
+def arms_summary(setup: Setup) -> dict[str, ArmSetup]:
+    return {arm: setup.arm(arm) for arm in ARMS}
+
+
+def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report) -> tuple[ExperimentDir, str]:
+    """Run (or resume) the Experiment; returns its folder and outcome."""
+    import trio
+
+    from assay.runner import ExperimentRun
+
+    exp = record(home, plan)
+    try:
+        with exclusive_lock(exp.lock_file):
+            if exp.verdict_file.exists():
+                return exp, formats.read(exp.verdict_file, _verdict_type()).verdict
+            command = Command.start(home, "experiment", plan.id, arms=arms_summary(plan.setup), bar=plan.bar)
+            with command.stage("arms"):
+                runtimes = {arm: _runtime(home, plan, arm, command) for arm in ARMS}
+            run = ExperimentRun(
+                home=home, plugins=plugins, exp=exp, setup=exp.setup(), bar=plan.bar, tasks=plan.tasks,
+                prompts=plan.prompts, runtimes=runtimes, backend=plan.backend, workers=workers,
+                command=command, report=report,
+            )
+            try:
+                outcome = trio.run(run.run)
+            except Exception as e:
+                cause = _root_cause(e)
+                command.log("".join(traceback.format_exception(e)))
+                command.finish("errored", "errored", f"{type(cause).__name__}: {cause}")
+                raise ExperimentErrored(f"Experiment {plan.id} errored: {cause} (see {command.log_path})") from e
+            state = {"paused": "paused", "stopped": "stopped"}.get(outcome, "done")
+            command.finish(state, outcome, _summary(exp, outcome))
+            return exp, outcome
+    except Locked:
+        raise PlanError(f"Experiment {plan.id} is already running in another process") from None
+
+
+def _runtime(home: AssayHome, plan: Plan, arm: Arm, command: Command) -> ArmRuntime:
+    """The Arm's session runner, with its Factory commit materialised (once, cached by commit)."""
+    setup = plan.setup.arm(arm)
+    build = None
+    if plan.factory is not None and setup.commit is not None:
+        build = plan.factory.materialise(home, setup.commit)
+        command.log(f"{arm.title()}: Factory {setup.commit[:10]} materialised at {build}")
+    return HarnessArm(plan.harnesses[arm], setup, build)
+
+
+def _verdict_type():
+    from assay.results import ExperimentVerdict
+
+    return ExperimentVerdict
+
+
+def _summary(exp: ExperimentDir, outcome: str) -> str:
+    if outcome in ("paused", "stopped"):
+        return f"{outcome}; run the same command again to resume"
+    result = formats.read(exp.verdict_file, _verdict_type())
+    if result.interval is None:
+        return f"Verdict {result.verdict}"
+    lo, hi = result.interval
+    return f"Verdict {result.verdict}, interval [{lo:+.3f}, {hi:+.3f}]"

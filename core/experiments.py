@@ -1,0 +1,162 @@
+"""An Experiment's folder: identity, the Bar check, Trial attempts, Scores, and what state it is in.
+
+Everything here is derived from files, so a run killed at any instant is resumed by reading
+the folder again: an attempt folder without ``trial.json`` was cut short and is re-run.
+
+```
+evals/experiments/<id>/
+  setup.json  bar.json  verdict.json  lock
+  trials/<suite>__<task>/<arm>-<index>/attempt-<n>/   trial.json, session.log, repo/, home/
+  scores/<suite>__<task>/<arm>-<index>.json
+```
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import attrs
+
+from assay import formats
+from assay.protocols import Outcome, VoidCause
+from assay.records import ARMS, Arm, ArmSetup, Bar, Score, Setup, TaskSetup, TrialRecord, TrialView
+
+
+class BarChanged(ValueError):
+    """The Bar differs from the one recorded before the first Trial."""
+
+
+def experiment_id(baseline: ArmSetup, candidate: ArmSetup, suites: Sequence[str]) -> str:
+    """The same Arms and suites name the same Experiment."""
+    key = json.dumps(
+        {"baseline": baseline.identity(), "candidate": candidate.identity(), "suites": sorted(suites)},
+        sort_keys=True,
+    )
+    return "x" + hashlib.sha256(key.encode()).hexdigest()[:11]
+
+
+def bar_differences(recorded: Bar, wanted: Bar) -> list[str]:
+    a, b = formats.unstructure(recorded), formats.unstructure(wanted)
+    return [f"{k}: recorded {a[k]!r}, now {b[k]!r}" for k in sorted(a) if a[k] != b.get(k)]
+
+
+@attrs.frozen
+class Slot:
+    """One Trial of one Arm on one Eval task (its attempts are re-runs of it)."""
+
+    task: str
+    arm: Arm
+    index: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.task}:{self.arm}-{self.index}"
+
+
+@attrs.frozen
+class SlotState:
+    slot: Slot
+    records: tuple[TrialRecord, ...]  # finished attempts, oldest first
+    next_attempt: int | None  # None: nothing left to run
+    void_final: bool = False
+
+    @property
+    def last(self) -> TrialRecord | None:
+        return self.records[-1] if self.records else None
+
+
+def task_dirname(task: str) -> str:
+    return task.replace("/", "__")
+
+
+@attrs.frozen
+class ExperimentDir:
+    path: Path
+
+    @property
+    def id(self) -> str:
+        return self.path.name
+
+    @property
+    def setup_file(self) -> Path:
+        return self.path / "setup.json"
+
+    @property
+    def bar_file(self) -> Path:
+        return self.path / "bar.json"
+
+    @property
+    def verdict_file(self) -> Path:
+        return self.path / "verdict.json"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.path / "lock"
+
+    def setup(self) -> Setup:
+        return formats.read(self.setup_file, Setup)
+
+    def bar(self) -> Bar:
+        return formats.read(self.bar_file, Bar)
+
+    def slot_folder(self, slot: Slot) -> Path:
+        return self.path / "trials" / task_dirname(slot.task) / f"{slot.arm}-{slot.index}"
+
+    def attempt_folder(self, slot: Slot, attempt: int) -> Path:
+        return self.slot_folder(slot) / f"attempt-{attempt}"
+
+    def score_file(self, slot: Slot) -> Path:
+        return self.path / "scores" / task_dirname(slot.task) / f"{slot.arm}-{slot.index}.json"
+
+    def any_trial_started(self) -> bool:
+        return (self.path / "trials").is_dir() and any((self.path / "trials").iterdir())
+
+    def slots(self, tasks: Sequence[TaskSetup]) -> Iterator[Slot]:
+        """Every Trial, the Arms interleaved: t1 b0, t1 c0, t1 b1, … so both Arms share the hour."""
+        for task in tasks:
+            for index in range(task.trials):
+                for arm in ARMS:
+                    yield Slot(task.id, arm, index)
+
+    def slot_state(self, slot: Slot, bar: Bar) -> SlotState:
+        """Finished attempts and what to run next (a void re-run, a cut-short re-run, or nothing)."""
+        records: list[TrialRecord] = []
+        folder = self.slot_folder(slot)
+        attempts = sorted(
+            (int(p.name.split("-")[1]) for p in folder.glob("attempt-*")), key=int
+        ) if folder.is_dir() else []
+        for n in attempts:
+            trial_file = self.attempt_folder(slot, n) / "trial.json"
+            if not trial_file.exists():  # cut short by a kill: run this attempt again, fresh
+                return SlotState(slot, tuple(records), n)
+            record = formats.read(trial_file, TrialRecord)
+            if record.outcome is Outcome.STOPPED:
+                return SlotState(slot, tuple(records), n)
+            records.append(record)
+        if not records:
+            return SlotState(slot, (), 0)
+        last = records[-1]
+        if last.outcome is not Outcome.VOID:
+            return SlotState(slot, tuple(records), None)
+        # A plan-limit stop pauses the Experiment; it doesn't use up the task's re-runs.
+        counted = sum(1 for r in records if r.outcome is Outcome.VOID and r.void_cause is not VoidCause.PLAN_LIMIT)
+        if counted > bar.void_reruns:
+            return SlotState(slot, tuple(records), None, void_final=True)
+        return SlotState(slot, tuple(records), last.attempt + 1)
+
+    def fresh_attempt(self, slot: Slot, attempt: int) -> Path:
+        folder = self.attempt_folder(slot, attempt)
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        return folder
+
+    def view(self, slot: Slot, record: TrialRecord) -> TrialView:
+        return TrialView(record, self.attempt_folder(slot, record.attempt))
+
+    def score(self, slot: Slot) -> Score | None:
+        path = self.score_file(slot)
+        return formats.read(path, Score) if path.exists() else None

@@ -1,0 +1,40 @@
+"""Live progress of Trials: a rich live line on a terminal, plain lines otherwise."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+def _line(counts: Any, elapsed: float) -> str:
+    left = counts.total - counts.done - counts.running
+    return (
+        f"Trials: {counts.running} running, {counts.done}/{counts.total} done, {counts.void} void, "
+        f"{max(left, 0)} left, {int(elapsed) // 60:02d}:{int(elapsed) % 60:02d} elapsed"
+    )
+
+
+def reporter(*, quiet: bool = False) -> tuple[Callable[[str, Any], None], Callable[[], None]]:
+    """A (report, close) pair. ``report(event, counts)`` is called by the run on every change."""
+    began = time.monotonic()
+    if quiet:
+        return (lambda event, counts: None), (lambda: None)
+    if sys.stderr.isatty():
+        from rich.console import Console
+        from rich.live import Live
+
+        live = Live(console=Console(stderr=True), refresh_per_second=4, transient=False)
+        live.start()
+
+        def report_live(event: str, counts: Any) -> None:
+            live.update(_line(counts, time.monotonic() - began))
+
+        return report_live, live.stop
+
+    def report_plain(event: str, counts: Any) -> None:
+        if event in ("start", "trial ended"):
+            print(_line(counts, time.monotonic() - began), file=sys.stderr, flush=True)
+
+    return report_plain, (lambda: None)

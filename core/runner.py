@@ -1,0 +1,280 @@
+"""Running an Experiment: Trials on trio workers, Void Trial re-runs, plan-limit pauses, Stop,
+grading and the Verdict.
+
+The run is a pure function of the Experiment's folder: it reads what is there, runs what is
+missing, and writes each result atomically, so a kill at any instant is resumed by running again.
+"""
+
+from __future__ import annotations
+
+import collections
+import signal
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+import trio
+
+from assay import formats, results, timesafe
+from assay.arms import ArmRuntime, TrialContext
+from assay.commands import Command, now
+from assay.evaltasks import EvalTask
+from assay.experiments import ExperimentDir, Slot, SlotState
+from assay.home import AssayHome
+from assay.plugin_manager import Plugins
+from assay.protocols import Outcome, ProcessResult, SandboxBackend, SessionOutcome, VoidCause
+from assay.records import Arm, Bar, Score, Setup, TrialRecord
+
+# Outcomes that are fails without asking a Grader: the session itself didn't deliver.
+SELF_EVIDENT_FAILS = {Outcome.FAILED, Outcome.TIMEOUT, Outcome.STOPPED_TO_ASK}
+
+
+class SlotQueue:
+    """Trials waiting for a worker; a void re-run goes to the front, a pause closes it."""
+
+    def __init__(self, items: Sequence[tuple[Slot, int]]):
+        self._items = collections.deque(items)
+        self._inflight = 0
+        self._closed = False
+        self._wake = trio.Event()
+
+    async def get(self) -> tuple[Slot, int] | None:
+        while not self._closed:
+            if self._items:
+                self._inflight += 1
+                return self._items.popleft()
+            if not self._inflight:
+                return None
+            await self._wake.wait()
+        return None
+
+    def done(self, again: tuple[Slot, int] | None = None) -> None:
+        self._inflight -= 1
+        if again is not None:
+            self._items.appendleft(again)
+        self._notify()
+
+    def close(self) -> None:
+        self._closed = True
+        self._notify()
+
+    def _notify(self) -> None:
+        self._wake.set()
+        self._wake = trio.Event()
+
+
+@attrs.define
+class Counts:
+    """What the progress view shows."""
+
+    total: int = 0
+    done: int = 0
+    running: int = 0
+    void: int = 0
+    started: float = attrs.field(factory=lambda: trio.current_time() if _in_trio() else 0.0)
+
+
+def _in_trio() -> bool:
+    try:
+        trio.lowlevel.current_task()
+    except RuntimeError:
+        return False
+    return True
+
+
+Reporter = Callable[[str, Counts], None]
+
+
+@attrs.define
+class ExperimentRun:
+    home: AssayHome
+    plugins: Plugins
+    exp: ExperimentDir
+    setup: Setup
+    bar: Bar
+    tasks: Mapping[str, EvalTask]
+    prompts: Mapping[str, str]
+    runtimes: Mapping[Arm, ArmRuntime]
+    backend: SandboxBackend
+    workers: int
+    command: Command
+    report: Reporter
+    paused: bool = False
+    stopped: bool = False
+    counts: Counts = attrs.field(factory=Counts)
+    _repo_locks: dict[str, trio.Lock] = attrs.field(factory=dict, init=False)
+    _cached: dict[str, Any] = attrs.field(factory=dict, init=False)
+    _queue: SlotQueue | None = attrs.field(default=None, init=False)
+    _trial_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
+
+    async def run(self) -> str:
+        """Run to the end, a pause or a Stop; returns the Experiment's outcome."""
+        async with trio.open_nursery() as root:
+            root.start_soon(self._watch_signals, root.cancel_scope)
+            with self.command.stage("trials"):
+                await self._trials()
+            root.cancel_scope.cancel()
+        if self.stopped:
+            return "stopped"
+        if self.paused:
+            return "paused"
+        with self.command.stage("grade"):
+            await self._grade()
+        with self.command.stage("verdict"):
+            return self._verdict()
+
+    async def _watch_signals(self, scope: trio.CancelScope) -> None:
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for signum in signals:
+                self.stopped = True
+                self.command.log(f"Stop received ({signal.Signals(signum).name}): cutting in-flight Trials short")
+                self._trial_scope.cancel()
+                return
+
+    # --- Trials -------------------------------------------------------------------------------
+
+    def states(self) -> list[SlotState]:
+        return [self.exp.slot_state(s, self.bar) for s in self.exp.slots(self.setup.tasks)]
+
+    async def _trials(self) -> None:
+        states = self.states()
+        todo = [(s.slot, s.next_attempt) for s in states if s.next_attempt is not None]
+        self.counts.total = len(states)
+        self.counts.done = len(states) - len(todo)
+        self.counts.started = trio.current_time()
+        self.report("start", self.counts)
+        queue = self._queue = SlotQueue(todo)
+        with self._trial_scope:
+            async with trio.open_nursery() as nursery:
+                for _ in range(self.workers):
+                    nursery.start_soon(self._worker, queue)
+
+    async def _worker(self, queue: SlotQueue) -> None:
+        while (item := await queue.get()) is not None:
+            slot, attempt = item
+            self.counts.running += 1
+            self.report("trial started", self.counts)
+            try:
+                record = await self._run_trial(slot, attempt)
+            finally:
+                self.counts.running -= 1
+            again = None
+            if record.outcome is Outcome.VOID:
+                self.counts.void += 1
+                state = self.exp.slot_state(slot, self.bar)
+                if state.next_attempt is not None and not self.paused:
+                    again = (slot, state.next_attempt)
+            if again is None:
+                self.counts.done += 1
+            self.command.log(
+                f"Trial {slot.key} attempt {attempt}: {record.outcome.value}"
+                + (f" ({record.void_cause.value})" if record.void_cause else "")
+            )
+            self.report("trial ended", self.counts)
+            queue.done(again)
+
+    def _pause(self) -> None:
+        if not self.paused:
+            self.paused = True
+            self.command.log("plan-limit warning: starting no new Trial; the Experiment pauses")
+            self.command.activity("plan_limit", f"experiment {self.exp.id} hit a plan-limit warning")
+            if self._queue is not None:
+                self._queue.close()
+
+    async def _repository(self, task: EvalTask, dest: Any) -> Any:
+        """The task's time-safe cache, prepared once per run, then a fresh copy for this Trial."""
+        lock = self._repo_locks.setdefault(task.id, trio.Lock())
+        async with lock:
+            if task.id not in self._cached:
+                self._cached[task.id] = await trio.to_thread.run_sync(
+                    timesafe.prepare_cache, self.home, task.repository, task.base
+                )
+        kind = self.plugins.suite_kinds()[task.kind]
+        return await trio.to_thread.run_sync(
+            lambda: timesafe.trial_copy(self._cached[task.id], dest, origin=kind.needs_origin)
+        )
+
+    async def _run_trial(self, slot: Slot, attempt: int) -> TrialRecord:
+        folder = self.exp.fresh_attempt(slot, attempt)
+        task = self.tasks[slot.task]
+        started = now()
+        repository = await self._repository(task, folder / "repo")
+        home = folder / "home"
+        home.mkdir()
+        with open(folder / "session.log", "w") as log:
+            ctx = TrialContext(
+                prompt=self.prompts[task.id], folder=folder, repository=repository, home=home,
+                backend=self.backend, timeout=self.bar.timeout_seconds, assay_home=self.home.root,
+                log=log, on_plan_limit=self._pause,
+            )
+            try:
+                outcome, process = await self.runtimes[slot.arm].run(ctx)
+            except OSError as e:  # the session's process never started: the sandbox's fault, not the Arm's
+                outcome = SessionOutcome(Outcome.VOID, VoidCause.SANDBOX_FAILED, diagnostic=f"{type(e).__name__}: {e}")
+                process = ProcessResult(exit_code=None, backend=self.backend.name, duration=0.0)
+        outcome = _sandbox_says(outcome, process)
+        record = TrialRecord(
+            task=slot.task, arm=slot.arm, index=slot.index, attempt=attempt, outcome=outcome.outcome,
+            started_at=started, ended_at=now(), backend=process.backend, void_cause=outcome.void_cause,
+            exit_code=process.exit_code, session_id=outcome.session_id, turns=outcome.turns,
+            tokens=dict(outcome.tokens), cost_usd=outcome.cost_usd, final_message=outcome.final_message,
+            diagnostic=outcome.diagnostic or process.stderr_tail[-2000:],
+        )
+        formats.write(folder / "trial.json", record)
+        return record
+
+    # --- Grading ------------------------------------------------------------------------------
+
+    async def _grade(self) -> None:
+        by_task: dict[str, list[SlotState]] = collections.defaultdict(list)
+        for state in self.states():
+            by_task[state.slot.task].append(state)
+        for task_id, states in by_task.items():
+            if any(s.void_final or s.last is None or s.next_attempt is not None for s in states):
+                continue  # dropped, or not finished
+            await self._grade_task(self.tasks[task_id], states)
+
+    async def _grade_task(self, task: EvalTask, states: list[SlotState]) -> None:
+        ungraded = {}
+        for state in states:
+            record = state.last
+            assert record is not None
+            if self.exp.score(state.slot) is not None:
+                continue
+            if record.outcome in SELF_EVIDENT_FAILS:
+                why = f"the session ended {record.outcome.value}" + (f": {record.diagnostic}" if record.diagnostic else "")
+                self._save_score(state.slot, Score(task.id, state.slot.arm, state.slot.index, "assay", False, why))
+            else:
+                ungraded[(state.slot.arm, state.slot.index)] = state
+        kind = self.plugins.suite_kinds()[task.kind]
+        for grader_name in kind.graders:
+            if not ungraded:
+                break
+            grader = self.plugins.get("assay_graders", grader_name)
+            views = [self.exp.view(s.slot, s.last) for s in ungraded.values()]  # type: ignore[arg-type]
+            for score in await grader.grade(task, views):
+                state = ungraded.pop((score.arm, score.index), None)
+                if state is None:
+                    raise RuntimeError(f"Grader '{grader_name}' scored an unknown Trial {score.arm}-{score.index} of {task.id}")
+                self._save_score(state.slot, attrs.evolve(score, task=task.id, grader=score.grader or grader_name))
+        if ungraded:
+            missing = ", ".join(f"{a}-{i}" for a, i in ungraded)
+            raise RuntimeError(f"no Grader of the '{task.kind}' kind scored {task.id} Trials {missing}")
+
+    def _save_score(self, slot: Slot, score: Score) -> None:
+        formats.write(self.exp.score_file(slot), score)
+        self.command.log(f"Score {slot.key}: {'pass' if score.passed else 'fail'} ({score.grader}): {score.why[:200]}")
+
+    # --- The Verdict --------------------------------------------------------------------------
+
+    def _verdict(self) -> str:
+        result = results.experiment_verdict(self.exp, self.setup, self.bar)
+        formats.write(self.exp.verdict_file, result)
+        return result.verdict
+
+
+def _sandbox_says(outcome: SessionOutcome, process: ProcessResult) -> SessionOutcome:
+    """The sandbox's own void cause (memory cap, failed start) outranks the session's reading."""
+    if process.void_cause is not None:
+        return attrs.evolve(outcome, outcome=Outcome.VOID, void_cause=process.void_cause)
+    return outcome

@@ -1,0 +1,67 @@
+"""A Factory repository and a fixture suite for whole-CLI Experiment tests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from tests.conftest import run_cli
+
+PLUGINS = "fake_agent_plugin"
+GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run([*GIT, "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def make_factory(root: Path) -> Path:
+    """A Factory with a main branch and a `change` branch that edits a skill."""
+    factory = root / "factory"
+    (factory / "skills").mkdir(parents=True)
+    git(factory, "init", "-q", "-b", "main")
+    (factory / "assay.toml").write_text('[defaults]\nharness = "fake-agent"\nmodel = "good"\n')
+    (factory / "skills" / "implement.md").write_text("Implement the issue.\n")
+    git(factory, "add", ".")
+    git(factory, "commit", "-qm", "factory")
+    git(factory, "checkout", "-q", "-b", "change")
+    (factory / "skills" / "implement.md").write_text("Implement the issue, carefully.\n")
+    git(factory, "commit", "-qam", "change the skill")
+    git(factory, "checkout", "-q", "main")
+    return factory
+
+
+def make_suite(home: Path, tasks: int = 4, name: str = "fixture") -> list[str]:
+    suite = home / "evals" / "suites" / name
+    suite.mkdir(parents=True)
+    (suite / "suite.toml").write_text('kind = "fixture"\ndepends_on = ["skills/**"]\n')
+    ids = []
+    for i in range(1, tasks + 1):
+        task = suite / f"t{i}"
+        repo = task / "repo"
+        repo.mkdir(parents=True)
+        git(repo, "init", "-q", "-b", "main")
+        (repo / "README").write_text(f"task {i}\n")
+        git(repo, "add", ".")
+        git(repo, "commit", "-qm", "base")
+        base = git(repo, "rev-parse", "HEAD")
+        (repo / "answer.txt").write_text("right\n")
+        git(repo, "add", ".")
+        git(repo, "commit", "-qm", "the answer, later than base")
+        (task / "issue.md").write_text(f"Write the answer for task {i}.\n")
+        (task / "task.toml").write_text(f'repository = "repo"\nbase = "{base}"\n[inputs]\nissue = "issue.md"\n')
+        ids.append(f"{name}/t{i}")
+    return ids
+
+
+def scenario(path: Path, data: dict) -> Path:
+    path.write_text(json.dumps(data))
+    return path
+
+
+def experiment(home: Path, factory: Path, scenario_file: Path, *args: str, **kw):
+    return run_cli(
+        home, "experiment", "change", "--factory", str(factory), "--suite", "fixture",
+        "--sandbox", "none", *args, plugins=PLUGINS, FAKE_SCENARIO=str(scenario_file), **kw,
+    )

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""A fake agent session: does what the scenario says for its Model and task, printing JSON lines.
+
+Scenario (JSON file named by FAKE_SCENARIO): {"<model>": {"<task>" or "*": "<behaviour>"}} where a
+behaviour is a comma-separated list of steps, e.g. "sleep:0.2,right":
+  right / wrong   commit answer.txt with that word
+  sleep:S         sleep S seconds
+  void:CAUSE      print a void event (e.g. void:login_failed) and exit 1
+  void-once:CAUSE the same, but only on the first attempt (a marker file remembers it)
+  plan_limit      print a plan-limit event
+  background      leave a background process running (its pid goes to $FAKE_SCENARIO.bg)
+  crash           exit 3 with no result
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def main() -> int:
+    model, prompt = sys.argv[2], sys.argv[3]
+    task = prompt.split("\n", 1)[0].removeprefix("task=")
+    scenario_path = Path(os.environ["FAKE_SCENARIO"])
+    scenario = json.loads(scenario_path.read_text())
+    behaviour = scenario.get(model, {})
+    steps = behaviour.get(task, behaviour.get("*", "right")).split(",")
+    with open(f"{scenario_path}.pids", "a") as f:
+        f.write(f"{os.getpid()}\n")
+    print(json.dumps({"type": "start", "task": task, "model": model}), flush=True)
+    for step in steps:
+        name, _, arg = step.partition(":")
+        if name == "sleep":
+            time.sleep(float(arg))
+        elif name in ("right", "wrong"):
+            Path("answer.txt").write_text(name + "\n")
+            git = ["git", "-c", "user.name=agent", "-c", "user.email=agent@fake"]
+            subprocess.run([*git, "add", "answer.txt"], check=True)
+            subprocess.run([*git, "commit", "-qm", "answer"], check=True)
+        elif name == "void":
+            print(json.dumps({"type": "void", "cause": arg}), flush=True)
+            return 1
+        elif name == "void-once":
+            marker = Path(f"{scenario_path}.{model}.{task.replace('/', '_')}.voided")
+            if not marker.exists():
+                marker.write_text("1")
+                print(json.dumps({"type": "void", "cause": arg}), flush=True)
+                return 1
+        elif name == "plan_limit":
+            print(json.dumps({"type": "plan_limit"}), flush=True)
+        elif name == "background":
+            child = subprocess.Popen(["sleep", "300"], start_new_session=True)
+            Path(f"{scenario_path}.bg").write_text(str(child.pid))
+        elif name == "crash":
+            return 3
+    print("not json at all", flush=True)
+    print(json.dumps({"type": "result", "session": f"s-{task}-{model}"}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

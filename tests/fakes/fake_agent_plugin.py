@@ -1,0 +1,116 @@
+"""A fake Harness, suite kind and Grader, loaded through ASSAY_PLUGINS by the Experiment tests.
+
+The Harness runs ``fake_agent.py`` as a real subprocess; what it does per Model and task comes
+from the scenario file named by ``FAKE_SCENARIO`` (see fake_agent.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from assay import hookimpl
+from assay.protocols import HarnessBinary, Invocation, Outcome, SessionOutcome, VoidCause
+from assay.records import Score
+
+AGENT = Path(__file__).with_name("fake_agent.py")
+
+
+class FakeDecoder:
+    def __init__(self) -> None:
+        self.result: dict | None = None
+        self.void: str | None = None
+        self.plan_limit = False
+
+    def feed(self, line: str) -> None:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return
+        if event.get("type") == "plan_limit":
+            self.plan_limit = True
+        elif event.get("type") == "void":
+            self.void = event["cause"]
+        elif event.get("type") == "result":
+            self.result = event
+
+    def finish(self, process) -> SessionOutcome:
+        if process.timed_out:
+            return SessionOutcome(Outcome.TIMEOUT, diagnostic="timed out")
+        if self.plan_limit:
+            return SessionOutcome(Outcome.VOID, VoidCause.PLAN_LIMIT, plan_limit=True)
+        if self.void:
+            return SessionOutcome(Outcome.VOID, VoidCause(self.void))
+        if self.result is None or process.exit_code != 0:
+            return SessionOutcome(Outcome.FAILED, diagnostic=f"exit {process.exit_code}")
+        return SessionOutcome(Outcome.DELIVERED, session_id=self.result.get("session"), turns=1,
+                              tokens={"input": 10, "output": 5}, cost_usd=0.01)
+
+
+class FakeAgentHarness:
+    name = "fake-agent"
+    provider_hosts = ("fake.invalid",)
+
+    def locate(self) -> HarnessBinary:
+        return HarnessBinary(os.path.realpath(sys.executable), "fake-agent 1.0")
+
+    def login_present(self, assay_home: Path) -> bool:
+        return True
+
+    def invocation(self, request) -> Invocation:
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(request.home),
+               "FAKE_SCENARIO": os.environ.get("FAKE_SCENARIO", "")}
+        return Invocation(
+            argv=(request.binary.path, str(AGENT), "--model", request.model or "", request.prompt),
+            cwd=request.repository, env=env, read_write=(request.repository, request.home),
+            hosts=self.provider_hosts,
+        )
+
+    def decoder(self) -> FakeDecoder:
+        return FakeDecoder()
+
+
+class FixtureKind:
+    name = "fixture"
+    trials_per_task = 2
+    graders = ("fixture",)
+    required_inputs = ("issue",)
+    required_criteria: tuple[str, ...] = ()
+    needs_change = False
+    needs_origin = False
+
+    def session_prompt(self, task) -> str:
+        return f"task={task.id}\n" + task.inputs["issue"].read_text()
+
+
+class FixtureGrader:
+    """Passes a Trial whose committed HEAD has answer.txt saying "right"."""
+
+    name = "fixture"
+
+    async def grade(self, task, trials):
+        scores = []
+        for view in trials:
+            answer = subprocess.run(["git", "show", "HEAD:answer.txt"], cwd=view.repository,
+                                    capture_output=True, text=True).stdout.strip()
+            scores.append(Score(task.id, view.record.arm, view.record.index, self.name,
+                                answer == "right", f"answer.txt says {answer or 'nothing'}"))
+        return scores
+
+
+@hookimpl
+def assay_harnesses():
+    return [FakeAgentHarness()]
+
+
+@hookimpl
+def assay_suite_kinds():
+    return [FixtureKind()]
+
+
+@hookimpl
+def assay_graders():
+    return [FixtureGrader()]

@@ -1,0 +1,292 @@
+"""The Experiment Command, whole-CLI, against a fake Harness run as real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import cli_env
+from tests.experiment_fixtures import PLUGINS, experiment, make_factory, make_suite, scenario
+
+
+@pytest.fixture
+def world(tmp_path: Path, assay_home: Path):
+    factory = make_factory(tmp_path)
+    tasks = make_suite(assay_home)
+    return factory, tasks
+
+
+def last_json(stdout: str) -> dict:
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def exp_dir(home: Path) -> Path:
+    [path] = (home / "evals" / "experiments").iterdir()
+    return path
+
+
+def trial_records(home: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(exp_dir(home).glob("trials/*/*/attempt-*/trial.json"))]
+
+
+def test_experiment_records_command_log_activity_and_one_result_per_trial(world, assay_home: Path, tmp_path: Path):
+    factory, tasks = world
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "bad": {"fixture/t1": "wrong", "*": "right"}})
+    result = experiment(assay_home, factory, sc, "--candidate-model", "bad", "--json")
+    assert result.returncode == 0, result.stderr
+    line = last_json(result.stdout)
+    assert line["outcome"] in ("pass", "fail", "inconclusive")
+    assert len(line["interval"]) == 2
+
+    exp_id = line["id"]
+    record = json.loads((assay_home / "logs" / "experiment" / f"{exp_id}.json").read_text())
+    assert record["kind"] == "experiment" and record["state"] == "done" and record["outcome"] == line["verdict"]
+    assert record["arms"]["candidate"]["model"] == "bad" and record["arms"]["baseline"]["model"] == "good"
+    assert record["arms"]["baseline"]["harness_version"] == "fake-agent 1.0"
+    assert record["bar"]["margin"] == 0.1
+    assert [s["name"] for s in record["stages"]] == ["arms", "trials", "grade", "verdict"]
+    assert all(s["ended_at"] for s in record["stages"])
+    log = (assay_home / "logs" / "experiment" / f"{exp_id}.log").read_text()
+    assert "Trial fixture/t1:candidate-0 attempt 0: delivered" in log
+    activity = [json.loads(line) for line in (assay_home / "logs" / "activity.jsonl").read_text().splitlines()]
+    assert [a["event"] for a in activity if a["id"] == exp_id] == ["started", "done"]
+
+    trials = trial_records(assay_home)
+    assert len(trials) == len(tasks) * 2 * 2  # 2 Trials per Arm per task (the fixture kind)
+    assert {t["backend"] for t in trials} == {"none"}
+
+    shown = json.loads(subprocess.run(
+        [sys.executable, "-m", "assay", "experiments", exp_id, "--json"], capture_output=True, text=True,
+        env=cli_env(assay_home, PLUGINS), check=True).stdout)
+    assert shown["id"] == exp_id and shown["state"] == "done"
+    assert shown["verdict"]["verdict"] == line["verdict"] and shown["verdict"]["interval"] == line["interval"]
+    t1 = next(t for t in shown["tasks"] if t["task"] == "fixture/t1")
+    assert (t1["baseline"], t1["candidate"]) == (2, 0)
+    for trial in shown["trials"]:
+        assert {"task", "arm", "attempt", "outcome", "void_cause", "started_at", "ended_at"} <= set(trial)
+    listing = json.loads(subprocess.run(
+        [sys.executable, "-m", "assay", "experiments", "--json"], capture_output=True, text=True,
+        env=cli_env(assay_home, PLUGINS), check=True).stdout)
+    assert [e["id"] for e in listing] == [exp_id]
+
+
+def _intervals(trials: list[dict]) -> list[tuple[float, float, str]]:
+    from datetime import datetime
+
+    return [(datetime.fromisoformat(t["started_at"]).timestamp(), datetime.fromisoformat(t["ended_at"]).timestamp(),
+             t["arm"]) for t in trials]
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_never_more_than_workers_at_once_and_arms_interleaved(world, assay_home: Path, tmp_path: Path, workers: int):
+    factory, _ = world
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "sleep:0.15,right"}, "bad": {"*": "sleep:0.15,wrong"}})
+    result = experiment(assay_home, factory, sc, "--candidate-model", "bad", "--workers", str(workers), "--json")
+    assert result.returncode == 0, result.stderr
+    spans = _intervals(trial_records(assay_home))
+    peak = max(sum(1 for s, e, _ in spans if s <= t < e) for t, _, _ in spans)
+    assert peak <= workers
+    if workers > 1:
+        assert peak == workers
+    order = [arm for _, _, arm in sorted(spans)]
+    assert all(order[i] != order[i + 1] for i in range(0, len(order) - 1, 2)) or workers > 1
+    assert order[:2] == ["baseline", "candidate"] or sorted(order[:2]) == ["baseline", "candidate"]
+
+
+def test_changed_bar_is_refused_after_the_first_trial_and_the_same_bar_resumes(world, assay_home: Path, tmp_path: Path):
+    factory, _ = world
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "bad": {"*": "wrong"}})
+    first = experiment(assay_home, factory, sc, "--candidate-model", "bad", "--json")
+    assert first.returncode == 0, first.stderr
+    before = {p: p.stat().st_mtime_ns for p in exp_dir(assay_home).glob("trials/**/trial.json")}
+    changed = experiment(assay_home, factory, sc, "--candidate-model", "bad", "--margin", "0.2")
+    assert changed.returncode == 2
+    assert changed.stderr.strip().splitlines()[-1].startswith("assay: error: Experiment ")
+    assert "margin: recorded 0.1, now 0.2" in changed.stderr
+    again = experiment(assay_home, factory, sc, "--candidate-model", "bad", "--json")
+    assert again.returncode == 0
+    assert last_json(again.stdout)["verdict"] == last_json(first.stdout)["verdict"]
+    after = {p: p.stat().st_mtime_ns for p in exp_dir(assay_home).glob("trials/**/trial.json")}
+    assert after == before, "a finished Experiment runs nothing again"
+
+
+def test_login_failure_is_void_rerun_twice_then_drops_the_task_for_both_arms(world, assay_home: Path, tmp_path: Path):
+    factory, _ = world
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "nologin": {"fixture/t2": "void:login_failed", "*": "right"}})
+    result = experiment(assay_home, factory, sc, "--candidate-model", "nologin", "--json")
+    assert result.returncode == 0, result.stderr
+    shown = json.loads(subprocess.run(
+        [sys.executable, "-m", "assay", "experiments", last_json(result.stdout)["id"], "--json"],
+        capture_output=True, text=True, env=cli_env(assay_home, PLUGINS), check=True).stdout)
+    t2 = [t for t in shown["trials"] if t["task"] == "fixture/t2" and t["arm"] == "candidate"]
+    assert sorted((t["index"], t["attempt"]) for t in t2) == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
+    assert {t["void_cause"] for t in t2} == {"login_failed"}
+    assert shown["void_causes"]["candidate"] == {"login_failed": 6}
+    task = next(t for t in shown["tasks"] if t["task"] == "fixture/t2")
+    assert task["dropped"] is True and task["baseline"] is None and task["candidate"] is None
+    assert "fixture/t2" in shown["verdict"]["groups"][0]["dropped"]
+    assert shown["verdict"]["verdict"] == "inconclusive"  # a quarter of the tasks dropped: more than a tenth
+
+
+def test_void_once_is_rerun_and_then_counts(world, assay_home: Path, tmp_path: Path):
+    factory, _ = world
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "flaky": {"fixture/t1": "void-once:provider_unreachable,right", "*": "right"}})
+    result = experiment(assay_home, factory, sc, "--candidate-model", "flaky", "--json")
+    assert result.returncode == 0, result.stderr
+    t1 = [t for t in trial_records(assay_home) if t["task"] == "fixture/t1" and t["arm"] == "candidate"]
+    assert sorted((t["attempt"], t["outcome"]) for t in t1) == [(0, "delivered"), (0, "void"), (1, "delivered")]
+
+
+def test_plan_limit_pauses_and_running_again_finishes(world, assay_home: Path, tmp_path: Path):
+    factory, _ = world
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "limited": {"fixture/t1": "plan_limit", "*": "sleep:0.2,right"}})
+    paused = experiment(assay_home, factory, sc, "--candidate-model", "limited", "--json", "--workers", "1")
+    assert paused.returncode == 3, paused.stderr
+    assert last_json(paused.stdout)["outcome"] == "paused"
+    started = trial_records(assay_home)
+    assert len(started) < 16, "no new Trial started after the warning"
+    record = json.loads(next((assay_home / "logs" / "experiment").glob("*.json")).read_text())
+    assert record["state"] == "paused"
+    inbox = json.loads(subprocess.run([sys.executable, "-m", "assay", "inbox", "--json"], capture_output=True,
+                                      text=True, env=cli_env(assay_home, PLUGINS), check=True).stdout)
+    assert [r["outcome"] for r in inbox["needs_you"]] == ["paused"]
+    scenario(sc, {"good": {"*": "right"}, "limited": {"*": "right"}})
+    finished = experiment(assay_home, factory, sc, "--candidate-model", "limited", "--json", "--workers", "1")
+    assert finished.returncode == 0, finished.stderr
+    assert last_json(finished.stdout)["outcome"] in {"pass", "fail", "inconclusive"}
+    t1 = sorted((t["attempt"], t["outcome"], t["void_cause"]) for t in trial_records(assay_home)
+                if t["task"] == "fixture/t1" and t["arm"] == "candidate" and t["index"] == 0)
+    assert t1 == [(0, "void", "plan_limit"), (1, "delivered", None)]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--suite", "nope"], "unknown suite 'nope'"),
+        (["--candidate-harness", "nope"], "unknown harness 'nope'"),
+        (["--baseline", "deadbeef"], "no commit 'deadbeef' in the Factory"),
+        (["--factory", "/"], "the Factory is not a git repository"),
+        (["--baseline", "change"], "the Baseline and the Candidate are identical"),
+        (["--margin", "1.5"], "margin must be between 0 and 1"),
+    ],
+)
+def test_bad_input_is_refused_before_any_trial(world, assay_home: Path, tmp_path: Path, args, message):
+    factory, _ = world
+    sc = scenario(tmp_path / "s.json", {})
+    result = experiment(assay_home, factory, sc, *args)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("assay: error: ") and message in lines[0]
+    assert not (assay_home / "evals" / "experiments").exists()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is dead for our purposes
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def _start(home: Path, factory: Path, sc: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "assay", "experiment", "change", "--factory", str(factory), "--suite", "fixture",
+         "--sandbox", "none", "--json", *args],
+        env=cli_env(home, PLUGINS, FAKE_SCENARIO=str(sc)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def _wait_for(predicate, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.05)
+
+
+def test_stop_from_another_process_leaves_nothing_running(world, assay_home: Path, tmp_path: Path):
+    factory, _ = world
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "sleep:60,right"}, "bad": {"*": "sleep:60,right"}})
+    proc = _start(assay_home, factory, sc, "--candidate-model", "bad")
+    pids = Path(f"{sc}.pids")
+    _wait_for(lambda: pids.exists() and len(pids.read_text().split()) >= 2)
+    [record] = (assay_home / "logs" / "experiment").glob("*.json")
+    stopped = subprocess.run([sys.executable, "-m", "assay", "stop", record.stem], capture_output=True, text=True,
+                             env=cli_env(assay_home, PLUGINS), timeout=60)
+    assert stopped.returncode == 0, stopped.stderr
+    assert f"Stopped Experiment {record.stem}" in stopped.stdout
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 3, err
+    assert json.loads(out.strip().splitlines()[-1])["outcome"] == "stopped"
+    assert json.loads(record.read_text())["outcome"] == "stopped"
+    for pid in map(int, pids.read_text().split()):
+        assert not _alive(pid), f"fake agent {pid} outlived the Stop"
+    # cut-short Trials run again on resume
+    scenario(sc, {"good": {"*": "right"}, "bad": {"*": "right"}})
+    resumed = experiment(assay_home, factory, sc, "--candidate-model", "bad", "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    assert last_json(resumed.stdout)["outcome"] in {"pass", "fail", "inconclusive"}
+    finished = [t for t in trial_records(assay_home) if t["outcome"] == "delivered"]
+    assert len(finished) == 16
+
+
+def _verdict(home: Path) -> dict:
+    data = json.loads((exp_dir(home) / "verdict.json").read_text())
+    data.pop("computed_at")
+    for group in data["groups"]:
+        group.pop("numpy_version", None)
+    return data
+
+
+def _all_files_parse(home: Path) -> None:
+    for path in [*exp_dir(home).rglob("*.json"), *(home / "logs").rglob("*.json")]:
+        if "/repo/" in str(path) or "/home/" in str(path):
+            continue
+        json.loads(path.read_text())
+
+
+@pytest.mark.slow
+def test_sigkill_at_random_points_resumes_to_the_uninterrupted_result(tmp_path: Path):
+    steps = {"good": {"*": "sleep:0.1,right"}, "bad": {"fixture/t1": "sleep:0.1,wrong", "fixture/t3": "wrong", "*": "sleep:0.2,right"}}
+    reference_home = tmp_path / "reference"
+    reference_home.mkdir()
+    factory = make_factory(tmp_path / "factory-ref")
+    make_suite(reference_home)
+    sc = scenario(tmp_path / "ref.json", steps)
+    done = experiment(reference_home, factory, sc, "--candidate-model", "bad", "--json")
+    assert done.returncode == 0, done.stderr
+    expected = _verdict(reference_home)
+
+    rng = random.Random(1)
+    for seed in range(4):
+        home = tmp_path / f"home-{seed}"
+        home.mkdir()
+        make_suite(home)
+        sc = scenario(tmp_path / f"s{seed}.json", steps)
+        proc = _start(home, factory, sc, "--candidate-model", "bad")
+        time.sleep(rng.uniform(0.4, 2.5))
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+        time.sleep(0.4)  # let orphaned fake sessions finish their sleep
+        if (home / "evals" / "experiments").exists():
+            _all_files_parse(home)
+            finished_before = {p: p.stat().st_mtime_ns for p in exp_dir(home).glob("trials/**/trial.json")}
+        else:
+            finished_before = {}
+        resumed = experiment(home, factory, sc, "--candidate-model", "bad", "--json")
+        assert resumed.returncode == 0, resumed.stderr
+        _all_files_parse(home)
+        assert _verdict(home) == expected
+        for path, mtime in finished_before.items():
+            assert path.stat().st_mtime_ns == mtime, f"finished Trial {path} ran again"
