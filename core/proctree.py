@@ -4,7 +4,9 @@ An agent CLI's descendants do not stay put: Codex puts each command in a session
 a tool may background a daemon, and an orphan is re-parented away from the session. Signalling
 the leader's process group is therefore not enough. A :class:`ProcessTree` remembers every
 process it has seen below the leader (by pid *and* start time, so a reused pid is never
-mistaken for a member) and, at the end, kills every process group and process it knows.
+mistaken for a member) and, at the end, kills every process group and process it knows. A
+leader started with :func:`become_subreaper` keeps even a double-forked daemon below it while
+it lives, so a snapshot taken before it dies sees the whole tree.
 
 Linux only: it reads ``/proc/<pid>/stat``.
 """
@@ -22,6 +24,7 @@ import trio
 
 PROC = Path("/proc")
 _PR_SET_CHILD_SUBREAPER = 36
+_prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved before any fork
 
 
 @attrs.frozen
@@ -74,9 +77,6 @@ def become_subreaper() -> None:
     a daemon its tools double-fork inside its own subtree instead of losing it to init.
     """
     _prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-
-
-_prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved before any fork
 
 
 @attrs.define

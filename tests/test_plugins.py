@@ -27,7 +27,7 @@ def test_builtins_are_found_through_entry_points(cli):
     claude = rows["harness_claude"]
     assert claude["source"] == "entry point"
     assert claude["distribution"] == "assay"
-    assert claude["provides"] == [{"kind": "harness", "name": "claude", "implemented": False}]
+    assert claude["provides"] == [{"kind": "harness", "name": "claude", "implemented": True}]
 
 
 def test_fake_harness_loads_through_assay_plugins(cli):
@@ -76,9 +76,9 @@ def test_hook_name_typo_is_refused():
 def test_pending_builtin_says_not_yet_implemented():
     from assay.protocols import NotYetImplemented
 
-    claude = plugin_manager.load().harnesses()["claude"]
-    with pytest.raises(NotYetImplemented, match="harness 'claude' is not yet implemented"):
-        claude.locate()
+    kind = plugin_manager.load().suite_kinds()["code-review"]
+    with pytest.raises(NotYetImplemented, match="suite kind 'code-review' is not yet implemented"):
+        kind.session_prompt(None)
 
 
 def test_unknown_name_lists_the_known_ones():

@@ -1,0 +1,76 @@
+"""Helpers for Harness tests: a session request, decoding lines, and a real session run under trio."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterable
+from functools import partial
+from pathlib import Path
+
+import attrs
+import trio
+
+from assay.plugins.sandbox_none import NoneBackend
+from assay.protocols import (
+    Harness, HarnessBinary, Invocation, ProcessResult, SessionOutcome, SessionRequest, StreamDecoder,
+)
+
+STREAMS = Path(__file__).parent / "fixtures" / "streams"
+FAST = NoneBackend(grace=0.5, poll=0.05, drain=1.0)
+ENDED = ProcessResult(exit_code=0, backend="none", duration=1.0)
+FAILED = ProcessResult(exit_code=1, backend="none", duration=1.0)
+TIMED_OUT = ProcessResult(exit_code=-9, backend="none", duration=60.0, timed_out=True)
+
+
+def recorded(name: str) -> list[str]:
+    return (STREAMS / name).read_text().splitlines()
+
+
+def lines(*events: dict | str) -> list[str]:
+    """Stream lines: dicts as JSON, strings as they are (for malformed lines)."""
+    return [e if isinstance(e, str) else json.dumps(e) for e in events]
+
+
+def decode(decoder: StreamDecoder, stream: Iterable[str], process: ProcessResult = ENDED) -> SessionOutcome:
+    for line in stream:
+        decoder.feed(line)
+    return decoder.finish(process)
+
+
+def request(tmp_path: Path, binary: HarnessBinary, **kw) -> SessionRequest:
+    """A session in a fresh repository and home under ``tmp_path``."""
+    repo, home = tmp_path / "repo", tmp_path / "trial-home"
+    repo.mkdir(exist_ok=True)
+    home.mkdir(exist_ok=True)
+    return SessionRequest(repository=repo, home=home, prompt="Fix the bug.", binary=binary, **kw)
+
+
+def offline(invocation: Invocation) -> Invocation:
+    """The same session with no network: a fresh network namespace where unshare can make one,
+    and a dead proxy, so every connection fails at once instead of after DNS timeouts."""
+    dead = "http://127.0.0.1:9"
+    env = {**invocation.env, "HTTPS_PROXY": dead, "HTTP_PROXY": dead, "ALL_PROXY": dead}
+    argv = invocation.argv
+    unshare = shutil.which("unshare")
+    if unshare and subprocess.run([unshare, "-n", "true"], capture_output=True).returncode == 0:
+        argv = (unshare, "-n", "--", *argv)
+    return attrs.evolve(invocation, argv=argv, env=env)
+
+
+def run_session(
+    harness: Harness, req: SessionRequest, *, timeout: float = 30, backend: NoneBackend = FAST,
+    adjust=lambda invocation: invocation,
+) -> tuple[SessionOutcome, ProcessResult, list[str]]:
+    """One real session: the Harness describes it, the pass-through backend runs it, the Harness reads it."""
+    invocation = adjust(harness.invocation(req))
+    decoder = harness.decoder()
+    seen: list[str] = []
+
+    def on_line(line: str) -> None:
+        seen.append(line)
+        decoder.feed(line)
+
+    process = trio.run(partial(backend.run, invocation, timeout=timeout, on_line=on_line))
+    return decoder.finish(process), process, seen
