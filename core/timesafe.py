@@ -285,7 +285,8 @@ def trial_copy(cached: CachedRepo, dest: Path, *, branch: str = "main", origin: 
             raise TimeSafeError(f"{folder} is not an empty folder; a Trial's copy needs a fresh one")
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
-        _run(None, "cp", "-a", "--reflink=auto", "--no-target-directory", str(cached.path), str(dest))
+        # Plain copies (no ownership or xattrs to carry over); the index is re-stamped below anyway.
+        _run(None, "cp", "-R", "-P", "--reflink=auto", "--no-target-directory", str(cached.path), str(dest))
         _run(None, "chmod", "-R", "u+w", str(dest))  # the cache is sealed read-only
         if branch != _CACHE_BRANCH:
             _rename_branch(dest / ".git", branch, cached.base)
