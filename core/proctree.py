@@ -116,8 +116,8 @@ class ProcessTree:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.leader, signum)
 
-    async def kill(self, *, rounds: int = 50, pause: float = 0.02) -> list[Proc]:
-        """SIGKILL every known process group and process until none runs; returns survivors.
+    async def kill(self, *, rounds: int = 50, pause: float = 0.02) -> None:
+        """SIGKILL every known process group and process until none runs (or ``rounds`` pass).
 
         Several rounds, because a process can fork between the snapshot and the kill. Zombies
         left behind are reaped by their parents (the leader by its owner, orphans by init).
@@ -125,7 +125,7 @@ class ProcessTree:
         running = self.refresh()
         for _ in range(rounds):
             if not running:
-                return []
+                return
             for pgid in {p.pgid for p in running}:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(pgid, signal.SIGKILL)
@@ -133,7 +133,6 @@ class ProcessTree:
                 _kill_if_same(p)
             await trio.sleep(pause)
             running = self.refresh()
-        return running
 
 
 def _kill_if_same(proc: Proc) -> None:

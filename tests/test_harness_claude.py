@@ -314,7 +314,7 @@ def test_a_whole_session_with_a_fake_claude(tmp_path: Path, fake_claude) -> None
 
 def test_a_session_that_leaves_a_background_process(tmp_path: Path, fake_claude) -> None:
     pidfile = tmp_path / "bg.pid"
-    binary = fake_claude([{"spawn": {"pidfile": str(pidfile), "new_session": True}}, {"sleep": 0.2},
+    binary = fake_claude([{"spawn": {"pidfile": str(pidfile), "new_session": True}}, {"sleep": 0.6},
                           *({"line": e} for e in SUCCESS)])
     outcome, _, _ = run_session(ClaudeHarness(), request(tmp_path, binary))
     assert outcome.outcome is Outcome.DELIVERED

@@ -95,7 +95,7 @@ def test_the_session_sees_exactly_its_environment_no_stdin_and_its_own_session(
 def test_nothing_the_session_left_behind_survives_it(tmp_path: Path, how: dict) -> None:
     pidfile = tmp_path / "bg.pid"
     fake = install(tmp_path / "bin", "agent", {"steps": [
-        {"spawn": {"pidfile": str(pidfile), **how}}, {"sleep": 0.3}, {"line": {"done": True}},
+        {"spawn": {"pidfile": str(pidfile), **how}}, {"sleep": 0.6}, {"line": {"done": True}},
     ]})
     result, lines = run((str(fake),), tmp_path)
     assert result.exit_code == 0 and lines == ['{"done": true}']
