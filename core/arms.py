@@ -7,22 +7,13 @@ so bad input never costs a session.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol, TextIO
 
 import attrs
 
 from assay.factory import Factory
 from assay.plugin_manager import PluginError, Plugins
-from assay.protocols import (
-    Harness,
-    HarnessBinary,
-    ProcessResult,
-    SandboxBackend,
-    SessionOutcome,
-    SessionRequest,
-)
+from assay.protocols import Harness, HarnessBinary, ProcessResult, SessionOutcome, SessionRequest, TrialContext
 from assay.records import Arm, ArmSetup
 
 
@@ -38,6 +29,7 @@ class ArmFlags:
     harness: str | None = None
     model: str | None = None
     effort: str | None = None
+    runner: str | None = None
 
 
 def resolve_factory_arm(plugins: Plugins, factory: Factory, arm: Arm, commit: str, flags: ArmFlags) -> ArmSetup:
@@ -62,46 +54,59 @@ def resolve_factory_arm(plugins: Plugins, factory: Factory, arm: Arm, commit: st
     )
 
 
-def resolve_factory_arms(
-    plugins: Plugins, factory_path: Path, candidate: ArmFlags, baseline: ArmFlags
-) -> tuple[Factory, ArmSetup, ArmSetup]:
-    """Both Factory Arms: the Candidate's commit, and the Baseline's (default: where it left main)."""
-    if not candidate.ref:
-        raise ArmError("name the Candidate: a branch or commit of the Factory")
-    factory = Factory.open(factory_path)
-    candidate_commit = factory.commit(candidate.ref)
-    baseline_commit = factory.commit(baseline.ref) if baseline.ref else factory.fork_point(candidate_commit)
-    arms = (
-        resolve_factory_arm(plugins, factory, "baseline", baseline_commit, baseline),
-        resolve_factory_arm(plugins, factory, "candidate", candidate_commit, candidate),
-    )
-    if arms[0].identity() == arms[1].identity():
+RUNNER_KIND = "custom-runner"
+
+
+def resolve_arms(
+    plugins: Plugins, assay_home: Path, factory_path: Path | None, candidate: ArmFlags, baseline: ArmFlags
+) -> tuple[Factory | None, ArmSetup, ArmSetup]:
+    """Both Arms, each a Factory commit + Harness or a Custom runner; identical Arms are refused.
+
+    The Candidate's Baseline defaults to where its branch left main, or to HEAD when the
+    Candidate is a runner; with two runners no Factory is needed at all.
+    """
+    for arm, flags in (("baseline", baseline), ("candidate", candidate)):
+        if flags.runner and (flags.ref or flags.harness or flags.model or flags.effort):
+            raise ArmError(f"--{arm}-runner can't be combined with a commit, Harness, Model or Effort for the {arm.title()}")
+    factory = None
+    if not (candidate.runner and baseline.runner):
+        if factory_path is None:
+            raise ArmError("a Factory Arm needs a Factory: pass --factory PATH")
+        factory = Factory.open(factory_path)
+    arms = {}
+    if not candidate.runner:
+        if not candidate.ref:
+            raise ArmError("name the Candidate: a branch or commit of the Factory, or --candidate-runner")
+        candidate_commit = factory.commit(candidate.ref)
+        arms["candidate"] = resolve_factory_arm(plugins, factory, "candidate", candidate_commit, candidate)
+    if not baseline.runner:
+        if baseline.ref:
+            base_commit = factory.commit(baseline.ref)
+        elif candidate.runner:
+            base_commit = factory.commit("HEAD")
+        else:
+            base_commit = factory.fork_point(arms["candidate"].commit)
+        arms["baseline"] = resolve_factory_arm(plugins, factory, "baseline", base_commit, baseline)
+    for arm, flags in (("baseline", baseline), ("candidate", candidate)):
+        if flags.runner:
+            arms[arm] = _prepare_runner(plugins, assay_home, arm, flags.runner)
+    if arms["baseline"].identity() == arms["candidate"].identity():
         raise ArmError(
-            f"the Baseline and the Candidate are identical ({arms[0].label()}): "
-            "change the commit, Harness, Model or Effort of one"
+            f"the Baseline and the Candidate are identical ({arms['baseline'].label()}): "
+            "change the commit, Harness, Model, Effort or runner of one"
         )
-    return factory, *arms
+    return factory, arms["baseline"], arms["candidate"]
 
 
-@attrs.frozen
-class TrialContext:
-    """What one Trial's session gets from the Experiment."""
-
-    prompt: str
-    folder: Path
-    repository: Path
-    home: Path
-    backend: SandboxBackend
-    timeout: float
-    assay_home: Path
-    log: TextIO
-    on_plan_limit: Callable[[], None]  # start nothing new
-
-
-class ArmRuntime(Protocol):
-    """Runs one session for an Arm: a Harness session, or (later) a Custom runner."""
-
-    async def run(self, ctx: TrialContext) -> tuple[SessionOutcome, ProcessResult]: ...
+def _prepare_runner(plugins: Plugins, assay_home: Path, arm: str, ref: str) -> ArmSetup:
+    try:
+        kind = plugins.get("assay_arm_kinds", RUNNER_KIND)
+        named = {name: runner.manifest for name, runner in plugins.runners().items()}
+        return kind.prepare(ref, assay_home=assay_home, named=named)
+    except PluginError as e:
+        raise ArmError(f"{arm.title()}: {e}") from None
+    except (ValueError, OSError) as e:
+        raise ArmError(f"{arm.title()}: {e}") from None
 
 
 @attrs.frozen

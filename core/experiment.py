@@ -7,6 +7,7 @@ writes the Command record and runs it.
 
 from __future__ import annotations
 
+import json
 import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -14,15 +15,15 @@ from pathlib import Path
 import attrs
 
 from assay import evaltasks, formats
-from assay.arms import ArmError, ArmFlags, ArmRuntime, HarnessArm, resolve_factory_arms
+from assay.arms import RUNNER_KIND, ArmError, ArmFlags, HarnessArm, resolve_arms
 from assay.commands import Command, now
-from assay.evaltasks import EvalTask, ManifestError
+from assay.evaltasks import EvalTask, ManifestError, Suite
 from assay.experiments import ExperimentDir, bar_differences, experiment_id
 from assay.factory import Factory, FactoryError
 from assay.files import Locked, exclusive_lock
 from assay.home import AssayHome
 from assay.plugin_manager import PluginError, Plugins
-from assay.protocols import Harness, NotYetImplemented, SandboxBackend, SuiteKind
+from assay.protocols import ArmKind, ArmRuntime, Harness, NotYetImplemented, SandboxBackend, SuiteKind
 from assay.records import ARMS, Arm, ArmSetup, Bar, Setup, TaskSetup
 
 
@@ -51,7 +52,7 @@ class Plan:
     bar: Bar
     tasks: Mapping[str, EvalTask]
     prompts: Mapping[str, str]
-    harnesses: Mapping[Arm, Harness]
+    sources: Mapping[Arm, Harness | ArmKind]  # what runs each Arm's sessions
     backend: SandboxBackend
     factory: Factory | None
 
@@ -64,7 +65,7 @@ def plan(
     home: AssayHome,
     plugins: Plugins,
     *,
-    factory_path: Path,
+    factory_path: Path | None,
     candidate: ArmFlags,
     baseline: ArmFlags,
     suites: Sequence[str],
@@ -75,13 +76,13 @@ def plan(
     try:
         if not suites:
             raise PlanError("name the Eval suites to run with --suite (choosing them from the change comes later)")
-        factory, base_arm, cand_arm = resolve_factory_arms(plugins, factory_path, candidate, baseline)
+        factory, base_arm, cand_arm = resolve_arms(plugins, home.root, factory_path, candidate, baseline)
         loaded = [evaltasks.load_suite(home, name, plugins.suite_kinds()) for name in dict.fromkeys(suites)]
+        sources = {arm: _source(plugins, setup, loaded) for arm, setup in zip(ARMS, (base_arm, cand_arm))}
         backend = _backend(plugins, sandbox)
         kinds = plugins.suite_kinds()
         tasks = {t.id: t for s in loaded for t in s.tasks}
         prompts = {t.id: kinds[t.kind].session_prompt(t) for t in tasks.values()}
-        harnesses = {arm: plugins.get("assay_harnesses", a.harness) for arm, a in zip(ARMS, (base_arm, cand_arm))}
     except (ArmError, FactoryError, ManifestError, PluginError) as e:
         raise PlanError(str(e)) from None
     except NotYetImplemented as e:
@@ -92,9 +93,21 @@ def plan(
         baseline=base_arm, candidate=cand_arm, suites=tuple(s.name for s in loaded),
         tasks=tuple(TaskSetup(t.id, t.kind, bar.trials_per_task[t.kind]) for s in loaded for t in s.tasks),
         sandbox=backend.name,
-        factory=str(factory.root), created_at=now(),
+        factory=str(factory.root) if factory else None, created_at=now(),
     )
-    return Plan(setup, bar, tasks, prompts, harnesses, backend, factory)
+    return Plan(setup, bar, tasks, prompts, sources, backend, factory)
+
+
+def _source(plugins: Plugins, setup: ArmSetup, suites: Sequence[Suite]) -> Harness | ArmKind:
+    if not setup.runner:
+        return plugins.get("assay_harnesses", setup.harness)
+    kind = plugins.get("assay_arm_kinds", RUNNER_KIND)
+    for suite in suites:
+        if suite.kind not in kind.suite_kinds:
+            raise PlanError(
+                f"a Custom-runner Arm runs only {', '.join(kind.suite_kinds)} suites; '{suite.name}' is a {suite.kind} suite"
+            )
+    return kind
 
 
 def _bar_for(bar: Bar, kinds: Mapping[str, SuiteKind], override: int | None) -> Bar:
@@ -181,12 +194,13 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
 
 def _runtime(home: AssayHome, plan: Plan, arm: Arm, command: Command) -> ArmRuntime:
     """The Arm's session runner, with its Factory commit materialised (once, cached by commit)."""
-    setup = plan.setup.arm(arm)
-    build = None
-    if plan.factory is not None and setup.commit is not None:
-        build = plan.factory.materialise(home, setup.commit)
-        command.log(f"{arm.title()}: Factory {setup.commit[:10]} materialised at {build}")
-    return HarnessArm(plan.harnesses[arm], setup, build)
+    setup, source = plan.setup.arm(arm), plan.sources[arm]
+    if setup.runner:
+        command.log(f"{arm.title()}: runner {setup.runner} frozen at {setup.build}")
+        return source.runtime(setup, assay_home=home.root)  # type: ignore[union-attr]
+    build = plan.factory.materialise(home, setup.commit) if plan.factory and setup.commit else None
+    command.log(f"{arm.title()}: Factory {(setup.commit or '')[:10]} materialised at {build}")
+    return HarnessArm(source, setup, build)  # type: ignore[arg-type]
 
 
 def _verdict_type():
@@ -203,3 +217,17 @@ def _summary(exp: ExperimentDir, outcome: str) -> str:
         return f"Verdict {result.verdict}"
     lo, hi = result.interval
     return f"Verdict {result.verdict}, interval [{lo:+.3f}, {hi:+.3f}]"
+
+
+def prepare_arms(home: AssayHome, plan: Plan) -> dict[str, dict]:
+    """Materialise each Factory Arm (Custom runners were frozen by :func:`plan`); what each Arm is."""
+    out = {}
+    for arm in ARMS:
+        setup = plan.setup.arm(arm)
+        build = setup.build
+        if not setup.runner and plan.factory and setup.commit:
+            build = str(plan.factory.materialise(home, setup.commit))
+        out[arm] = {**formats.unstructure(setup), "build": build}
+        if setup.runner and build:
+            out[arm]["frozen"] = json.loads((Path(build) / "frozen.json").read_text())
+    return out

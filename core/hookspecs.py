@@ -16,7 +16,7 @@ import pluggy
 if TYPE_CHECKING:
     import typer
 
-    from assay.protocols import Grader, Harness, Runner, SandboxBackend, SuiteKind
+    from assay.protocols import ArmKind, Grader, Harness, Runner, SandboxBackend, SuiteKind
 
 PROJECT = "assay"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -47,6 +47,12 @@ def assay_graders() -> Iterable[Grader]:
 def assay_runners() -> Iterable[Runner]:
     """Called once when the plugins load: named Custom runners this plugin offers, so that
     ``--candidate-runner NAME`` finds them beside ``ASSAY_HOME/runners/NAME.toml``."""
+
+
+@hookspec
+def assay_arm_kinds() -> Iterable[ArmKind]:
+    """Called once when the plugins load: kinds of Arm beyond a Factory commit + Harness
+    (the Custom runner), keyed by ``name``; ``--baseline-runner``/``--candidate-runner`` use them."""
 
 
 @hookspec

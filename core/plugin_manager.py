@@ -18,7 +18,7 @@ import attrs
 import pluggy
 
 from assay import hookspecs
-from assay.protocols import Grader, Harness, Runner, SandboxBackend, SuiteKind
+from assay.protocols import ArmKind, Grader, Harness, Runner, SandboxBackend, SuiteKind
 
 T = TypeVar("T")
 GROUP = hookspecs.PROJECT
@@ -30,6 +30,7 @@ OFFERINGS: dict[str, tuple[str, type]] = {
     "assay_suite_kinds": ("suite kind", SuiteKind),
     "assay_graders": ("grader", Grader),
     "assay_runners": ("runner", Runner),
+    "assay_arm_kinds": ("arm kind", ArmKind),
     "assay_sandbox_backends": ("sandbox backend", SandboxBackend),
 }
 
@@ -118,6 +119,9 @@ class Plugins:
 
     def runners(self) -> dict[str, Runner]:
         return {k: v.value for k, v in self.offered("assay_runners").items()}
+
+    def arm_kinds(self) -> dict[str, ArmKind]:
+        return {k: v.value for k, v in self.offered("assay_arm_kinds").items()}
 
     def sandbox_backends(self) -> dict[str, SandboxBackend]:
         return {k: v.value for k, v in self.offered("assay_sandbox_backends").items()}

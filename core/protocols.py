@@ -11,13 +11,13 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TextIO, runtime_checkable
 
 import attrs
 
 if TYPE_CHECKING:
     from assay.evaltasks import EvalTask
-    from assay.records import Score, TrialView
+    from assay.records import ArmSetup, Score, TrialView
 
 
 class NotYetImplemented(RuntimeError):
@@ -165,14 +165,65 @@ class SuiteKind(Protocol):
         """The Session prompt a Trial of this kind starts with."""
 
 
+@attrs.frozen
+class GradingContext:
+    """What a Grader may use besides the Trials: the sandbox to run checks in, and the Bar's timeout."""
+
+    backend: SandboxBackend
+    timeout: float
+
+
 @runtime_checkable
 class Grader(Protocol):
     """Scores the Trials of one Eval task. Code Graders run before model Graders."""
 
     name: str
 
-    async def grade(self, task: EvalTask, trials: Sequence[TrialView]) -> Sequence[Score]:
-        """One Score per Trial it can judge."""
+    async def grade(
+        self, task: EvalTask, trials: Sequence[TrialView], context: GradingContext
+    ) -> Sequence[Score]:
+        """One Score per Trial it can judge; Trials it leaves unscored go to the next Grader."""
+
+
+@attrs.frozen
+class TrialContext:
+    """What one Trial's session gets from the Experiment."""
+
+    task: EvalTask
+    prompt: str
+    folder: Path
+    repository: Path
+    home: Path
+    backend: SandboxBackend
+    timeout: float
+    assay_home: Path
+    log: TextIO
+    on_plan_limit: Callable[[], None]  # start nothing new
+
+
+class ArmRuntime(Protocol):
+    """Runs one session for an Arm: a Harness session, or a Custom runner."""
+
+    async def run(self, ctx: TrialContext) -> tuple[SessionOutcome, ProcessResult]:
+        """Run the session to its end through ``ctx.backend``."""
+
+
+@runtime_checkable
+class ArmKind(Protocol):
+    """A kind of Arm other than a Factory commit + Harness (the Custom runner).
+
+    ``prepare`` runs before the first Trial and fixes everything the Arm's identity rests on;
+    ``runtime`` gives what runs each Trial of it.
+    """
+
+    name: str
+    suite_kinds: tuple[str, ...]
+
+    def prepare(self, ref: str, *, assay_home: Path, named: Mapping[str, Path]) -> ArmSetup:
+        """Resolve ``ref`` (a name or a manifest path) and freeze it."""
+
+    def runtime(self, setup: ArmSetup, *, assay_home: Path) -> ArmRuntime:
+        """The session runner for a prepared Arm."""
 
 
 @runtime_checkable

@@ -16,13 +16,21 @@ import attrs
 import trio
 
 from assay import formats, results, timesafe
-from assay.arms import ArmRuntime, TrialContext
 from assay.commands import Command, now
 from assay.evaltasks import EvalTask
 from assay.experiments import ExperimentDir, Slot, SlotState
 from assay.home import AssayHome
 from assay.plugin_manager import Plugins
-from assay.protocols import Outcome, ProcessResult, SandboxBackend, SessionOutcome, VoidCause
+from assay.protocols import (
+    ArmRuntime,
+    GradingContext,
+    Outcome,
+    ProcessResult,
+    SandboxBackend,
+    SessionOutcome,
+    TrialContext,
+    VoidCause,
+)
 from assay.records import Arm, Bar, Score, Setup, TrialRecord
 
 # Outcomes that are fails without asking a Grader: the session itself didn't deliver.
@@ -203,7 +211,7 @@ class ExperimentRun:
         home.mkdir()
         with open(folder / "session.log", "w") as log:
             ctx = TrialContext(
-                prompt=self.prompts[task.id], folder=folder, repository=repository, home=home,
+                task=task, prompt=self.prompts[task.id], folder=folder, repository=repository, home=home,
                 backend=self.backend, timeout=self.bar.timeout_seconds, assay_home=self.home.root,
                 log=log, on_plan_limit=self._pause,
             )
@@ -252,7 +260,8 @@ class ExperimentRun:
                 break
             grader = self.plugins.get("assay_graders", grader_name)
             views = [self.exp.view(s.slot, s.last) for s in ungraded.values()]  # type: ignore[arg-type]
-            for score in await grader.grade(task, views):
+            context = GradingContext(self.backend, self.bar.timeout_seconds)
+            for score in await grader.grade(task, views, context):
                 state = ungraded.pop((score.arm, score.index), None)
                 if state is None:
                     raise RuntimeError(f"Grader '{grader_name}' scored an unknown Trial {score.arm}-{score.index} of {task.id}")

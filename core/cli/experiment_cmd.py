@@ -12,7 +12,7 @@ import os
 import signal
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -27,6 +27,7 @@ EXIT_PAUSED = 3
 
 def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
     app.command("experiment")(_experiment_command(plugins))
+    app.add_typer(_evals_app(plugins), name="evals")
     app.command("experiments")(experiments)
     app.command("stop")(stop)
     app.command("inbox")(inbox)
@@ -40,18 +41,58 @@ def _bar(**overrides: Any) -> Bar:
         fail(f"Bar: {e}")
 
 
+Candidate = Annotated[Optional[str], typer.Argument(help="The Candidate: a branch or commit of the Factory (omit with --candidate-runner).")]
+BaselineRef = Annotated[Optional[str], typer.Option("--baseline", help="The Baseline commit (default: where the Candidate's branch left main).")]
+Suites = Annotated[list[str], typer.Option("--suite", help="An Eval suite to run (repeatable).")]
+FactoryOpt = Annotated[Path, typer.Option("--factory", help="The Factory repository (default: here).")]
+
+
+def _arm_option(arm: str, what: str, help: str) -> Any:
+    return Annotated[Optional[str], typer.Option(f"--{arm}-{what}", help=help.format(arm=arm.title()))]
+
+
+BaselineHarness = _arm_option("baseline", "harness", "Harness for the {arm} (default: the Factory's).")
+BaselineModel = _arm_option("baseline", "model", "Model for the {arm}.")
+BaselineEffort = _arm_option("baseline", "effort", "Effort for the {arm}.")
+BaselineRunner = _arm_option("baseline", "runner", "A Custom runner for the {arm}: a name or a .toml manifest.")
+CandidateHarness = _arm_option("candidate", "harness", "Harness for the {arm} (default: the Factory's).")
+CandidateModel = _arm_option("candidate", "model", "Model for the {arm}.")
+CandidateEffort = _arm_option("candidate", "effort", "Effort for the {arm}.")
+CandidateRunner = _arm_option("candidate", "runner", "A Custom runner for the {arm}: a name or a .toml manifest.")
+
+
+def _plan(plugins: plugin_loading.Plugins, home: AssayHome, bar: Bar, trials_per_task: int | None,
+          sandbox: str | None, factory: Path, suites: list[str], arms: dict[str, Any]) -> Any:
+    from assay import experiment as experiments_core
+    from assay.arms import ArmFlags
+
+    try:
+        return experiments_core.plan(
+            home, plugins, factory_path=factory.absolute(), suites=suites, bar=bar,
+            trials_per_task=trials_per_task, sandbox=sandbox,
+            candidate=ArmFlags(arms["candidate"], arms["candidate_harness"], arms["candidate_model"],
+                               arms["candidate_effort"], arms["candidate_runner"]),
+            baseline=ArmFlags(arms["baseline"], arms["baseline_harness"], arms["baseline_model"],
+                              arms["baseline_effort"], arms["baseline_runner"]),
+        )
+    except experiments_core.PlanError as e:
+        fail(str(e))
+
+
 def _experiment_command(plugins: plugin_loading.Plugins):
     def experiment(
-        candidate: str = typer.Argument(None, help="The Candidate: a branch or commit of the Factory."),
-        baseline: str = typer.Option(None, "--baseline", help="The Baseline commit (default: where the Candidate's branch left main)."),
-        suite: list[str] = typer.Option([], "--suite", help="An Eval suite to run (repeatable)."),
-        factory: Path = typer.Option(Path("."), "--factory", help="The Factory repository (default: here)."),
-        baseline_harness: str = typer.Option(None, help="Harness for the Baseline (default: the Factory's)."),
-        baseline_model: str = typer.Option(None, help="Model for the Baseline."),
-        baseline_effort: str = typer.Option(None, help="Effort for the Baseline."),
-        candidate_harness: str = typer.Option(None, help="Harness for the Candidate (default: the Factory's)."),
-        candidate_model: str = typer.Option(None, help="Model for the Candidate."),
-        candidate_effort: str = typer.Option(None, help="Effort for the Candidate."),
+        candidate: Candidate = None,
+        baseline: BaselineRef = None,
+        suite: Suites = [],
+        factory: FactoryOpt = Path("."),
+        baseline_harness: BaselineHarness = None,
+        baseline_model: BaselineModel = None,
+        baseline_effort: BaselineEffort = None,
+        baseline_runner: BaselineRunner = None,
+        candidate_harness: CandidateHarness = None,
+        candidate_model: CandidateModel = None,
+        candidate_effort: CandidateEffort = None,
+        candidate_runner: CandidateRunner = None,
         margin: float = typer.Option(None, help="Bar: how much worse the Candidate may be and still pass (default 0.10)."),
         level: float = typer.Option(None, help="Bar: credible level of the interval (default 0.95)."),
         seed: int = typer.Option(None, help="Bar: seed of the Verdict's draws."),
@@ -68,35 +109,65 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         Running the same command again resumes the Experiment: finished Trials are kept, Trials
         cut short run again, and a finished Experiment just reports its Verdict.
         """
-        from assay import experiment as experiments_core
-        from assay.arms import ArmFlags
-        from assay.progress import reporter
-
         home = AssayHome.from_env()
         bar = _bar(margin=margin, level=level, seed=seed, draws=draws, prior_weight=prior_weight,
                    timeout_seconds=timeout)
-        try:
-            plan = experiments_core.plan(
-                home, plugins, factory_path=factory.absolute(), suites=suite, bar=bar,
-                trials_per_task=trials_per_task, sandbox=sandbox,
-                candidate=ArmFlags(candidate, candidate_harness, candidate_model, candidate_effort),
-                baseline=ArmFlags(baseline, baseline_harness, baseline_model, baseline_effort),
-            )
-        except experiments_core.PlanError as e:
-            fail(str(e))
-        _announce(plan, bar, json_)
-        report, close = reporter(quiet=json_)
-        try:
-            exp, outcome = experiments_core.start(home, plugins, plan, workers=workers, report=report)
-        except experiments_core.PlanError as e:
-            fail(str(e))
-        except experiments_core.ExperimentErrored as e:
-            fail(str(e), code=1)
-        finally:
-            close()
-        _conclude(exp, outcome, json_)
+        plan = _plan(plugins, home, bar, trials_per_task, sandbox, factory, suite, locals())
+        run_plan(home, plugins, plan, workers=workers, json_=json_)
 
     return experiment
+
+
+def run_plan(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, workers: int, json_: bool) -> None:
+    """Announce, run with live progress, and print the result (shared with ``assay demo``)."""
+    from assay import experiment as experiments_core
+    from assay.progress import reporter
+
+    _announce(plan, plan.bar, json_)
+    report, close = reporter(quiet=json_)
+    try:
+        exp, outcome = experiments_core.start(home, plugins, plan, workers=workers, report=report)
+    except experiments_core.PlanError as e:
+        fail(str(e))
+    except experiments_core.ExperimentErrored as e:
+        fail(str(e), code=1)
+    finally:
+        close()
+    _conclude(exp, outcome, json_)
+
+
+def _evals_app(plugins: plugin_loading.Plugins) -> typer.Typer:
+    evals = typer.Typer(help="Prepare what Experiments run on.", no_args_is_help=True)
+
+    @evals.command("prepare-arms")
+    def prepare_arms(
+        candidate: Candidate = None,
+        baseline: BaselineRef = None,
+        suite: Suites = [],
+        factory: FactoryOpt = Path("."),
+        baseline_harness: BaselineHarness = None,
+        baseline_model: BaselineModel = None,
+        baseline_effort: BaselineEffort = None,
+        baseline_runner: BaselineRunner = None,
+        candidate_harness: CandidateHarness = None,
+        candidate_model: CandidateModel = None,
+        candidate_effort: CandidateEffort = None,
+        candidate_runner: CandidateRunner = None,
+        json_: bool = JsonOpt,
+    ) -> None:
+        """Resolve and freeze both Arms (Factory builds, Custom-runner manifests) without running a Trial."""
+        from assay.experiment import prepare_arms as prepare
+
+        home = AssayHome.from_env()
+        plan = _plan(plugins, home, Bar(), None, None, factory, suite, locals())
+        arms = prepare(home, plan)
+        if json_:
+            emit_json({"id": plan.id, "arms": arms})
+            return
+        for arm, data in arms.items():
+            typer.echo(f"{arm.title():9} {plan.setup.arm(arm).label()}  ->  {data['build']}")
+
+    return evals
 
 
 def _announce(plan: Any, bar: Bar, json_: bool) -> None:

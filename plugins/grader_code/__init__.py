@@ -1,26 +1,83 @@
 """The code Grader: mechanical checks that run before any model judges a Trial.
 
-Implements ``assay_graders``. Its checks (test commands on committed HEAD, unchanged
-repositories for reviews, reports present) land with roadmap step 4.
+For process tasks it runs the task's test command on the Trial's committed HEAD — in a fresh
+clone (so uncommitted files can't count), offline, through the sandbox backend, under the Bar's
+timeout — and keeps the output as evidence in the Trial's folder. Review kinds' checks land
+with the review suites; until then it leaves their Trials to the next Grader.
+
+Implements ``assay_graders``.
 """
 
 from __future__ import annotations
 
+import fnmatch
+import os
+import shutil
 from collections.abc import Sequence
+from pathlib import Path
 
 from assay import hookimpl
 from assay.evaltasks import EvalTask
-from assay.protocols import Pending
+from assay.git import git
+from assay.protocols import GradingContext, Invocation
 from assay.records import Score, TrialView
 
+EVIDENCE = "grade"
 
-class CodeGrader(Pending):
+
+class CodeGrader:
     name = "code"
-    kind_label = "grader"
-    roadmap = "roadmap step 4: process suites and the code Grader"
 
-    async def grade(self, task: EvalTask, trials: Sequence[TrialView]) -> Sequence[Score]:
-        raise self._pending()
+    async def grade(self, task: EvalTask, trials: Sequence[TrialView], context: GradingContext) -> Sequence[Score]:
+        if task.kind != "process":
+            return []
+        return [await self._grade_process(task, view, context) for view in trials]
+
+    async def _grade_process(self, task: EvalTask, view: TrialView, context: GradingContext) -> Score:
+        record = view.record
+        folder = view.folder / EVIDENCE
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir()
+        clone = folder / "head"
+        git("clone", "--quiet", "--no-hardlinks", str(view.repository), str(clone), cwd=folder)
+        uncommitted = git("status", "--porcelain", "--untracked-files=all", cwd=view.repository)
+        notes = [f"uncommitted files ignored:\n{uncommitted}"] if uncommitted else []
+        new_tests = task.criteria.get("new_tests")
+        if new_tests and not _adds_matching(clone, task.base, new_tests):
+            return self._score(task, view, False, f"no new test matching {', '.join(new_tests)} was committed", notes)
+        lines: list[str] = []
+        home = folder / "home"
+        home.mkdir()
+        invocation = Invocation(
+            argv=tuple(task.criteria["test_command"]), cwd=clone,
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8"},
+            read_write=(clone, home),
+        )
+        result = await context.backend.run(invocation, timeout=context.timeout, on_line=lines.append)
+        output = "".join(line if line.endswith("\n") else line + "\n" for line in lines) + result.stderr_tail
+        (folder / "test-output.txt").write_text(output)
+        (folder / "notes.txt").write_text("\n".join(notes))
+        shutil.rmtree(clone, ignore_errors=True)
+        command = " ".join(task.criteria["test_command"])
+        if result.timed_out:
+            why = f"`{command}` timed out after {context.timeout:.0f}s on the committed HEAD"
+        elif result.exit_code == 0:
+            why = f"`{command}` passed on the committed HEAD"
+        else:
+            why = f"`{command}` failed on the committed HEAD (exit {result.exit_code})"
+        return self._score(task, view, result.exit_code == 0 and not result.timed_out, why, notes)
+
+    def _score(self, task: EvalTask, view: TrialView, passed: bool, why: str, notes: list[str]) -> Score:
+        return Score(
+            task=task.id, arm=view.record.arm, index=view.record.index, grader=self.name, passed=passed,
+            why=why + ("; " + notes[0].splitlines()[0] if notes else ""),
+            evidence=str(Path(view.folder.name) / EVIDENCE),
+        )
+
+
+def _adds_matching(clone: Path, base: str, patterns: Sequence[str]) -> bool:
+    added = git("diff", "--name-only", "--diff-filter=A", base, "HEAD", cwd=clone).splitlines()
+    return any(fnmatch.fnmatch(path, pattern) for path in added for pattern in patterns)
 
 
 @hookimpl

@@ -91,7 +91,7 @@ class FixtureGrader:
 
     name = "fixture"
 
-    async def grade(self, task, trials):
+    async def grade(self, task, trials, context):
         scores = []
         for view in trials:
             answer = subprocess.run(["git", "show", "HEAD:answer.txt"], cwd=view.repository,

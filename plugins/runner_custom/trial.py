@@ -1,0 +1,121 @@
+"""One Custom-runner Trial: hand the runner a request, run it in the sandbox, read its result."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from assay.git import git
+from assay.plugins.runner_custom.freeze import verify
+from assay.protocols import Invocation, Outcome, ProcessResult, SessionOutcome, TrialContext, VoidCause
+
+REQUEST_VERSION = 1
+RESULT_VERSION = 1
+RUNNER_VOID_CAUSES = {VoidCause.SESSION_UNAVAILABLE, VoidCause.USAGE_LIMIT, VoidCause.RATE_LIMIT}
+OUTCOMES = {"delivered": Outcome.DELIVERED, "stopped_to_ask": Outcome.STOPPED_TO_ASK, "failed": Outcome.FAILED}
+
+
+@attrs.frozen
+class CustomRunnerArm:
+    """A frozen runner; every Trial first re-verifies every frozen file."""
+
+    folder: Path
+
+    async def run(self, ctx: TrialContext) -> tuple[SessionOutcome, ProcessResult]:
+        frozen = verify(self.folder)
+        bundle = self.folder / "bundle"
+        shutil.copytree(self.folder / "home", ctx.home, dirs_exist_ok=True)
+        _exclude(ctx.repository, frozen["git_exclude"])
+        issue = ctx.folder / "issue.md"
+        shutil.copyfile(ctx.task.inputs["issue"], issue)
+        output = ctx.folder / "output"
+        output.mkdir()
+        branch = git("rev-parse", "--abbrev-ref", "HEAD", cwd=ctx.repository)
+        request = ctx.folder / "request.json"
+        request.write_text(json.dumps({
+            "version": REQUEST_VERSION, "repository": str(ctx.repository), "issue_file": str(issue),
+            "base": ctx.task.base, "branch": branch, "runner_dir": str(bundle), "output_dir": str(output),
+            "home": str(ctx.home), "task": ctx.task.id,
+        }, indent=2))
+        argv = tuple(a.replace("{runner_dir}", str(bundle)).replace("{request}", str(request)) for a in frozen["command"])
+        invocation = Invocation(
+            argv=argv, cwd=ctx.repository,
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(ctx.home), "LANG": "C.UTF-8",
+                 "ASSAY_REQUEST": str(request)},
+            read_only=(bundle, issue, request), read_write=(ctx.repository, ctx.home, output),
+        )
+        process = await ctx.backend.run(
+            invocation, timeout=ctx.timeout, on_line=lambda line: ctx.log.write(line if line.endswith("\n") else line + "\n"),
+        )
+        outcome = read_result(process, output / "result.json")
+        if outcome.outcome is Outcome.DELIVERED:
+            outcome = _check_commits(outcome, ctx.repository, ctx.task.base, frozen["git_exclude"])
+        return _note_uncommitted(outcome, ctx.repository), process
+
+
+def read_result(process: ProcessResult, path: Path) -> SessionOutcome:
+    """The Trial's outcome from ``result.json`` and the exit status; anything unexplained is a fail."""
+    exit_note = f"exit {process.exit_code}" + (f"; stderr: {process.stderr_tail.strip()[-500:]}" if process.stderr_tail.strip() else "")
+    if process.timed_out:
+        return SessionOutcome(Outcome.TIMEOUT, diagnostic=f"timed out ({exit_note})")
+    if not path.exists():
+        return SessionOutcome(Outcome.FAILED, diagnostic=f"the runner wrote no result.json ({exit_note})")
+    try:
+        result: Any = json.loads(path.read_text())
+        version, outcome = result["version"], result["outcome"]
+    except (ValueError, KeyError, TypeError) as e:
+        return SessionOutcome(Outcome.FAILED, diagnostic=f"unreadable result.json ({type(e).__name__}: {e}; {exit_note})")
+    summary = str(result.get("summary", ""))
+    if version != RESULT_VERSION:
+        return SessionOutcome(Outcome.FAILED, diagnostic=f"result.json version {version!r} is not {RESULT_VERSION} ({exit_note})")
+    if outcome == "void":
+        cause = result.get("void_cause")
+        if cause not in {c.value for c in RUNNER_VOID_CAUSES}:
+            return SessionOutcome(Outcome.FAILED, diagnostic=(
+                f"the runner claimed the void cause {cause!r}; a runner may claim only "
+                f"{', '.join(sorted(c.value for c in RUNNER_VOID_CAUSES))} ({exit_note})"))
+        return SessionOutcome(Outcome.VOID, VoidCause(cause), diagnostic=summary)
+    if outcome not in OUTCOMES:
+        return SessionOutcome(Outcome.FAILED, diagnostic=f"result.json outcome {outcome!r} is not one of {', '.join([*OUTCOMES, 'void'])}")
+    if process.exit_code != 0:
+        return SessionOutcome(Outcome.FAILED, diagnostic=f"the runner exited non-zero without a void result ({exit_note})")
+    return SessionOutcome(OUTCOMES[outcome], diagnostic=summary)
+
+
+def _exclude(repository: Path, patterns: list[str]) -> None:
+    if not patterns:
+        return
+    exclude = Path(git("rev-parse", "--git-path", "info/exclude", cwd=repository))
+    exclude = exclude if exclude.is_absolute() else repository / exclude
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    with open(exclude, "a") as f:
+        f.write("\n# the Custom runner's git_exclude\n" + "\n".join(patterns) + "\n")
+
+
+def _matches(path: str, pattern: str) -> bool:
+    if pattern.endswith("/"):
+        return path.startswith(pattern) or f"/{pattern}" in f"/{path}"
+    return fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(Path(path).name, pattern)
+
+
+def _check_commits(outcome: SessionOutcome, repository: Path, base: str, patterns: list[str]) -> SessionOutcome:
+    committed = git("diff", "--name-only", base, "HEAD", cwd=repository).splitlines()
+    excluded = sorted({p for p in committed for pattern in patterns if _matches(p, pattern)})
+    if excluded:
+        return attrs.evolve(outcome, outcome=Outcome.FAILED,
+                            diagnostic=f"committed path(s) its git_exclude keeps out: {', '.join(excluded)}")
+    return outcome
+
+
+def _note_uncommitted(outcome: SessionOutcome, repository: Path) -> SessionOutcome:
+    left = git("status", "--porcelain", "--untracked-files=all", cwd=repository)
+    if not left:
+        return outcome
+    note = f"uncommitted files, ignored for grading: {', '.join(line[3:] for line in left.splitlines()[:20])}"
+    return attrs.evolve(outcome, diagnostic="; ".join(filter(None, [outcome.diagnostic, note])))
