@@ -65,3 +65,54 @@ def experiment(home: Path, factory: Path, scenario_file: Path, *args: str, **kw)
         home, "experiment", "change", "--factory", str(factory), "--suite", "fixture",
         "--sandbox", "none", *args, plugins=PLUGINS, FAKE_SCENARIO=str(scenario_file), **kw,
     )
+
+
+BUGGY = "def add(a, b):\n    return a - b\n"
+FIXED = "def add(a, b):\n    return a + b\n"
+TEST = "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n"
+
+
+def make_process_suite(home: Path, tasks: int = 3, name: str = "proc") -> list[str]:
+    """A process suite: each task's repository has a bug its unittest catches; the answer is never in it."""
+    suite = home / "evals" / "suites" / name
+    suite.mkdir(parents=True)
+    (suite / "suite.toml").write_text('kind = "process"\ndepends_on = ["skills/**"]\n')
+    ids = []
+    for i in range(1, tasks + 1):
+        task = suite / f"p{i}"
+        repo = task / "repo"
+        repo.mkdir(parents=True)
+        git(repo, "init", "-q", "-b", "main")
+        (repo / "calc.py").write_text(BUGGY)
+        git(repo, "add", ".")
+        git(repo, "commit", "-qm", "calc")
+        (repo / "test_calc.py").write_text(TEST)
+        git(repo, "add", ".")
+        git(repo, "commit", "-qm", "tests")
+        base = git(repo, "rev-parse", "HEAD")
+        (task / "issue.md").write_text("add() subtracts; make it add.\n")
+        (task / "task.toml").write_text(
+            f'repository = "repo"\nbase = "{base}"\n[inputs]\nissue = "issue.md"\n'
+            '[criteria]\ntest_command = ["python3", "-m", "unittest", "-q"]\n'
+        )
+        ids.append(f"{name}/p{i}")
+    return ids
+
+
+RUNNER = Path(__file__).parent / "fakes" / "scripted_runner.py"
+
+
+def make_runner(folder: Path, name: str, behaviour: dict, git_exclude: tuple[str, ...] = ()) -> Path:
+    """A Custom runner manifest around scripted_runner.py; ``behaviour`` maps task id (or "*") to a mode."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "runner.py").write_text(RUNNER.read_text())
+    (folder / "behaviour.json").write_text(json.dumps(behaviour))
+    (folder / "skills").mkdir(exist_ok=True)
+    (folder / "skills" / "fix.md").write_text("How to fix things.\n")
+    manifest = folder / f"{name}.toml"
+    manifest.write_text(
+        'command = ["python3", "{runner_dir}/runner.py"]\n'
+        f"git_exclude = {json.dumps(list(git_exclude))}\n"
+        '[files]\n"runner.py" = "runner_dir"\n"behaviour.json" = "runner_dir"\n"skills" = "home:.agent/skills"\n'
+    )
+    return manifest

@@ -117,5 +117,5 @@ def _note_uncommitted(outcome: SessionOutcome, repository: Path) -> SessionOutco
     left = git("status", "--porcelain", "--untracked-files=all", cwd=repository)
     if not left:
         return outcome
-    note = f"uncommitted files, ignored for grading: {', '.join(line[3:] for line in left.splitlines()[:20])}"
+    note = f"uncommitted files, ignored for grading: {', '.join(line.split(None, 1)[1] for line in left.splitlines()[:20])}"
     return attrs.evolve(outcome, diagnostic="; ".join(filter(None, [outcome.diagnostic, note])))
