@@ -1,0 +1,6 @@
+"""Numbers for the nightly sensor report."""
+
+
+def mean(values):
+    """The arithmetic mean of `values`."""
+    return sum(values) / len(values)

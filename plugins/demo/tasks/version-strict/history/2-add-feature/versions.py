@@ -1,0 +1,18 @@
+"""Release versions: MAJOR.MINOR.PATCH, with an optional leading v."""
+
+import re
+
+VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
+
+
+def parse_version(text):
+    """(major, minor, patch) from 'v1.2.3' or '1.2.3'; ValueError for anything else."""
+    match = VERSION.match(text)
+    if not match:
+        raise ValueError(f"not a version: {text!r}")
+    return tuple(int(part) for part in match.groups())
+
+
+def newest(versions):
+    """The highest version of several, as written."""
+    return max(versions, key=parse_version)
