@@ -72,6 +72,7 @@ def plan(
     bar: Bar,
     trials_per_task: int | None = None,
     sandbox: str | None = None,
+    sandbox_fallback: bool = False,
 ) -> Plan:
     try:
         if not suites:
@@ -79,7 +80,7 @@ def plan(
         factory, base_arm, cand_arm = resolve_arms(plugins, home.root, factory_path, candidate, baseline)
         loaded = [evaltasks.load_suite(home, name, plugins.suite_kinds()) for name in dict.fromkeys(suites)]
         sources = {arm: _source(plugins, setup, loaded) for arm, setup in zip(ARMS, (base_arm, cand_arm))}
-        backend = _backend(plugins, sandbox)
+        backend = _backend(plugins, sandbox, sandbox_fallback)
         kinds = plugins.suite_kinds()
         tasks = {t.id: t for s in loaded for t in s.tasks}
         prompts = {t.id: kinds[t.kind].session_prompt(t) for t in tasks.values()}
@@ -120,18 +121,23 @@ def _bar_for(bar: Bar, kinds: Mapping[str, SuiteKind], override: int | None) -> 
     return attrs.evolve(bar, trials_per_task=per_kind)
 
 
-def _backend(plugins: Plugins, name: str | None) -> SandboxBackend:
-    backends = plugins.sandbox_backends()
+def _backend(plugins: Plugins, name: str | None, fallback: bool) -> SandboxBackend:
+    """The named backend, else bwrap; without bwrap only ``--sandbox none`` (or the demo) runs bare."""
     if name:
         backend = plugins.get("assay_sandbox_backends", name)
         check = backend.check()
         if not check.works:
             raise PlanError(f"sandbox backend '{name}' can't run here: {check.reason}")
         return backend
-    for preferred in ("bwrap", "none"):
-        if preferred in backends and backends[preferred].check().works:
-            return backends[preferred]
-    raise PlanError("no sandbox backend works on this machine (see `assay plugins`)")
+    backends = plugins.sandbox_backends()
+    bwrap = backends.get("bwrap")
+    check = bwrap.check() if bwrap else None
+    if bwrap and check and check.works:
+        return bwrap
+    reason = check.reason if check else "no bwrap sandbox backend is installed"
+    if fallback and "none" in backends:
+        return backends["none"]
+    raise PlanError(f"bwrap can't run here ({reason}); pass --sandbox none to run Trials without a sandbox")
 
 
 def record(home: AssayHome, plan: Plan) -> ExperimentDir:

@@ -16,6 +16,7 @@ import pluggy
 if TYPE_CHECKING:
     import typer
 
+    from assay.plugin_manager import Plugins
     from assay.protocols import ArmKind, Grader, Harness, Runner, SandboxBackend, SuiteKind
 
 PROJECT = "assay"
@@ -62,8 +63,10 @@ def assay_sandbox_backends() -> Iterable[SandboxBackend]:
 
 
 @hookspec
-def assay_commands(app: typer.Typer) -> None:
+def assay_commands(app: typer.Typer, plugins: Plugins) -> None:
     """Called when the CLI is built, before it parses arguments: add sub-commands to ``app``.
+
+    ``plugins`` is the loaded plugin set, for commands that need Harnesses, suites or backends.
 
     Add commands with ``app.command()`` or groups with ``app.add_typer()``; pass Typer objects
     only, never click objects (Typer vendors its own click).

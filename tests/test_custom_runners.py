@@ -12,6 +12,9 @@ from tests.experiment_fixtures import PLUGINS, make_factory, make_process_suite,
 
 
 def run(home: Path, *args: str, cwd: Path | None = None, **env: str):
+    """The CLI; Experiments run on the pass-through backend (the bwrap ones live with the sandbox tests)."""
+    if args[0] == "experiment":
+        args = (*args, "--sandbox", "none")
     return run_cli(home, *args, plugins=PLUGINS, cwd=cwd, **env)
 
 

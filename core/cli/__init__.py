@@ -42,7 +42,7 @@ def make_app(plugins: plugin_loading.Plugins) -> typer.Typer:
 
     for module in (plugins_cmd, suites_cmd, verdict_cmd, experiment_cmd, harnesses_cmd, tasks_cmd):
         module.register(app, plugins)
-    plugins.manager.hook.assay_commands(app=app)
+    plugins.manager.hook.assay_commands(app=app, plugins=plugins)
     return app
 
 

@@ -62,14 +62,15 @@ CandidateRunner = _arm_option("candidate", "runner", "A Custom runner for the {a
 
 
 def _plan(plugins: plugin_loading.Plugins, home: AssayHome, bar: Bar, trials_per_task: int | None,
-          sandbox: str | None, factory: Path, suites: list[str], arms: dict[str, Any]) -> Any:
+          sandbox: str | None, factory: Path, suites: list[str], arms: dict[str, Any],
+          sandbox_fallback: bool = False) -> Any:
     from assay import experiment as experiments_core
     from assay.arms import ArmFlags
 
     try:
         return experiments_core.plan(
             home, plugins, factory_path=factory.absolute(), suites=suites, bar=bar,
-            trials_per_task=trials_per_task, sandbox=sandbox,
+            trials_per_task=trials_per_task, sandbox=sandbox, sandbox_fallback=sandbox_fallback,
             candidate=ArmFlags(arms["candidate"], arms["candidate_harness"], arms["candidate_model"],
                                arms["candidate_effort"], arms["candidate_runner"]),
             baseline=ArmFlags(arms["baseline"], arms["baseline_harness"], arms["baseline_model"],
@@ -159,7 +160,7 @@ def _evals_app(plugins: plugin_loading.Plugins) -> typer.Typer:
         from assay.experiment import prepare_arms as prepare
 
         home = AssayHome.from_env()
-        plan = _plan(plugins, home, Bar(), None, None, factory, suite, locals())
+        plan = _plan(plugins, home, Bar(), None, None, factory, suite, locals(), sandbox_fallback=True)
         arms = prepare(home, plan)
         if json_:
             emit_json({"id": plan.id, "arms": arms})
