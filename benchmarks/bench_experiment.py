@@ -1,0 +1,107 @@
+"""The Experiment Command's overhead per Trial: copy, launch, records, grading bookkeeping.
+
+Runs an Experiment of 500 instant Trials (125 Eval tasks × 2 Arms × 2 Trials, every session a
+`sh -c echo`) on a small repository with the pass-through backend, at 2 and at 8 workers, and
+prints the wall time per Trial beside the bare session's own time, measured in the same run.
+
+    overhead per Trial = wall time / Trials − bare session time
+
+(the whole Experiment's wall time, shared out over its Trials, less what the session itself costs).
+
+Run: ``python benchmarks/bench_experiment.py [--tasks N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import attrs
+
+from assay import experiment, plugin_manager
+from assay.arms import ArmFlags
+from assay.home import AssayHome
+from assay.records import Bar
+
+HERE = Path(__file__).parent
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=b", "-c", "user.email=b@b", *args], cwd=cwd, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def world(root: Path, tasks: int) -> tuple[AssayHome, Path]:
+    repo = root / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    for i in range(20):
+        (repo / f"f{i}.py").write_text(f"x = {i}\n" * 50)
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    factory = root / "factory"
+    factory.mkdir()
+    git(factory, "init", "-q", "-b", "main")
+    (factory / "assay.toml").write_text('[defaults]\nharness = "instant"\nmodel = "a"\n')
+    git(factory, "add", ".")
+    git(factory, "commit", "-qm", "factory")
+    home = AssayHome(root / "home")
+    suite = home.suites / "bench"
+    suite.mkdir(parents=True)
+    (suite / "suite.toml").write_text('kind = "bench"\n')
+    for i in range(tasks):
+        (suite / f"t{i:03}").mkdir()
+        (suite / f"t{i:03}" / "task.toml").write_text(f'repository = "{repo}"\nbase = "{base}"\n')
+    return home, factory
+
+
+def bare_session(n: int = 50) -> float:
+    sh = "/bin/sh"
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        subprocess.run([sh, "-c", "echo '{}'"], capture_output=True, check=True)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def run(tasks: int, workers: int) -> tuple[float, int]:
+    with tempfile.TemporaryDirectory() as tmp:
+        home, factory = world(Path(tmp), tasks)
+        sys.path.insert(0, str(HERE))
+        plugins = plugin_manager.load(modules=["instant_plugin"])
+        plan = experiment.plan(
+            home, plugins, factory_path=factory, suites=["bench"], bar=attrs.evolve(Bar(), timeout_seconds=60),
+            candidate=ArmFlags("HEAD", model="b"), baseline=ArmFlags("HEAD"), sandbox="none",
+        )
+        started = time.perf_counter()
+        _, outcome = experiment.start(home, plugins, plan, workers=workers, report=lambda *a: None)
+        wall = time.perf_counter() - started
+        trials = len(list(home.experiments.glob("*/trials/*/*/attempt-*/trial.json")))
+        assert outcome in ("pass", "fail", "inconclusive"), outcome
+        return wall, trials
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tasks", type=int, default=125)
+    args = parser.parse_args()
+    session = bare_session()
+    print(f"bare session (sh -c echo), median: {session * 1000:.1f} ms   [{os.cpu_count()} cores]")
+    for workers in (2, 8):
+        wall, trials = run(args.tasks, workers)
+        per_trial = wall / trials
+        overhead = per_trial - session
+        print(f"workers {workers}: {trials} Trials in {wall:.1f} s = {per_trial * 1000:.1f} ms wall per Trial; "
+              f"overhead per Trial {overhead * 1000:.1f} ms (target at 2 workers: ≤ 40 ms)")
+
+
+if __name__ == "__main__":
+    main()
