@@ -93,18 +93,20 @@ def build_source(root: Path) -> tuple[Path, str]:
 
 
 def medians(candidates: dict[str, Callable[[Path], object]], scratch: Path, runs: int) -> dict[str, float]:
-    """Median wall time of each ``fn(fresh_folder)``, the candidates taking turns run by run so
-    that load from anything else on the machine falls on all of them alike."""
+    """Median wall time of each ``fn(fresh_folder)``. The candidates take turns run by run, so that
+    load from anything else on the machine falls on all of them alike, and nothing is deleted
+    until all have run, so that no run pays for removing another's files."""
     times: dict[str, list[float]] = {name: [] for name in candidates}
+    section = Path(tempfile.mkdtemp(dir=scratch))
     for run in range(runs):
         for i, (name, fn) in enumerate(candidates.items()):
-            folder = scratch / f"run-{run}-{i}"
+            folder = section / f"run-{run}-{i}"
             folder.mkdir()
             start = time.perf_counter()
             fn(folder)
             times[name].append(time.perf_counter() - start)
-            subprocess.run(["chmod", "-R", "u+w", str(folder)], check=True)
-            shutil.rmtree(folder)
+    subprocess.run(["chmod", "-R", "u+w", str(section)], check=True)
+    shutil.rmtree(section)
     return {name: statistics.median(t) for name, t in times.items()}
 
 

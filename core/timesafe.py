@@ -155,11 +155,8 @@ def _build(repository: str, commit: str, final: Path) -> None:
     try:
         _write_git_dir(build / ".git", branch=_CACHE_BRANCH, commit=commit, config=_WORK_CONFIG)
         with _local_source(repository, commit, final.parent) as source:
-            _write_objects(source, commit, build / ".git")
-        # The checkout, one worker, beside the verification: two commands for two cores.
-        with _started(build, "-c", "checkout.workers=1", "read-tree", "-u", "--reset", commit) as checkout:
-            verify_time_safe(build, commit)
-            _finish(checkout)
+            _fill(source, commit, build)
+        verify_time_safe(build, commit)
         _seal(build)
         os.rename(build, final)  # same folder: allowed although ``build`` is now read-only
     except BaseException:
@@ -178,6 +175,24 @@ def _local_source(repository: str, commit: str, scratch: Path) -> Iterator[Path]
         _git(fetched, "init", "--bare", "--quiet", "--template=")
         _git(fetched, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", repository, commit)
         yield fetched
+
+
+def _fill(source: Path, commit: str, build: Path) -> None:
+    """Write base's ancestry into the build's object store and check base out, both at once.
+
+    The checkout needn't wait for the pack: it reads the source's objects through a temporary
+    alternate, removed before anything verifies the build. One checkout worker, as the other
+    core is packing.
+    """
+    alternates = build / ".git" / "objects" / "info" / "alternates"
+    alternates.parent.mkdir()
+    alternates.write_text(_git(source, "rev-parse", "--path-format=absolute", "--git-path", "objects"))
+    try:
+        with _started(build, "-c", "checkout.workers=1", "read-tree", "-u", "--reset", commit) as checkout:
+            _write_objects(source, commit, build / ".git")
+            _finish(checkout)
+    finally:
+        alternates.unlink()
 
 
 def _write_objects(source: Path, commit: str, gitdir: Path) -> None:
