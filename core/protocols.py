@@ -84,6 +84,7 @@ class Invocation:
     read_write: tuple[Path, ...] = ()
     hosts: tuple[str, ...] = ()
     stop_signals: tuple[int, ...] = (15,)
+    log_dir: Path | None = None  # where a sandbox keeps its own logs (the proxy's); None: cwd's parent
 
 
 @attrs.frozen

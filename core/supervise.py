@@ -1,0 +1,148 @@
+"""Running one session's process to its end, its timeout or a Stop, leaving nothing behind.
+
+Every local sandbox backend keeps the same promise, so they share this: stdout reaches the
+caller line by line, stderr's tail is kept, every process the session starts is tracked
+(:mod:`assay.proctree`), and at the end a session still running gets its stop signals, each with
+a grace period, before whatever is left is killed. A backend supplies only what differs: the
+command line, set-up in the child before ``exec``, file descriptors it inherits, where a stop
+signal goes, and when to end the session early.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import ClassVar
+
+import attrs
+import trio
+
+from assay.proctree import ProcessTree, become_subreaper
+from assay.protocols import ProcessResult
+
+
+def _never() -> bool:
+    return False
+
+
+@attrs.frozen
+class Supervisor:
+    """The shared process handling of a sandbox backend; ``name`` is the backend's.
+
+    ``grace`` is how long each stop signal gets before the next (then SIGKILL for the whole
+    tree); ``poll`` how often the tree is re-read while the session runs, so descendants that
+    leave its session are still known when it ends; ``drain`` how long output may keep flowing
+    once the tree is dead. One gap remains without a PID namespace: a process that leaves the
+    session's own session and is orphaned less than ``poll`` before the leader exits normally
+    is never seen.
+    """
+
+    name: ClassVar[str]
+    grace: float = 10.0
+    poll: float = 0.5
+    drain: float = 2.0
+    stderr_bytes: int = 8192
+
+    async def supervise(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        timeout: float,
+        on_line: Callable[[str], None],
+        stop_signals: Sequence[int],
+        preexec_fn: Callable[[], None] = become_subreaper,
+        pass_fds: Sequence[int] = (),
+        signal_stop: Callable[[ProcessTree, int], None] = ProcessTree.signal_leader_group,
+        end_early: Callable[[], bool] = _never,
+    ) -> ProcessResult:
+        """Run ``argv`` in a session of its own until it exits, ``timeout`` passes or ``end_early()``.
+
+        ``end_early`` is asked every ``poll`` seconds; when it says so the session is stopped as
+        at a timeout, but not reported as timed out. Cancellation stops it the same way and
+        re-raises once nothing is left.
+        """
+        started = trio.current_time()
+        proc = await trio.lowlevel.open_process(
+            list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=dict(env), cwd=cwd, start_new_session=True, preexec_fn=preexec_fn, pass_fds=tuple(pass_fds),
+        )
+        tree = ProcessTree(proc.pid)
+        tail = bytearray()
+        stdout_done, stderr_done = trio.Event(), trio.Event()
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_read_lines, proc.stdout, on_line, stdout_done)
+                nursery.start_soon(_read_tail, proc.stderr, tail, self.stderr_bytes, stderr_done)
+                session = trio.move_on_after(timeout)
+                nursery.start_soon(self._keep_track, tree, end_early, session)
+                try:
+                    with session:
+                        await proc.wait()
+                finally:
+                    with trio.CancelScope(shield=True):
+                        await self._end(proc, tree, stop_signals, signal_stop)
+                        with trio.move_on_after(self.drain):
+                            await stdout_done.wait()
+                            await stderr_done.wait()
+                        nursery.cancel_scope.cancel()
+        finally:
+            with trio.CancelScope(shield=True):
+                await proc.stdout.aclose()
+                await proc.stderr.aclose()
+        return ProcessResult(
+            exit_code=proc.returncode, backend=self.name, duration=trio.current_time() - started,
+            timed_out=session.cancelled_caught and not end_early(), stderr_tail=tail.decode(errors="replace"),
+        )
+
+    async def _keep_track(self, tree: ProcessTree, end_early: Callable[[], bool], session: trio.CancelScope) -> None:
+        while True:
+            tree.refresh()
+            if end_early():
+                session.cancel()
+            await trio.sleep(self.poll)
+
+    async def _end(
+        self, proc: trio.Process, tree: ProcessTree, stop_signals: Sequence[int],
+        signal_stop: Callable[[ProcessTree, int], None],
+    ) -> None:
+        """Stop a leader still running with its stop signals, then kill whatever is left."""
+        for signum in stop_signals:
+            if proc.returncode is not None:
+                break
+            tree.refresh()  # while the leader lives, its whole subtree hangs below it
+            signal_stop(tree, signum)
+            with trio.move_on_after(self.grace):
+                await proc.wait()
+        await tree.kill()
+        await proc.wait()
+
+
+async def _read_lines(stream: trio.abc.ReceiveStream, on_line: Callable[[str], None], done: trio.Event) -> None:
+    """Call ``on_line`` with each line (newline stripped), the unterminated last one included."""
+    pending: list[bytes] = []
+    async for chunk in stream:
+        *whole, rest = chunk.split(b"\n")
+        if whole:
+            whole[0] = b"".join([*pending, whole[0]])
+            pending = []
+            for raw in whole:
+                on_line(_text(raw))
+        pending.append(rest)
+    last = b"".join(pending)
+    if last:
+        on_line(_text(last))
+    done.set()
+
+
+async def _read_tail(stream: trio.abc.ReceiveStream, tail: bytearray, keep: int, done: trio.Event) -> None:
+    async for chunk in stream:
+        tail += chunk
+        del tail[:-keep]
+    done.set()
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode(errors="replace").removesuffix("\r")

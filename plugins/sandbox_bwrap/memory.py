@@ -1,0 +1,203 @@
+"""A memory cap of its own for each Trial, with the strongest mechanism this machine offers.
+
+In order: a cgroup v2 child with ``memory.max``, where our own cgroup delegates the memory
+controller and is writable; else a child in the cgroup v1 memory controller; else a per-process
+data limit (``RLIMIT_DATA``; an address-space limit would break node and java, which reserve
+far more than they use). A cgroup counts its OOM kills, so a Trial killed by its cap is known;
+under the data limit an allocation past the cap fails instead (ENOMEM), which can't be told
+apart from any other crash.
+
+Every Trial also raises its own ``oom_score_adj`` to the maximum, so when the whole machine is
+short the kernel kills a Trial before anything else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import resource
+import secrets
+from pathlib import Path
+from typing import Protocol
+
+import attrs
+import trio
+
+MEMORY_ENV = "ASSAY_TRIAL_MEMORY"
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """Bytes from ``"512M"``, ``"8G"``, ``"1.5G"`` or a plain number (binary units)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*", text, re.IGNORECASE)
+    if not match or float(match[1]) <= 0:
+        raise ValueError(f"{text!r} is not a memory size (e.g. 512M, 8G)")
+    return int(float(match[1]) * _UNITS[match[2].upper()])
+
+
+def default_limit(proc: Path = Path("/proc")) -> int:
+    """``$ASSAY_TRIAL_MEMORY`` if set, else half of this machine's memory."""
+    if os.environ.get(MEMORY_ENV):
+        return parse_size(os.environ[MEMORY_ENV])
+    total_kib = next(int(line.split()[1]) for line in (proc / "meminfo").read_text().splitlines()
+                     if line.startswith("MemTotal:"))
+    return total_kib * 1024 // 2
+
+
+class TrialCap(Protocol):
+    """One Trial's cap, from just before its sandbox starts until it is gone."""
+
+    def enter(self) -> None:
+        """Put the calling process under the cap; runs in the child between fork and exec."""
+
+    def killed(self) -> bool:
+        """Whether the kernel has killed a process of this Trial for going past its cap."""
+
+    async def remove(self) -> None:
+        """Remove whatever the cap made, once the Trial's processes are gone."""
+
+
+@attrs.frozen
+class Cgroup:
+    """One Trial's cgroup (v1 or v2): the sandbox joins it before exec; the kernel counts OOM kills."""
+
+    path: Path
+    events: str  # the file holding the "oom_kill N" counter
+
+    def enter(self) -> None:
+        _write(self.path / "cgroup.procs", "0")  # "0" is the writer itself
+        _raise_oom_score()
+
+    def killed(self) -> bool:
+        counters = dict(line.split(maxsplit=1) for line in _read(self.path / self.events).splitlines())
+        return int(counters.get("oom_kill", "0")) > 0
+
+    async def remove(self, attempts: int = 50) -> None:
+        for _ in range(attempts):  # exited processes can take a moment to leave the cgroup
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                await trio.sleep(0.02)
+
+
+@attrs.frozen
+class DataLimit:
+    """The fallback: ``RLIMIT_DATA`` on every process of the Trial (each one, not their sum)."""
+
+    limit: int
+
+    def enter(self) -> None:
+        resource.setrlimit(resource.RLIMIT_DATA, (self.limit, self.limit))
+        _raise_oom_score()
+
+    def killed(self) -> bool:
+        return False
+
+    async def remove(self) -> None:
+        return None
+
+
+@attrs.frozen
+class MemoryCaps:
+    """The mechanism that caps Trials on this machine: ``kind`` and, for a cgroup, the parent."""
+
+    kind: str  # "cgroup v2", "cgroup v1" or "rlimit data"
+    parent: Path | None = None
+
+    def describe(self, limit: int) -> str:
+        where = f" under {self.parent}" if self.parent else " per process (a cap can't be told from a crash)"
+        return f"{self.kind}, {limit / (1 << 30):.2f} GiB{where}"
+
+    def start(self, limit: int) -> TrialCap:
+        """A fresh cap of ``limit`` bytes for one Trial."""
+        if self.parent is None:
+            return DataLimit(limit)
+        path = self.parent / f"assay-trial-{secrets.token_hex(6)}"
+        path.mkdir()
+        try:
+            if self.kind == "cgroup v2":
+                _write(path / "memory.max", str(limit))
+                _write_if_present(path / "memory.swap.max", "0")
+                _write(path / "memory.oom.group", "1")  # an OOM kill takes the whole Trial
+                return Cgroup(path, "memory.events")
+            _write(path / "memory.limit_in_bytes", str(limit))
+            _write_if_present(path / "memory.memsw.limit_in_bytes", str(limit))  # no escape into swap
+            return Cgroup(path, "memory.oom_control")
+        except BaseException:
+            path.rmdir()
+            raise
+
+
+def detect(proc_self: Path = Path("/proc/self")) -> MemoryCaps:
+    """The strongest memory cap this process can give its Trials (see the module docstring)."""
+    mounts = _cgroup_mounts(proc_self / "mountinfo")
+    mine = _own_cgroups(proc_self / "cgroup")
+    v2 = _cgroup_dir(mounts, "cgroup2", None, mine.get(""))
+    if v2 and "memory" in _read(v2 / "cgroup.subtree_control").split() and os.access(v2, os.W_OK):
+        return MemoryCaps("cgroup v2", v2)
+    v1 = _cgroup_dir(mounts, "cgroup", "memory", mine.get("memory"))
+    if v1 and (v1 / "memory.limit_in_bytes").exists() and os.access(v1, os.W_OK):
+        return MemoryCaps("cgroup v1", v1)
+    return MemoryCaps("rlimit data")
+
+
+def _cgroup_mounts(mountinfo: Path) -> list[tuple[str, set[str], str, Path]]:
+    """(fstype, super options, root, mount point) of each cgroup mount."""
+    found = []
+    for line in _read(mountinfo).splitlines():
+        fields, _, rest = line.partition(" - ")
+        fields_l, rest_l = fields.split(), rest.split()
+        if len(rest_l) >= 3 and rest_l[0] in ("cgroup", "cgroup2"):
+            found.append((rest_l[0], set(rest_l[2].split(",")), fields_l[3], Path(fields_l[4])))
+    return found
+
+
+def _own_cgroups(cgroup_file: Path) -> dict[str, str]:
+    """Our cgroup path per controller (``""`` for the v2 hierarchy)."""
+    out = {}
+    for line in _read(cgroup_file).splitlines():
+        _, controllers, path = line.split(":", 2)
+        for controller in controllers.split(",") if controllers else [""]:
+            out[controller] = path
+    return out
+
+
+def _cgroup_dir(mounts: list[tuple[str, set[str], str, Path]], fstype: str, option: str | None,
+                own: str | None) -> Path | None:
+    """Our own cgroup's folder in the mounted hierarchy, if that hierarchy is mounted."""
+    if own is None:
+        return None
+    for kind, options, root, point in mounts:
+        if kind == fstype and (option is None or option in options) and (own + "/").startswith(root.rstrip("/") + "/"):
+            folder = point / own[len(root.rstrip("/")):].lstrip("/")
+            if folder.is_dir():
+                return folder
+    return None
+
+
+def _raise_oom_score() -> None:
+    _write(Path("/proc/self/oom_score_adj"), "1000")
+
+
+def _write(path: Path, value: str) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, value.encode())
+    finally:
+        os.close(fd)
+
+
+def _write_if_present(path: Path, value: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        _write(path, value)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""

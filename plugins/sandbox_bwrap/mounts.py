@@ -1,0 +1,61 @@
+"""What a Trial can see: the bwrap arguments that build its file system.
+
+An empty root that holds only read-only toolchains (``/usr`` and the ``/bin``, ``/lib``… beside
+it, the few ``/etc`` files programs need, the Python that runs assay and git wherever they are
+installed), a fresh ``/tmp``, a ``/proc`` of its own PID namespace, a minimal ``/dev``, and the
+paths its Invocation names, each at its own path. Nothing else: no ``ASSAY_HOME``, no other
+Trial, no real home.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from assay.protocols import Invocation
+
+SYSTEM = tuple(Path(p) for p in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"))
+ETC = (
+    "passwd", "group", "nsswitch.conf", "hosts", "localtime", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
+    "ssl", "ca-certificates", "pki", "alternatives", "gitconfig",
+)
+
+
+def toolchains() -> list[str]:
+    """The fresh special folders and every read-only toolchain present on this machine."""
+    args = ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for folder in SYSTEM:
+        if folder.is_symlink():  # merged /usr: /bin -> usr/bin
+            args += ["--symlink", os.readlink(folder), str(folder)]
+        elif folder.is_dir():
+            args += ["--ro-bind", str(folder), str(folder)]
+    for name in ETC:
+        if (Path("/etc") / name).exists():
+            args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    for root in installs():
+        args += ["--ro-bind", str(root), str(root)]
+    return args
+
+
+def installs() -> list[Path]:
+    """Where the Python running assay and git are installed, unless a system folder holds them."""
+    git = shutil.which("git")
+    found = {Path(sys.base_prefix), Path(sys.prefix), *([Path(os.path.realpath(git)).parents[1]] if git else [])}
+    return sorted(root for root in found if not _under(root.resolve(), [s.resolve() for s in SYSTEM]))
+
+
+def binds(invocation: Invocation) -> list[str]:
+    """The Invocation's paths, a folder always mounted before anything inside it."""
+    paths = [(Path(os.path.abspath(p)), "--bind") for p in invocation.read_write]
+    paths += [(Path(os.path.abspath(p)), "--ro-bind") for p in invocation.read_only]
+    args = []
+    for path, how in sorted(paths, key=lambda bind: len(bind[0].parts)):
+        args += [how, str(path), str(path)]
+    return args
+
+
+def _under(path: Path, folders: Iterable[Path]) -> bool:
+    return any(path == folder or folder in path.parents for folder in folders)

@@ -1,0 +1,225 @@
+"""The allowlisting HTTP CONNECT proxy: a sandboxed Trial's only way to the network.
+
+One per Trial, outside the sandbox, on a Unix socket bound into it (the relay inside forwards
+the Trial's loopback proxy port to it). It opens a tunnel only to a host on the Trial's list —
+``name`` means port 443, ``name:port`` another port — and only when no address the name
+resolves to is loopback, link-local, unspecified, multicast or one of this machine's own; it
+then connects to an address it checked, so a second lookup can't rebind the name. Every
+allowed and refused connection is one JSON line in the Trial's log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import socket
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+
+import attrs
+import trio
+
+from assay.commands import now
+from assay.files import append_line
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
+HEAD_LIMIT = 8192
+_PHRASES = {200: "Connection established", 400: "Bad Request", 403: "Forbidden",
+            405: "Method Not Allowed", 408: "Request Timeout", 502: "Bad Gateway"}
+
+
+class Refused(Exception):
+    """A connection the proxy won't open: the HTTP status it answers and why."""
+
+    def __init__(self, status: int, reason: str):
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+@attrs.frozen
+class Allowlist:
+    """The (host, port) pairs a Trial may reach: its Harness's provider hosts."""
+
+    entries: frozenset[tuple[str, int]]
+
+    @classmethod
+    def of(cls, hosts: Iterable[str]) -> Allowlist:
+        return cls(frozenset(_split(host, default_port=443) for host in hosts))
+
+    def allows(self, host: str, port: int) -> bool:
+        return (host, port) in self.entries
+
+
+def resolver(static: Mapping[str, Sequence[str]] | None = None) -> Resolver:
+    """Lookups through the system resolver, with ``static`` names answered first (tests use it as
+    a private hosts file)."""
+    known = dict(static or {})
+
+    async def resolve(host: str, port: int) -> Sequence[str]:
+        if host in known:
+            return known[host]
+        infos = await trio.socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+    return resolve
+
+
+def own_addresses(proc_net: Path = Path("/proc/net")) -> frozenset[IPAddress]:
+    """This machine's own addresses in our network namespace (the kernel's LOCAL routes)."""
+    found: set[IPAddress] = set()
+    last = None
+    for line in (proc_net / "fib_trie").read_text().splitlines():
+        text = line.strip()
+        if text.startswith(("|--", "+--")):
+            last = text[3:].split()[0]
+        elif text.startswith("/32 host LOCAL") and last:
+            found.add(ipaddress.ip_address(last))
+    ipv6 = proc_net / "if_inet6"  # absent where IPv6 is off
+    for line in ipv6.read_text().splitlines() if ipv6.exists() else ():
+        found.add(ipaddress.IPv6Address(int(line.split()[0], 16)))
+    return frozenset(found)
+
+
+def refusal(address: str, own: frozenset[IPAddress]) -> str | None:
+    """Why the proxy won't connect to ``address``, or None if it may."""
+    ip = ipaddress.ip_address(address.partition("%")[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    for kind, bad in (("loopback", ip.is_loopback), ("link-local", ip.is_link_local),
+                      ("unspecified", ip.is_unspecified), ("multicast", ip.is_multicast),
+                      ("this machine's own", ip in own)):
+        if bad:
+            return f"resolves to {kind} address {ip}"
+    return None
+
+
+@attrs.frozen
+class Proxy:
+    """Serves one Trial: its allowlist, its log, how names resolve and which addresses are ours."""
+
+    allowlist: Allowlist
+    log: Path
+    resolve: Resolver
+    own: frozenset[IPAddress]
+    timeout: float = 10.0
+
+    async def serve(self, path: Path, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Listen on the Unix socket ``path`` until cancelled."""
+        sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        await sock.bind(str(path))
+        sock.listen(64)
+        async with trio.SocketListener(sock) as listener:
+            task_status.started()
+            await trio.serve_listeners(self.handle, [listener])
+
+    async def handle(self, client: trio.SocketStream) -> None:
+        """One CONNECT request: refuse it with a status, or tunnel it until both sides are done."""
+        async with client:
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):  # the client left
+                await self._tunnel(client)
+
+    async def _tunnel(self, client: trio.SocketStream) -> None:
+        target = ""
+        try:
+            with trio.fail_after(self.timeout):
+                head, early = await _read_head(client)
+                target = _connect_target(head)
+                upstream, address = await self._open(target)
+        except trio.TooSlowError:
+            await self._refuse(client, target, Refused(502 if target else 408, "timed out"))
+            return
+        except Refused as refused:
+            await self._refuse(client, target, refused)
+            return
+        self._log(target, 200, address=address)
+        async with upstream:
+            await client.send_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            if early:
+                await upstream.send_all(early)
+            await _splice(client, upstream)
+
+    async def _open(self, target: str) -> tuple[trio.SocketStream, str]:
+        host, port = _split(target, default_port=None)
+        if not self.allowlist.allows(host, port):
+            raise Refused(403, "not on the Trial's allowlist")
+        try:
+            addresses = await self.resolve(host, port)
+        except OSError as e:
+            raise Refused(502, f"can't resolve: {e}") from None
+        for address in addresses:
+            why = refusal(address, self.own)
+            if why:
+                raise Refused(403, why)
+        errors = []
+        for address in addresses:
+            try:
+                return await trio.open_tcp_stream(address, port), address
+            except OSError as e:
+                errors.append(f"{address}: {e.strerror or e}")
+        raise Refused(502, "unreachable: " + ("; ".join(errors) or "no address"))
+
+    async def _refuse(self, client: trio.SocketStream, target: str, refused: Refused) -> None:
+        self._log(target, refused.status, reason=refused.reason)
+        message = f"HTTP/1.1 {refused.status} {_PHRASES[refused.status]}\r\nContent-Length: 0\r\n\r\n"
+        await client.send_all(message.encode())
+
+    def _log(self, target: str, status: int, *, address: str | None = None, reason: str = "") -> None:
+        append_line(self.log, {
+            "time": now().isoformat(timespec="milliseconds"), "target": target, "allowed": status == 200,
+            "status": status, "address": address, "reason": reason,
+        })
+
+
+async def _read_head(stream: trio.SocketStream) -> tuple[bytes, bytes]:
+    """The request head and whatever the client already sent after it."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        if len(data) > HEAD_LIMIT:
+            raise Refused(400, "request head too long")
+        chunk = await stream.receive_some(HEAD_LIMIT)
+        if not chunk:
+            raise Refused(400, "closed before a whole request")
+        data += chunk
+    head, _, early = data.partition(b"\r\n\r\n")
+    return head, early
+
+
+def _connect_target(head: bytes) -> str:
+    request = head.split(b"\r\n", 1)[0].decode("latin-1").split()
+    if len(request) != 3 or not request[2].startswith("HTTP/"):
+        raise Refused(400, "not an HTTP request")
+    if request[0] != "CONNECT":
+        raise Refused(405, f"only CONNECT is proxied, not {request[0]}")
+    return request[1]
+
+
+def _split(target: str, *, default_port: int | None) -> tuple[str, int]:
+    """``host[:port]`` or ``[v6]:port`` as a normalised (host, port)."""
+    host, colon, port = target.rpartition(":")
+    if not colon or host.endswith(":") or (host.startswith("[") != host.endswith("]")):
+        host, port = target, ""
+    host = host.strip("[]").rstrip(".").lower()
+    if not port:
+        if default_port is None:
+            raise Refused(400, f"{target!r} names no port")
+        return host, default_port
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise Refused(400, f"{target!r} has no valid port")
+    return host, int(port)
+
+
+async def _splice(a: trio.SocketStream, b: trio.SocketStream) -> None:
+    """Copy bytes both ways, passing on each half-close, until both directions have ended."""
+    async with trio.open_nursery() as nursery:
+        async def pipe(src: trio.SocketStream, dst: trio.SocketStream) -> None:
+            try:
+                async for chunk in src:
+                    await dst.send_all(chunk)
+                await dst.send_eof()
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                nursery.cancel_scope.cancel()  # a reset on either side ends the tunnel
+
+        nursery.start_soon(pipe, a, b)
+        nursery.start_soon(pipe, b, a)
