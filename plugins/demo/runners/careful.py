@@ -18,8 +18,8 @@ SCRATCH = ".demo-careful/notes.md"
 
 
 def main() -> int:
-    request = common.read_request()
     common.banner(NAME)
+    request = common.read_request()
     solution = request.bundled("solutions")
     if solution is None:
         common.write_result(request, "failed", f"no scripted fix for task '{request.task}': "

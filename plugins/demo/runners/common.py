@@ -57,14 +57,19 @@ def read_request() -> Request:
     """The request whose path is in ``ASSAY_REQUEST``; exits 2 with a message if it is unusable."""
     path = os.environ.get("ASSAY_REQUEST")
     if not path:
-        sys.exit("ASSAY_REQUEST is not set: this demo runner is started by assay (see docs/demo.md)")
+        _refuse("ASSAY_REQUEST is not set: this demo runner is started by assay (see docs/demo.md)")
     data = json.loads(Path(path).read_text())
     if data.get("version") != REQUEST_VERSION:
-        sys.exit(f"request.json version {data.get('version')!r} is not {REQUEST_VERSION}")
+        _refuse(f"request.json version {data.get('version')!r} is not {REQUEST_VERSION}")
     return Request(
         repository=Path(data["repository"]), issue_file=Path(data["issue_file"]), branch=data["branch"],
         runner_dir=Path(data["runner_dir"]), output_dir=Path(data["output_dir"]), task=data["task"],
     )
+
+
+def _refuse(message: str) -> None:
+    print(message, file=sys.stderr)
+    raise SystemExit(2)
 
 
 def write_result(request: Request, outcome: str, summary: str) -> None:

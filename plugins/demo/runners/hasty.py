@@ -16,23 +16,25 @@ import common  # noqa: E402  (after the bytecode switch)
 NAME = "demo-hasty"
 SCRATCH = ".demo-hasty.log"
 
-# Per demo task: how many times in six the hasty runner does each thing. Over the suite it
-# gets about 44% right, against the careful runner's 100%.
+# Per demo task: how many times in six the hasty runner does each thing. Three tasks trip it
+# up the same way every time (it forgets to commit, asks, or gives up); on the others it draws,
+# per Trial, between the right fix and a quick one that misses part of the issue. Over the
+# suite it gets about 30% right, against the careful runner's 100%.
 HABITS: dict[str, dict[str, int]] = {
-    "pager-off-by-one": {"solve": 2, "shortcut": 4},
+    "pager-off-by-one": {"solve": 3, "shortcut": 3},
     "slugify-unicode": {"solve": 2, "shortcut": 4},
-    "money-rounding": {"solve": 3, "shortcut": 3},
+    "money-rounding": {"solve": 4, "shortcut": 2},
     "report-empty-day": {"solve": 3, "shortcut": 3},
-    "date-day-first": {"solve": 4, "forget_commit": 2},
-    "config-deep-merge": {"solve": 2, "shortcut": 2, "ask": 2},
-    "version-strict": {"solve": 2, "shortcut": 4},
-    "duration-rounding": {"solve": 3, "give_up": 3},
+    "version-strict": {"solve": 3, "shortcut": 3},
+    "date-day-first": {"forget_commit": 6},
+    "config-deep-merge": {"ask": 6},
+    "duration-rounding": {"give_up": 6},
 }
 
 
 def main() -> int:
-    request = common.read_request()
     common.banner(NAME)
+    request = common.read_request()
     habits = HABITS.get(request.task_name)
     if habits is None:
         common.write_result(request, "failed", f"no scripted habits for task '{request.task}': "
