@@ -33,8 +33,17 @@ def reporter(*, quiet: bool = False) -> tuple[Callable[[str, Any], None], Callab
 
         return report_live, live.stop
 
+    step = {"every": 1, "last": -1}
+
     def report_plain(event: str, counts: Any) -> None:
-        if event in ("start", "trial ended"):
+        """About ten lines per run, plus one whenever a Trial turns void."""
+        if event == "start":
+            step["every"] = max(1, counts.total // 10)
+        elif event != "trial ended":
+            return
+        mark = (counts.done // step["every"], counts.void)
+        if mark != step["last"] or counts.done == counts.total:
+            step["last"] = mark
             print(_line(counts, time.monotonic() - began), file=sys.stderr, flush=True)
 
     return report_plain, (lambda: None)

@@ -34,3 +34,8 @@ def assay_runners() -> list[DemoRunner]:
         DemoRunner(CAREFUL, RUNNERS / "careful.toml"),
         DemoRunner(HASTY, RUNNERS / "hasty.toml"),
     ]
+
+
+from assay.plugins.demo.command import assay_commands  # noqa: E402  (the `assay demo` command)
+
+__all__ = ["CAREFUL", "HASTY", "RUNNERS", "DemoRunner", "assay_commands", "assay_runners"]
