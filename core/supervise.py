@@ -121,27 +121,34 @@ class Supervisor:
 
 
 async def _read_lines(stream: trio.abc.ReceiveStream, on_line: Callable[[str], None], done: trio.Event) -> None:
-    """Call ``on_line`` with each line (newline stripped), the unterminated last one included."""
+    """Call ``on_line`` with each line (newline stripped), the unterminated last one included.
+
+    ``done`` is set at the end of the stream, or at once if the reading is cancelled.
+    """
     pending: list[bytes] = []
-    async for chunk in stream:
-        *whole, rest = chunk.split(b"\n")
-        if whole:
-            whole[0] = b"".join([*pending, whole[0]])
-            pending = []
-            for raw in whole:
-                on_line(_text(raw))
-        pending.append(rest)
-    last = b"".join(pending)
-    if last:
-        on_line(_text(last))
-    done.set()
+    try:
+        async for chunk in stream:
+            *whole, rest = chunk.split(b"\n")
+            if whole:
+                whole[0] = b"".join([*pending, whole[0]])
+                pending = []
+                for raw in whole:
+                    on_line(_text(raw))
+            pending.append(rest)
+        last = b"".join(pending)
+        if last:
+            on_line(_text(last))
+    finally:
+        done.set()
 
 
 async def _read_tail(stream: trio.abc.ReceiveStream, tail: bytearray, keep: int, done: trio.Event) -> None:
-    async for chunk in stream:
-        tail += chunk
-        del tail[:-keep]
-    done.set()
+    try:
+        async for chunk in stream:
+            tail += chunk
+            del tail[:-keep]
+    finally:
+        done.set()
 
 
 def _text(raw: bytes) -> str:

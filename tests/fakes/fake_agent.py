@@ -10,6 +10,7 @@ behaviour is a comma-separated list of steps, e.g. "sleep:0.2,right":
   plan_limit      print a plan-limit event
   background      leave a background process running (its pid goes to $FAKE_SCENARIO.bg)
   crash           exit 3 with no result
+  allocate:MB     allocate and touch MB megabytes (a sandbox's memory cap kills it)
 """
 
 import json
@@ -55,6 +56,9 @@ def main() -> int:
             Path(f"{scenario_path}.bg").write_text(str(child.pid))
         elif name == "crash":
             return 3
+        elif name == "allocate":
+            held = bytearray(int(arg) << 20)  # zero-filled, so every page is touched
+            print(json.dumps({"type": "allocated", "bytes": len(held)}), flush=True)
     print("not json at all", flush=True)
     print(json.dumps({"type": "result", "session": f"s-{task}-{model}"}), flush=True)
     return 0

@@ -61,11 +61,13 @@ class FakeAgentHarness:
         return True
 
     def invocation(self, request) -> Invocation:
-        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(request.home),
-               "FAKE_SCENARIO": os.environ.get("FAKE_SCENARIO", "")}
+        scenario = os.environ.get("FAKE_SCENARIO", "")
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(request.home), "FAKE_SCENARIO": scenario}
         return Invocation(
             argv=(request.binary.path, str(AGENT), "--model", request.model or "", request.prompt),
-            cwd=request.repository, env=env, read_write=(request.repository, request.home),
+            cwd=request.repository, env=env, read_only=(AGENT,),
+            # the scenario's folder too: the agent reads it and leaves its markers beside it
+            read_write=(request.repository, request.home, *([Path(scenario).parent] if scenario else [])),
             hosts=self.provider_hosts,
         )
 

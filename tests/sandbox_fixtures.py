@@ -1,0 +1,103 @@
+"""Helpers for the bwrap tests: a server the host can reach but a Trial can't, and process lookups.
+
+The server lives in a network namespace the test creates, joined to the host by a veth pair in
+198.18.0.0/15 (the range set aside for network tests), so nothing leaves this machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import attrs
+
+# Greets each connection with its own address, then echoes what it is sent.
+SERVER = """
+import socket, sys, threading
+def serve(conn):
+    with conn:
+        conn.sendall(b"hello from " + sys.argv[1].encode() + b"\\n")
+        while data := conn.recv(4096):
+            conn.sendall(data)
+listener = socket.create_server((sys.argv[1], int(sys.argv[2])))
+print("ready", flush=True)
+while True:
+    threading.Thread(target=serve, args=(listener.accept()[0],), daemon=True).start()
+"""
+
+
+@attrs.frozen
+class Remote:
+    """A server in a network namespace of its own: ``address:port``, reached from ``host_side``."""
+
+    address: str
+    port: int
+    host_side: str  # the host's own end of the veth pair
+
+
+@contextlib.contextmanager
+def remote_server(port: int = 8443) -> Iterator[Remote]:
+    """Create the namespace, veth pair and server; remove all of it afterwards."""
+    tag = f"as{os.getpid() % 100000}"
+    netns, host_if, ns_if = f"assay-test-{tag}", f"{tag}h", f"{tag}n"
+    block = 4 * (os.getpid() % 64)
+    host_side, address = f"198.18.7.{block + 1}", f"198.18.7.{block + 2}"
+    in_ns = ["ip", "netns", "exec", netns]
+    server = None
+    _ip("netns", "add", netns)
+    try:
+        _ip("link", "add", host_if, "type", "veth", "peer", "name", ns_if)
+        _ip("link", "set", ns_if, "netns", netns)
+        _ip("addr", "add", f"{host_side}/30", "dev", host_if)
+        _ip("link", "set", host_if, "up")
+        _run([*in_ns, "ip", "addr", "add", f"{address}/30", "dev", ns_if])
+        _run([*in_ns, "ip", "link", "set", ns_if, "up"])
+        server = subprocess.Popen([*in_ns, sys.executable, "-c", SERVER, address, str(port)],
+                                  stdout=subprocess.PIPE, text=True)
+        assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+        yield Remote(address, port, host_side)
+    finally:
+        if server is not None:
+            server.kill()
+            server.wait()
+            server.stdout.close()
+        with contextlib.suppress(subprocess.CalledProcessError):
+            _ip("link", "del", host_if)  # takes its peer with it
+        _ip("netns", "del", netns)
+
+
+def netns_unavailable() -> str | None:
+    """Why this machine can't give a test a network namespace, or None if it can."""
+    probe = f"assay-probe-{os.getpid()}"
+    try:
+        done = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
+    except FileNotFoundError:
+        return "the ip command (iproute2) is not installed"
+    if done.returncode != 0:
+        return f"can't create a network namespace: {done.stderr.strip() or 'ip netns add failed'}"
+    _ip("netns", "del", probe)
+    return None
+
+
+def processes_running(*argv: str) -> list[int]:
+    """Host pids of every process running exactly ``argv``."""
+    wanted = "".join(f"{arg}\0" for arg in argv).encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if (entry / "cmdline").read_bytes() == wanted:
+                    found.append(int(entry.name))
+    return found
+
+
+def _ip(*args: str) -> None:
+    _run(["ip", *args])
+
+
+def _run(argv: list[str]) -> None:
+    subprocess.run(argv, check=True, capture_output=True)

@@ -1,0 +1,487 @@
+"""The bwrap sandbox, run for real: what a Trial sees and reaches, its memory cap, and what it leaves.
+
+Tests that need bwrap skip themselves, with the reason the backend's own check gives, where it
+can't run; those that need a network namespace skip where none can be made. The proxy, memory
+detection and check tests run everywhere.
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import json
+import os
+import secrets
+import signal
+import socket
+import sys
+import tempfile
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import attrs
+import pytest
+import trio
+
+import assay
+from assay.files import read_lines
+from assay.plugins.sandbox_bwrap import memory
+from assay.plugins.sandbox_bwrap.backend import PROXY_LOG, BwrapBackend
+from assay.plugins.sandbox_bwrap.mounts import installs
+from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, refusal, resolver
+from assay.protocols import Invocation, ProcessResult, VoidCause
+from tests.conftest import run_cli
+from tests.experiment_fixtures import PLUGINS, make_factory, make_process_suite, make_runner, make_suite, scenario
+from tests.sandbox_fixtures import Remote, netns_unavailable, processes_running, remote_server
+
+BACKEND = BwrapBackend(grace=0.5, poll=0.05, drain=1.0)
+
+
+@functools.cache
+def bwrap_check():
+    return BACKEND.check()
+
+
+@pytest.fixture
+def bwrap() -> BwrapBackend:
+    check = bwrap_check()
+    if not check.works:
+        pytest.skip(f"bwrap can't run here: {check.reason}")
+    return BACKEND
+
+
+@pytest.fixture(scope="module")
+def remote() -> Iterator[Remote]:
+    why = netns_unavailable()
+    if why:
+        pytest.skip(why)
+    with remote_server() as server:
+        yield server
+
+
+def cgroup_caps() -> memory.MemoryCaps:
+    caps = memory.detect()
+    if caps.parent is None:
+        pytest.skip("no writable cgroup here: under the data-limit fallback a cap can't be told from a crash")
+    return caps
+
+
+@attrs.frozen
+class World:
+    """One Trial's folder inside an ASSAY_HOME, beside another Trial's, with a secret in the home."""
+
+    assay_home: Path
+    trial: Path
+    repo: Path
+    home: Path
+    other_answer: Path
+    secret: Path
+
+
+@pytest.fixture
+def world(assay_home: Path) -> World:
+    trials = assay_home / "evals" / "experiments" / "e1" / "trials" / "t1"
+    trial = trials / "candidate-0" / "attempt-0"
+    (trial / "repo").mkdir(parents=True)
+    (trial / "home").mkdir()
+    other = trials / "baseline-0" / "attempt-0" / "repo" / "answer.txt"
+    other.parent.mkdir(parents=True)
+    other.write_text("the answer\n")
+    secret = assay_home / "credentials.toml"
+    secret.write_text('claude = "token"\n')
+    return World(assay_home, trial, trial / "repo", trial / "home", other, secret)
+
+
+def run(
+    backend: BwrapBackend, world: World, code: str, *, timeout: float = 30, hosts: tuple[str, ...] = (),
+    read_only: tuple[Path, ...] = (), argv: tuple[str, ...] | None = None,
+    on_line: Callable[[str], None] | None = None,
+) -> tuple[ProcessResult, list[str]]:
+    lines: list[str] = []
+
+    def seen(line: str) -> None:
+        lines.append(line)
+        if on_line:
+            on_line(line)
+
+    invocation = Invocation(
+        argv=argv or (sys.executable, "-c", textwrap.dedent(code)), cwd=world.repo,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(world.home)}, read_write=(world.repo, world.home),
+        read_only=read_only, hosts=hosts, log_dir=world.trial,
+    )
+    return trio.run(functools.partial(backend.run, invocation, timeout=timeout, on_line=seen)), lines
+
+
+# --- What a Trial sees ---------------------------------------------------------------------------
+
+
+def test_a_trial_sees_its_own_paths_and_nothing_else(bwrap: BwrapBackend, world: World, tmp_path: Path) -> None:
+    given = tmp_path / "factory-build" / "skill.md"
+    given.parent.mkdir()
+    given.write_text("a skill\n")
+    home = Path.home()
+    code = f"""
+        import json, os
+        def readable(path):
+            try:
+                return open(path).read()
+            except OSError:
+                return None
+        def writable(path):
+            try:
+                open(path, "a").close()
+                return True
+            except OSError:
+                return False
+        open("made-inside.txt", "w").write("from the Trial\\n")
+        print(json.dumps({{
+            "secret": readable({str(world.secret)!r}), "other": readable({str(world.other_answer)!r}),
+            "assay_home": sorted(os.listdir({str(world.assay_home)!r})),
+            "real_home": sorted(os.listdir({str(home)!r})),
+            "source": os.path.exists({str(Path(assay.__file__).parent)!r}),
+            "given": readable({str(given)!r}), "given_writable": writable({str(given)!r}),
+            "tmp": os.listdir("/tmp"), "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
+            "oom_score_adj": readable("/proc/self/oom_score_adj").strip(),
+            "proxy": os.environ["HTTPS_PROXY"],
+        }}))
+    """
+    result, lines = run(bwrap, world, code, read_only=(given,))
+    assert result.exit_code == 0 and result.void_cause is None and result.backend == "bwrap", result.stderr_tail
+    seen = json.loads(lines[-1])
+    assert seen["secret"] is None and seen["other"] is None
+    assert seen["assay_home"] == ["evals"]  # only the folders leading to this Trial's repository
+    assert set(seen["real_home"]) <= {root.relative_to(home).parts[0] for root in installs() if home in root.parents}
+    assert seen["source"] is False
+    assert seen["given"] == "a skill\n" and seen["given_writable"] is False
+    leading = {path.relative_to("/tmp").parts[0] for path in (world.repo, given) if Path("/tmp") in path.parents}
+    assert set(seen["tmp"]) <= leading  # a fresh /tmp: only the folders leading to bound paths
+    assert len(seen["pids"]) == 2  # the relay and this process: no host process
+    assert seen["oom_score_adj"] == "1000"
+    assert seen["proxy"] == "http://127.0.0.1:3128"
+    assert (world.repo / "made-inside.txt").read_text() == "from the Trial\n"
+
+
+# --- What a Trial reaches ------------------------------------------------------------------------
+
+CONNECT = """
+import json, os, socket, sys
+def attempt(address, port):
+    try:
+        socket.create_connection((address, port), timeout=5).close()
+        return "connected"
+    except OSError as e:
+        return type(e).__name__ + ":" + str(e.errno)
+"""
+
+
+def test_the_hosts_loopback_is_out_of_reach(bwrap: BwrapBackend, world: World) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        result, lines = run(bwrap, world, CONNECT + f"print(attempt('127.0.0.1', {port}))")
+    assert result.exit_code == 0, result.stderr_tail
+    assert lines == ["ConnectionRefusedError:111"]  # the Trial's own loopback, with nothing on it
+
+
+def test_no_address_is_reachable_directly(bwrap: BwrapBackend, world: World, remote: Remote) -> None:
+    with socket.create_connection((remote.address, remote.port), timeout=5) as direct:
+        assert direct.recv(100).startswith(b"hello")  # the host reaches it; the Trial must not
+    result, lines = run(bwrap, world, CONNECT + f"print(attempt({remote.address!r}, {remote.port}))")
+    assert result.exit_code == 0, result.stderr_tail
+    assert lines == ["OSError:101"]  # ENETUNREACH: the Trial's network has no route at all
+
+
+def test_the_proxy_reaches_an_allowed_host_and_refuses_the_rest(bwrap: BwrapBackend, world: World, remote: Remote) -> None:
+    backend = attrs.evolve(bwrap, hosts_file={
+        "provider.test": [remote.address], "elsewhere.test": [remote.address],
+        "loopback.test": ["127.0.0.1"], "self.test": [remote.host_side],
+    })
+    port = remote.port
+    code = f"""
+        import json, os, socket
+        proxy = os.environ["HTTPS_PROXY"].removeprefix("http://").split(":")
+        def tunnel(target):
+            with socket.create_connection((proxy[0], int(proxy[1])), timeout=10) as s:
+                s.sendall(f"CONNECT {{target}} HTTP/1.1\\r\\nHost: {{target}}\\r\\n\\r\\n".encode())
+                reader = s.makefile("rb")
+                status = reader.readline().decode().split()[1]
+                while reader.readline() not in (b"\\r\\n", b""):
+                    pass
+                if status != "200":
+                    return [status]
+                greeting = reader.readline().decode().strip()
+                s.sendall(b"ping\\n")
+                return [status, greeting, reader.readline().decode().strip()]
+        print(json.dumps({{name: tunnel(f"{{name}}:{port}") for name in
+                          ("provider.test", "elsewhere.test", "loopback.test", "self.test")}}))
+    """
+    hosts = (f"provider.test:{port}", f"loopback.test:{port}", f"self.test:{port}")
+    result, lines = run(backend, world, code, hosts=hosts)
+    assert result.exit_code == 0, result.stderr_tail
+    assert json.loads(lines[-1]) == {
+        "provider.test": ["200", f"hello from {remote.address}", "ping"],
+        "elsewhere.test": ["403"], "loopback.test": ["403"], "self.test": ["403"],
+    }
+    log = {entry["target"]: entry for entry in read_lines(world.trial / PROXY_LOG)}
+    assert {t: e["allowed"] for t, e in log.items()} == {
+        f"provider.test:{port}": True, f"elsewhere.test:{port}": False,
+        f"loopback.test:{port}": False, f"self.test:{port}": False,
+    }
+    assert log[f"provider.test:{port}"]["address"] == remote.address
+    assert "allowlist" in log[f"elsewhere.test:{port}"]["reason"]
+    assert "loopback" in log[f"loopback.test:{port}"]["reason"]
+    assert "own" in log[f"self.test:{port}"]["reason"]
+
+
+# --- What a Trial leaves behind ------------------------------------------------------------------
+
+
+def test_nothing_a_trial_starts_outlives_it(bwrap: BwrapBackend, world: World) -> None:
+    token = f"300.{secrets.randbelow(10**6):06d}"
+    code = f"""
+        import os, subprocess
+        subprocess.Popen(["sleep", "{token}"], start_new_session=True)
+        child = os.fork()
+        if child == 0:  # a daemon: double fork, own session, orphaned at once
+            os.setsid()
+            subprocess.Popen(["sleep", "{token}"], stdout=subprocess.DEVNULL)
+            os._exit(0)
+        os.waitpid(child, 0)
+        print("spawned", flush=True)
+    """
+    running: list[int] = []
+    result, lines = run(bwrap, world, code, on_line=lambda line: running.extend(processes_running("sleep", token)))
+    assert result.exit_code == 0 and lines == ["spawned"], result.stderr_tail
+    assert len(running) == 2
+    assert processes_running("sleep", token) == []
+
+
+def test_a_hang_gets_its_stop_signal_inside_at_the_timeout(bwrap: BwrapBackend, world: World) -> None:
+    code = """
+        import signal, sys, time
+        def stop(signum, frame):
+            print("stopping", flush=True)
+            sys.exit(5)
+        signal.signal(signal.SIGTERM, stop)
+        print("ready", flush=True)
+        time.sleep(60)
+    """
+    result, lines = run(bwrap, world, code, timeout=1)
+    assert result.timed_out and result.void_cause is None
+    assert lines == ["ready", "stopping"] and result.exit_code == 5  # the command's own status
+
+
+def test_a_hang_that_ignores_its_stop_signal_is_killed(bwrap: BwrapBackend, world: World) -> None:
+    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(60)"
+    result, lines = run(bwrap, world, code, timeout=1)
+    assert result.timed_out and lines == ["ready"]
+    assert result.exit_code == -signal.SIGKILL and result.duration < 1 + BACKEND.grace + 5
+
+
+def test_a_cancelled_trial_leaves_no_process_socket_or_cgroup(bwrap: BwrapBackend, world: World) -> None:
+    token = f"300.{secrets.randbelow(10**6):06d}"
+    caps = memory.detect()
+    cgroups = set(caps.parent.glob("assay-trial-*")) if caps.parent else set()
+    sockets = set(Path(tempfile.gettempdir()).glob("assay-proxy-*"))
+    code = f"import subprocess, time; subprocess.Popen(['sleep', '{token}']); print('ready', flush=True); time.sleep(60)"
+    invocation = Invocation(argv=(sys.executable, "-c", code), cwd=world.repo, env={"PATH": "/usr/bin:/bin"},
+                            read_write=(world.repo,), log_dir=world.trial)
+
+    async def main() -> bool:
+        with trio.fail_after(20), trio.CancelScope() as scope:
+            await bwrap.run(invocation, timeout=60, on_line=lambda line: scope.cancel())
+        return scope.cancelled_caught
+
+    assert trio.run(main)
+    assert processes_running("sleep", token) == []
+    assert set(Path(tempfile.gettempdir()).glob("assay-proxy-*")) <= sockets
+    assert not caps.parent or set(caps.parent.glob("assay-trial-*")) <= cgroups
+
+
+# --- Memory ------------------------------------------------------------------------------------
+
+
+def test_past_its_memory_cap_a_trial_is_killed_and_void(bwrap: BwrapBackend, world: World) -> None:
+    caps = cgroup_caps()
+    before = set(caps.parent.glob("assay-trial-*"))
+    code = "print('start', flush=True); held = bytearray(512 << 20); print('survived', flush=True)"
+    result, lines = run(attrs.evolve(bwrap, memory=128 << 20), world, code)
+    assert result.void_cause is VoidCause.MEMORY_CAP and not result.timed_out
+    assert lines == ["start"]
+    assert set(caps.parent.glob("assay-trial-*")) <= before  # the Trial's cgroup went with it
+
+
+def test_a_sandbox_that_cannot_start_is_void_not_a_fail(bwrap: BwrapBackend, world: World, tmp_path: Path) -> None:
+    missing = tmp_path / "never-made"
+    result, _ = run(bwrap, world, "print('hi')", read_only=(missing,))
+    assert result.void_cause is VoidCause.SANDBOX_FAILED and str(missing) in result.stderr_tail
+    result, _ = run(bwrap, world, "", argv=("no-such-agent-binary",))
+    assert result.void_cause is VoidCause.SANDBOX_FAILED and "can't start no-such-agent-binary" in result.stderr_tail
+
+
+# --- Whole Experiments ---------------------------------------------------------------------------
+
+
+def trial_records(home: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(home.glob("evals/experiments/*/trials/*/*/attempt-*/trial.json"))]
+
+
+def test_a_whole_experiment_runs_in_bwrap_and_goes_on_past_a_trial_killed_by_its_cap(
+    bwrap: BwrapBackend, tmp_path: Path, assay_home: Path
+) -> None:
+    cgroup_caps()
+    factory = make_factory(tmp_path)
+    make_suite(assay_home)
+    (tmp_path / "scenario").mkdir()
+    sc = scenario(tmp_path / "scenario" / "s.json",
+                  {"good": {"*": "right"}, "hog": {"fixture/t1": "allocate:600,right", "*": "right"}})
+    result = run_cli(
+        assay_home, "experiment", "change", "--factory", str(factory), "--suite", "fixture", "--sandbox", "bwrap",
+        "--candidate-model", "hog", "--json", plugins=PLUGINS, FAKE_SCENARIO=str(sc), ASSAY_TRIAL_MEMORY="200M",
+    )
+    assert result.returncode == 0, result.stderr
+    trials = trial_records(assay_home)
+    assert {t["backend"] for t in trials} == {"bwrap"}
+    hog = [t for t in trials if t["task"] == "fixture/t1" and t["arm"] == "candidate"]
+    assert len(hog) == 6 and {(t["outcome"], t["void_cause"]) for t in hog} == {("void", "memory_cap")}
+    rest = [t for t in trials if t not in hog]
+    assert len(rest) == 14 and {t["outcome"] for t in rest} == {"delivered"}
+
+
+def test_custom_runners_run_in_bwrap_end_to_end(bwrap: BwrapBackend, tmp_path: Path, assay_home: Path) -> None:
+    suite = make_process_suite(assay_home, tasks=2)
+    good = make_runner(tmp_path / "good", "good", {"*": "fix"})
+    lazy = make_runner(tmp_path / "lazy", "lazy", {"*": "nofix"})
+    result = run_cli(
+        assay_home, "experiment", "--suite", "proc", "--baseline-runner", str(lazy), "--candidate-runner", str(good),
+        "--trials-per-task", "1", "--sandbox", "bwrap", "--json", plugins=PLUGINS, cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    trials = trial_records(assay_home)
+    assert len(trials) == 2 * len(suite) and {t["backend"] for t in trials} == {"bwrap"}
+    assert {t["outcome"] for t in trials} == {"delivered"}
+    scores = [json.loads(p.read_text()) for p in assay_home.glob("evals/experiments/*/scores/*/*.json")]
+    passed = {(score["task"], score["arm"]): score["passed"] for score in scores}
+    assert passed == {**{(t, "candidate"): True for t in suite}, **{(t, "baseline"): False for t in suite}}
+
+
+# --- Everywhere: the check, the proxy's rules, memory detection --------------------------------
+
+
+def test_check_says_why_not_when_bwrap_is_missing() -> None:
+    check = BwrapBackend(executable="assay-no-such-bwrap").check()
+    assert not check.works and "not installed" in check.reason and check.memory_cap
+
+
+def test_sandbox_check_command_reports_each_backend(assay_home: Path) -> None:
+    result = run_cli(assay_home, "sandbox", "check", "--json")
+    report = json.loads(result.stdout)
+    rows = {row["name"]: row for row in report["backends"]}
+    assert rows["bwrap"]["works"] is bwrap_check().works and rows["bwrap"]["memory_cap"] == bwrap_check().memory_cap
+    assert rows["none"]["works"] is True
+    assert result.returncode == (0 if bwrap_check().works else 1)
+
+
+def test_allowlist_entries_name_a_host_and_port_443_unless_told() -> None:
+    allow = Allowlist.of(["API.Example.com.", "gateway.test:8443", "[::1]:9000"])
+    assert allow.allows("api.example.com", 443) and allow.allows("gateway.test", 8443) and allow.allows("::1", 9000)
+    assert not allow.allows("gateway.test", 443) and not allow.allows("example.com", 443)
+
+
+@pytest.mark.parametrize("address, why", [
+    ("127.0.0.53", "loopback"), ("::1", "loopback"), ("::ffff:127.0.0.1", "loopback"),
+    ("169.254.169.254", "link-local"), ("fe80::1%eth0", "link-local"), ("0.0.0.0", "unspecified"),
+    ("224.0.0.1", "multicast"), ("198.18.9.9", "own"), ("198.18.9.10", None),
+])
+def test_refused_addresses(address: str, why: str | None) -> None:
+    reason = refusal(address, frozenset({ipaddress.ip_address("198.18.9.9")}))
+    assert (reason is None) if why is None else (why in reason)
+
+
+def test_own_addresses_are_the_kernels_local_routes(tmp_path: Path) -> None:
+    (tmp_path / "fib_trie").write_text(textwrap.dedent("""\
+        Main:
+          +-- 0.0.0.0/0 3 0 5
+             |-- 10.1.2.3
+                /32 host LOCAL
+             |-- 10.1.2.255
+                /32 link BROADCAST
+        """))
+    (tmp_path / "if_inet6").write_text("fd000000000000000000000000000002 04 40 00 82     eth0\n")
+    assert {str(a) for a in own_addresses(tmp_path)} == {"10.1.2.3", "fd00::2"}
+    assert {"127.0.0.1"} <= {str(a) for a in own_addresses()}
+
+
+def test_the_proxy_answers_each_bad_request_with_a_status_and_logs_it(tmp_path: Path) -> None:
+    log = tmp_path / "proxy.jsonl"
+    proxy = Proxy(Allowlist.of(["loopback.test:80"]), log, resolver({"loopback.test": ["127.0.0.1"]}), own_addresses())
+    requests = {
+        b"GET http://x.test/ HTTP/1.1\r\n\r\n": "405", b"nonsense\r\n\r\n": "400",
+        b"CONNECT x.test:443 HTTP/1.1\r\n\r\n": "403", b"CONNECT loopback.test:80 HTTP/1.1\r\n\r\n": "403",
+        b"CONNECT loopback.test HTTP/1.1\r\n\r\n": "400",
+    }
+
+    async def main() -> dict[bytes, str]:
+        path = tmp_path / "proxy.sock"
+        answers = {}
+        async with trio.open_nursery() as nursery:
+            await nursery.start(proxy.serve, path)
+            for request in requests:
+                async with await trio.open_unix_socket(str(path)) as stream:
+                    await stream.send_all(request)
+                    answers[request] = (await stream.receive_some(1024)).split()[1].decode()
+            nursery.cancel_scope.cancel()
+        return answers
+
+    assert trio.run(main) == requests
+    logged = read_lines(log)
+    assert [entry["status"] for entry in logged] == [405, 400, 403, 403, 400]
+    assert not any(entry["allowed"] for entry in logged)
+
+
+@pytest.mark.parametrize("text, size", [("512M", 512 << 20), ("8G", 8 << 30), ("1.5GiB", 3 << 29), ("4096", 4096)])
+def test_memory_sizes(text: str, size: int) -> None:
+    assert memory.parse_size(text) == size
+
+
+def test_a_bad_memory_size_is_refused() -> None:
+    with pytest.raises(ValueError, match="not a memory size"):
+        memory.parse_size("lots")
+
+
+def fake_proc(tmp_path: Path, *, v2_controllers: str, v1: bool) -> Path:
+    """A /proc/self whose cgroups live under tmp_path: v2 at /unified, v1 memory at /memory."""
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    v2 = tmp_path / "unified" / "job"
+    v2.mkdir(parents=True)
+    (v2 / "cgroup.subtree_control").write_text(v2_controllers)
+    mounts = [f"30 25 0:26 / {tmp_path / 'unified'} rw - cgroup2 cgroup2 rw"]
+    cgroups = ["0::/job"]
+    if v1:
+        (tmp_path / "memory" / "job").mkdir(parents=True)
+        (tmp_path / "memory" / "job" / "memory.limit_in_bytes").write_text("9223372036854771712\n")
+        mounts.append(f"31 25 0:27 / {tmp_path / 'memory'} rw - cgroup cgroup rw,memory")
+        cgroups.insert(0, "4:memory:/job")
+    (proc / "mountinfo").write_text("\n".join(mounts) + "\n")
+    (proc / "cgroup").write_text("\n".join(cgroups) + "\n")
+    return proc
+
+
+@pytest.mark.parametrize("controllers, v1, kind", [
+    ("cpu memory", True, "cgroup v2"), ("cpu", True, "cgroup v1"), ("", False, "rlimit data"),
+])
+def test_the_strongest_memory_cap_is_chosen(tmp_path: Path, controllers: str, v1: bool, kind: str) -> None:
+    caps = memory.detect(fake_proc(tmp_path, v2_controllers=controllers, v1=v1))
+    assert caps.kind == kind
+    assert caps.parent == {"cgroup v2": tmp_path / "unified" / "job", "cgroup v1": tmp_path / "memory" / "job",
+                           "rlimit data": None}[kind]
+
+
+@pytest.mark.parametrize("events, text, killed", [
+    ("memory.events", "low 0\nhigh 0\nmax 4\noom 1\noom_kill 1\n", True),
+    ("memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n", False),
+])
+def test_a_cgroup_knows_when_its_cap_killed(tmp_path: Path, events: str, text: str, killed: bool) -> None:
+    (tmp_path / events).write_text(text)
+    assert memory.Cgroup(tmp_path, events).killed() is killed
