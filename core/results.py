@@ -98,9 +98,14 @@ def describe(exp: ExperimentDir, command: Any | None) -> dict[str, Any]:
     from assay.commands import effective_state
 
     setup, bar = exp.setup(), exp.bar()
-    trials, minutes, voids = [], {arm: 0.0 for arm in ARMS}, {arm: {} for arm in ARMS}
+    trials, minutes = [], {arm: 0.0 for arm in ARMS}
+    voids: dict[str, dict[str, int]] = {arm: {} for arm in ARMS}
+    outcomes: dict[str, dict[str, int]] = {arm: {} for arm in ARMS}
     for slot in exp.slots(setup.tasks):
         score, state = exp.score(slot), exp.slot_state(slot, bar)
+        if state.last is not None:
+            last = state.last.outcome.value
+            outcomes[slot.arm][last] = outcomes[slot.arm].get(last, 0) + 1
         for record in state.records:
             minutes[record.arm] += record.minutes
             if record.void_cause:
@@ -128,6 +133,7 @@ def describe(exp: ExperimentDir, command: Any | None) -> dict[str, Any]:
         "trials": trials,
         "minutes": {arm: round(m, 3) for arm, m in minutes.items()},
         "void_causes": voids,
+        "outcomes": outcomes,
         "verdict": verdict,
     }
 

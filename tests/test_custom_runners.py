@@ -95,6 +95,9 @@ def test_runner_failure_modes_give_the_right_trial_records_and_the_experiment_fi
     assert got["uncommitted"]["outcome"] == "delivered"
     assert "uncommitted files, ignored for grading: calc.py" in got["uncommitted"]["diagnostic"]
     assert got["ask"]["outcome"] == "stopped_to_ask"
+    shown = json.loads(run(assay_home, "experiments", json.loads(result.stdout.splitlines()[-1])["id"], "--json").stdout)
+    assert shown["outcomes"]["candidate"]["stopped_to_ask"] == 1
+    assert shown["outcomes"]["candidate"]["failed"] == 5 and shown["outcomes"]["baseline"] == {"delivered": 8}
     # A runner's own void cause is honoured: re-run twice, then the task drops out for both Arms.
     voids = [json.loads(p.read_text()) for p in assay_home.glob(
         f"evals/experiments/*/trials/{tasks[modes.index('usage_limit')].replace('/', '__')}/candidate-0/attempt-*/trial.json")]
