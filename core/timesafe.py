@@ -155,8 +155,7 @@ def _build(repository: str, commit: str, final: Path) -> None:
     try:
         _write_git_dir(build / ".git", branch=_CACHE_BRANCH, commit=commit, config=_WORK_CONFIG)
         with _local_source(repository, commit, final.parent) as source:
-            _fill(source, commit, build)
-        verify_time_safe(build, commit)
+            _fill_and_verify(source, commit, build)
         _seal(build)
         os.rename(build, final)  # same folder: allowed although ``build`` is now read-only
     except BaseException:
@@ -177,32 +176,38 @@ def _local_source(repository: str, commit: str, scratch: Path) -> Iterator[Path]
         yield fetched
 
 
-def _fill(source: Path, commit: str, build: Path) -> None:
-    """Write base's ancestry into the build's object store and check base out, both at once.
+def _fill_and_verify(source: Path, commit: str, build: Path) -> None:
+    """Write exactly base's ancestry into the build's object store, check base out, and verify.
 
-    The checkout needn't wait for the pack: it reads the source's objects through a temporary
-    alternate, removed before anything verifies the build. One checkout worker, as the other
-    core is packing.
+    The build borrows the source's objects through a temporary alternate, so every git command
+    runs in the build, under assay's config, and writes only there (the source may be read-only,
+    or on another filesystem). The checkout, the slowest part, starts at once and runs beside
+    the rest (one worker; the other core lists, packs and verifies). The ancestry is listed once:
+    it is what ``pack-objects`` writes and what the object store must then hold, and nothing else,
+    once the alternate is gone.
     """
-    alternates = build / ".git" / "objects" / "info" / "alternates"
+    gitdir = build / ".git"
+    alternates = gitdir / "objects" / "info" / "alternates"
     alternates.parent.mkdir()
     alternates.write_text(_git(source, "rev-parse", "--path-format=absolute", "--git-path", "objects"))
-    try:
-        with _started(build, "-c", "checkout.workers=1", "read-tree", "-u", "--reset", commit) as checkout:
-            _write_objects(source, commit, build / ".git")
-            _finish(checkout)
-    finally:
-        alternates.unlink()
+    with _started(build, "-c", "checkout.workers=1", "read-tree", "-u", "--reset", commit) as checkout:
+        try:
+            ancestry = _git(build, "rev-list", "--objects", commit)
+            _write_objects(gitdir, ancestry)
+        finally:
+            alternates.unlink()
+        _check(build, gitdir, commit, reachable={line.split(" ", 1)[0] for line in ancestry.splitlines()})
+        _finish(checkout)
 
 
-def _write_objects(source: Path, commit: str, gitdir: Path) -> None:
-    """Write one pack of exactly the objects reachable from ``commit`` into ``gitdir``.
+def _write_objects(gitdir: Path, objects: str) -> None:
+    """Write one pack of ``objects`` (``rev-list --objects`` lines) into ``gitdir``.
 
-    ``pack-objects`` reuses the source's deltas and writes the index itself, so nothing on the
-    receiving side re-hashes the objects (which is what makes ``git fetch`` four times slower).
+    ``pack-objects`` reuses the source's deltas and writes the pack index itself, so nothing
+    re-hashes the objects (which is what makes ``git fetch`` four times slower).
     """
-    _git(source, "pack-objects", "--revs", "--delta-base-offset", "--quiet",
-         str(gitdir / "objects" / "pack" / "pack"), input=f"{commit}\n")
+    _git(gitdir, "pack-objects", "--delta-base-offset", "--quiet", str(gitdir / "objects" / "pack" / "pack"),
+         input=objects)
 
 
 # --- verifying ------------------------------------------------------------------------------------
@@ -219,7 +224,13 @@ def verify_time_safe(repo: Path, base: str) -> None:
         commit = _git(gitdir, "rev-parse", "--verify", "--end-of-options", f"{base}^{{commit}}").strip()
     except TimeSafeError as e:
         raise TimeSafeError(f"cannot resolve base '{base}' in {repo} ({e})") from None
-    leaks = _leaked_refs(gitdir, commit) + _leaked_files(gitdir) + _leaked_objects(gitdir, commit)
+    reachable = set(_git(gitdir, "rev-list", "--objects", "--no-object-names", commit).split())
+    _check(repo, gitdir, commit, reachable)
+
+
+def _check(repo: Path, gitdir: Path, commit: str, reachable: set[str]) -> None:
+    """Raise :class:`LeakError` naming every leak, given the ids of base's whole ancestry."""
+    leaks = _leaked_refs(gitdir, commit) + _leaked_files(gitdir) + _leaked_objects(gitdir, reachable)
     if leaks:
         raise LeakError(repo, commit, leaks)
 
@@ -260,11 +271,10 @@ def _leaked_files(gitdir: Path) -> list[str]:
     return leaks
 
 
-def _leaked_objects(gitdir: Path, commit: str) -> list[str]:
-    """Every stored object that isn't reachable from ``commit``: later commits first, by id."""
-    with _started(gitdir, "rev-list", "--objects", "--no-object-names", commit) as reachable:
-        stored = _git(gitdir, "cat-file", "--batch-all-objects", "--unordered", "--batch-check=%(objectname)")
-        unreachable = set(stored.split()) - set(_finish(reachable).split())
+def _leaked_objects(gitdir: Path, reachable: set[str]) -> list[str]:
+    """Every stored object that isn't in ``reachable``: later commits first, by id."""
+    stored = _git(gitdir, "cat-file", "--batch-all-objects", "--unordered", "--batch-check=%(objectname)")
+    unreachable = set(stored.split()) - reachable
     if not unreachable:
         return []
     typed = _git(gitdir, "cat-file", "--batch-check=%(objecttype) %(objectname)", input="\n".join(unreachable))
@@ -413,8 +423,7 @@ def _run(cwd: Path | None, *argv: str, input: str | None = None) -> str:
 
 @contextlib.contextmanager
 def _started(cwd: Path, *args: str) -> Iterator[subprocess.Popen[str]]:
-    """Git running in the background for the block (another core's worth of work); killed and
-    reaped if the block fails."""
+    """Git running in the background for the block; killed and reaped if the block fails."""
     with subprocess.Popen(["git", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, env=_env()) as proc:
         try:

@@ -168,9 +168,8 @@ def test_the_source_itself_is_reported_as_leaking(source: Source):
 def test_a_forced_leak_fails_preparation_and_leaves_no_cache(source: Source, tmp_path: Path, monkeypatch):
     write_objects = timesafe._write_objects
 
-    def leaky(src: Path, commit: str, gitdir: Path) -> None:
-        write_objects(src, commit, gitdir)
-        write_objects(src, source.later["branch commit"], gitdir)  # a second pack, of later history
+    def leaky(gitdir: Path, objects: str) -> None:
+        write_objects(gitdir, objects + out(source.path, "rev-list", "--objects", source.later["branch commit"]))
 
     monkeypatch.setattr(timesafe, "_write_objects", leaky)
     home = AssayHome(tmp_path / "home")
@@ -290,6 +289,16 @@ def test_prepare_is_idempotent_and_records_the_resolved_commit(source: Source, t
     assert (first.base, first.built) == (source.base, True)
     assert (again.base, again.path, again.built) == (source.base, first.path, False)
     assert first.path.name == source.base and first.path.is_relative_to(home.cache)
+
+
+def test_preparation_never_writes_to_the_source(source: Source, tmp_path: Path):
+    """So a read-only source, or one on another filesystem than ASSAY_HOME, works too."""
+    def state() -> dict[str, int]:
+        return {str(p): p.stat().st_mtime_ns for p in [source.path / ".git", *(source.path / ".git").rglob("*")]}
+
+    before = state()
+    timesafe.prepare_cache(AssayHome(tmp_path / "home"), str(source.path), source.base)
+    assert state() == before
 
 
 def test_concurrent_callers_build_once(source: Source, tmp_path: Path):
