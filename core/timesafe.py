@@ -2,8 +2,8 @@
 
 A Trial must not be able to find the answer in its repository, so no later commit, tag, branch,
 stash, reflog entry or stray object may reach it. Preparation happens once per (source repository,
-base commit): ``git pack-objects --revs`` writes exactly the base's ancestry into a fresh
-repository in ``ASSAY_HOME/evals/cache``, whose work tree is checked out at base; it is verified,
+base commit): ``git pack-objects`` writes exactly the base's ancestry into a fresh repository in
+``ASSAY_HOME/evals/cache``, whose work tree is checked out at base; it is verified,
 sealed read-only and renamed into place, so a cache folder that exists is a verified one. Each
 Trial then gets a copy of the whole folder (``cp --reflink=auto``: copies, never hard links, so a
 Trial that rewrites its pack can't corrupt the cache), which is cheaper than checking out again.
