@@ -172,7 +172,7 @@ def _local_source(repository: str, commit: str, scratch: Path) -> Iterator[Path]
     with tempfile.TemporaryDirectory(prefix=f".{commit}.fetch-", dir=scratch) as tmp:
         fetched = Path(tmp)
         _git(fetched, "init", "--bare", "--quiet", "--template=")
-        _git(fetched, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", repository, commit)
+        _git(fetched, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-gc", repository, commit)
         yield fetched
 
 
