@@ -1,13 +1,23 @@
-"""``assay suites``: list the Eval suites under ASSAY_HOME and check every manifest."""
+"""``assay suites``: list the Eval suites under ASSAY_HOME, check every manifest, and show which
+suites a change touches."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any, Optional
+
 import typer
 
-from assay import evaltasks
+from assay import evaltasks, touched
 from assay import plugin_manager as plugin_loading
-from assay.cli.output import JsonOpt, emit_json, table
+from assay.cli.output import JsonOpt, emit_json, fail, table
+from assay.factory import Factory, FactoryError
+from assay.git import GitError
 from assay.home import AssayHome
+
+
+def _arm_flag(arm: str, what: str) -> Any:
+    return typer.Option(None, f"--{arm}-{what}", help=f"{what.title()} for the {arm.title()} (default: the Factory's at its commit).")
 
 
 def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
@@ -55,3 +65,46 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
             typer.echo(f"{len(suites)} suite(s), {tasks} task(s), {len(problems)} problem(s).")
         if problems:
             raise typer.Exit(1)
+
+    @suites_app.command("touched")
+    def suites_touched(
+        baseline: str = typer.Argument(..., help="The Baseline: a branch or commit of the Factory."),
+        candidate: str = typer.Argument(..., help="The Candidate: a branch or commit of the Factory."),
+        factory: Path = typer.Option(Path("."), "--factory", help="The Factory repository (default: here)."),
+        baseline_harness: Optional[str] = _arm_flag("baseline", "harness"),
+        baseline_model: Optional[str] = _arm_flag("baseline", "model"),
+        baseline_effort: Optional[str] = _arm_flag("baseline", "effort"),
+        candidate_harness: Optional[str] = _arm_flag("candidate", "harness"),
+        candidate_model: Optional[str] = _arm_flag("candidate", "model"),
+        candidate_effort: Optional[str] = _arm_flag("candidate", "effort"),
+        json_: bool = JsonOpt,
+    ) -> None:
+        """Show which suites an Experiment of BASELINE vs CANDIDATE would run, and why.
+
+        A suite is touched when a Factory path that differs between the commits matches its
+        depends_on, or when a Harness, Model or Effort default it uses differs between the Arms
+        (per-Arm flags, else the Factory's assay.toml at each commit).
+        """
+        home = AssayHome.from_env()
+        try:
+            touches = touched.touched_suites(
+                home, plugins.suite_kinds(), Factory.open(factory.absolute()), baseline, candidate,
+                baseline_flags={"harness": baseline_harness, "model": baseline_model, "effort": baseline_effort},
+                candidate_flags={"harness": candidate_harness, "model": candidate_model, "effort": candidate_effort},
+            )
+        except (FactoryError, GitError, evaltasks.ManifestError) as e:
+            fail(str(e))
+        names = evaltasks.list_suite_names(home)
+        if json_:
+            by_name = {t.suite: t for t in touches}
+            emit_json([
+                {"suite": name, "touched": name in by_name,
+                 "reasons": touched.reasons_json(by_name[name]) if name in by_name else []}
+                for name in names
+            ])
+            return
+        if not names:
+            typer.echo(f"No Eval suites under {home.suites}. See docs/eval-tasks.md.")
+            return
+        for line in touched.explain(touches, names):
+            typer.echo(line)
