@@ -68,8 +68,8 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
 
     @suites_app.command("touched")
     def suites_touched(
-        baseline: str = typer.Argument(..., help="The Baseline: a branch or commit of the Factory."),
-        candidate: str = typer.Argument(..., help="The Candidate: a branch or commit of the Factory."),
+        baseline: str = typer.Argument(..., metavar="BASELINE", help="The Baseline: a branch or commit of the Factory."),
+        candidate: str = typer.Argument(..., metavar="CANDIDATE", help="The Candidate: a branch or commit of the Factory."),
         factory: Path = typer.Option(Path("."), "--factory", help="The Factory repository (default: here)."),
         baseline_harness: Optional[str] = _arm_flag("baseline", "harness"),
         baseline_model: Optional[str] = _arm_flag("baseline", "model"),

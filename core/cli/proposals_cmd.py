@@ -1,0 +1,75 @@
+"""``assay proposals`` and ``assay approve``: review proposed Eval tasks and take one into its suite.
+
+Exit codes of ``assay approve``: 0 approved; 1 the proposal is invalid (every problem printed,
+nothing moved); 2 no such proposal, or it couldn't be moved.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from assay import evaltasks, proposals
+from assay import plugin_manager as plugin_loading
+from assay.cli.output import JsonOpt, emit_json, fail, table
+from assay.home import AssayHome
+
+
+def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
+    @app.command("proposals")
+    def proposals_list(json_: bool = JsonOpt) -> None:
+        """List the proposed Eval tasks waiting under ASSAY_HOME/evals/proposals."""
+        home = AssayHome.from_env()
+        pending = proposals.list_proposals(home, plugins.suite_kinds())
+        if json_:
+            emit_json([
+                {"name": p.name, "suite": p.suite, "origin": p.origin, "folder": str(p.folder),
+                 "valid": p.valid, "problems": [_problem_json(q) for q in p.problems]}
+                for p in pending
+            ])
+            return
+        table(
+            ["PROPOSAL", "SUITE", "STATE", "ORIGIN"],
+            [(p.name, p.suite or "-", "ok" if p.valid else f"{len(p.problems)} problem(s)", _first_line(p.origin))
+             for p in pending],
+            empty=f"No proposals under {proposals.proposals_folder(home)}.",
+        )
+
+    @app.command("approve")
+    def approve(
+        proposal: str = typer.Argument(..., metavar="PROPOSAL", help="The proposal's folder name under ASSAY_HOME/evals/proposals."),
+        json_: bool = JsonOpt,
+    ) -> None:
+        """Validate a proposed Eval task against its suite's kind and move it into the suite.
+
+        An invalid proposal is reported problem by problem and left where it is (exit 1).
+        """
+        home = AssayHome.from_env()
+        try:
+            approval = proposals.approve(home, plugins.suite_kinds(), proposal)
+        except proposals.ProposalError as e:
+            fail(str(e))
+        except evaltasks.ManifestError as e:
+            if json_:
+                emit_json({"proposal": proposal, "approved": False,
+                           "problems": [_problem_json(q) for q in e.problems]})
+            else:
+                for q in e.problems:
+                    typer.echo(str(q), err=True)
+                typer.echo(f"{proposal}: not approved, {len(e.problems)} problem(s); nothing moved.", err=True)
+            raise typer.Exit(1)
+        folder = home.suites / approval.suite / approval.task
+        if json_:
+            emit_json({"proposal": proposal, "approved": True, "suite": approval.suite,
+                       "task": f"{approval.suite}/{approval.task}", "folder": str(folder),
+                       "origin": approval.origin, "by": approval.by, "at": approval.at.isoformat()})
+            return
+        typer.echo(f"Approved {approval.suite}/{approval.task} (by {approval.by}): {folder}")
+
+
+def _problem_json(problem: evaltasks.Problem) -> dict[str, str]:
+    return {"file": str(problem.file), "field": problem.field, "message": problem.message}
+
+
+def _first_line(text: str | None) -> str:
+    lines = (text or "").strip().splitlines()
+    return lines[0] if lines else "-"
