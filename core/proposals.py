@@ -173,6 +173,8 @@ def _check_repository_moves(folder: Path, dest: Path, repository: str, problems:
     raw = tomllib.loads((folder / evaltasks.TASK_FILE).read_text())["repository"]
     if "://" in raw or raw.startswith("git@") or Path(raw).is_absolute():
         return
+    if Path(repository).is_relative_to(folder.resolve()):
+        return  # it moves with the folder
     after = (dest / raw).resolve()
     if str(after) != repository:
         problems.append(Problem(
