@@ -78,14 +78,13 @@ def check_proposal(home: AssayHome, kinds: Mapping[str, SuiteKind], name: str) -
     return Proposal(name=name, folder=folder, suite=suite, origin=origin, problems=tuple(problems))
 
 
-def approve(home: AssayHome, kinds: Mapping[str, SuiteKind], name: str, *,
-            user: str | None = None, now: dt.datetime | None = None) -> Approval:
+def approve(home: AssayHome, kinds: Mapping[str, SuiteKind], name: str, *, user: str | None = None) -> Approval:
     """Move a valid proposal into ``suites/<suite>/<name>/`` with its ``approved.json``.
 
     The folder is finished first (``approved.json`` written) and then renamed into the suite in
     one step, so a suite never holds half a task. ``proposal.toml`` is removed after the rename:
     a process killed in between leaves it inside the approved task, where it is harmless
-    (suites read only ``task.toml``). Raises :class:`evaltasks.ManifestError` with every problem
+    (suites read only ``task.toml``). ``user`` is who approves (default ``$USER``). Raises :class:`evaltasks.ManifestError` with every problem
     if the proposal is invalid (nothing moved), :class:`ProposalError` if it can't be found or moved.
     """
     proposal = check_proposal(home, kinds, name)
@@ -95,7 +94,7 @@ def approve(home: AssayHome, kinds: Mapping[str, SuiteKind], name: str, *,
     approval = Approval(
         suite=proposal.suite, task=name, origin=proposal.origin,
         by=user or os.environ.get("USER") or getpass.getuser(),
-        at=now or dt.datetime.now(dt.timezone.utc),
+        at=dt.datetime.now(dt.timezone.utc),
     )
     record = proposal.folder / APPROVAL_FILE
     formats.write(record, approval)

@@ -7,6 +7,8 @@ import datetime as dt
 import json
 from pathlib import Path
 
+from assay import formats
+from assay.proposals import Approval
 from tests.experiment_fixtures import BUGGY, git, make_process_suite
 
 TASK = ('repository = "repo"\nbase = "{base}"\n[inputs]\nissue = "issue.md"\n'
@@ -56,6 +58,7 @@ def test_a_valid_proposal_moves_into_its_suite_with_its_approval(cli, assay_home
     assert (approval["suite"], approval["task"], approval["origin"], approval["by"]) == (
         "proc", "pager-bug", "Bug origin: issue 41, PR 7", "reviewer")
     assert dt.datetime.now(dt.timezone.utc) - dt.datetime.fromisoformat(approval["at"]) < dt.timedelta(minutes=5)
+    assert formats.read(dest / "approved.json", Approval).origin == "Bug origin: issue 41, PR 7"
 
     suites = json.loads(cli("suites", "--json").stdout)
     assert [(s["name"], s["tasks"], s["valid"]) for s in suites] == [("proc", ["p1", "pager-bug"], True)]
