@@ -161,7 +161,7 @@ def test_package_list_matches_the_folders():
     import tomllib
 
     declared = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    on_disk = {"assay", "assay.cli", "assay.plugins"} | {
-        f"assay.plugins.{p.parent.name}" for p in (REPO / "plugins").glob("*/__init__.py")
-    }
+    on_disk = {"assay", "assay.plugins"} | {
+        f"assay.{p.parent.name}" for p in (REPO / "core").glob("*/__init__.py")
+    } | {f"assay.plugins.{p.parent.name}" for p in (REPO / "plugins").glob("*/__init__.py")}
     assert declared == on_disk

@@ -1,0 +1,76 @@
+"""The provider's request log: one JSON line per request, and a reader for assertions.
+
+Every request is logged before it is answered, so once a client has its answer the line is
+there. Secrets never reach the file: credential headers keep only their scheme. Checks such as
+"was a web tool offered" read the logged request bodies, i.e. exactly what the model was shown.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from assay.scripted_provider import anthropic, openai
+
+SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "cookie", "chatgpt-account-id"})
+# Claude's WebSearch/WebFetch, Codex's web_search, Anthropic's server tools (web_search_20250305, web_fetch_…).
+WEB_TOOL = re.compile(r"web_?(search|fetch)", re.IGNORECASE)
+_APIS = {api.name: api for api in (anthropic, openai)}
+
+
+def redact(headers: Mapping[str, str]) -> dict[str, str]:
+    """Headers with lower-case names; a credential keeps only its scheme (``Bearer <redacted>``)."""
+    out = {}
+    for key, value in headers.items():
+        key = key.lower()
+        if key in SECRET_HEADERS:
+            scheme = value.split(" ", 1)[0] if " " in value else ""
+            value = f"{scheme} <redacted>".strip()
+        out[key] = value
+    return out
+
+
+class LogWriter:
+    """Appends entries to the JSONL file; safe to share between the server's threads."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+
+    def write(self, entry: dict[str, Any]) -> None:
+        line = json.dumps({"time": dt.datetime.now(dt.timezone.utc).isoformat(), **entry}) + "\n"
+        with self._lock, self.path.open("a") as f:
+            f.write(line)
+
+
+class ProviderLog:
+    """The logged requests of one provider, read back from its JSONL file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def entries(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
+
+    def model_requests(self, api: str | None = None) -> list[dict[str, Any]]:
+        """Requests to a model endpoint (``anthropic``, ``openai``, or either), in arrival order."""
+        return [e for e in self.entries() if e.get("api") and (api is None or e["api"] == api)]
+
+    def turns(self, api: str | None = None) -> int:
+        """Model turns answered (tool calls or text): failure answers and retries don't count."""
+        return sum(1 for e in self.model_requests(api) if e["answer"]["step"] in ("calls", "text"))
+
+    def offered_tools(self, api: str | None = None) -> set[str]:
+        """Every tool name offered to the model in any request."""
+        return {name for e in self.model_requests(api) for name in _APIS[e["api"]].offered_tools(e["body"])}
+
+    def web_tools_offered(self, api: str | None = None) -> set[str]:
+        """The offered tools that search or fetch the web; empty when web access is off."""
+        return {name for name in self.offered_tools(api) if WEB_TOOL.search(name)}
