@@ -124,6 +124,8 @@ class HarnessArm:
             model=self.setup.model, effort=self.setup.effort, factory=self.build, assay_home=ctx.assay_home,
         )
         invocation = self.harness.invocation(request)
+        if ctx.writable:
+            invocation = attrs.evolve(invocation, read_write=(*invocation.read_write, *ctx.writable))
         decoder = self.harness.decoder()
 
         def on_line(line: str) -> None:

@@ -82,8 +82,8 @@ class Command:
             "event": event, "message": message, **extra,
         })
 
-    def finish(self, state: str, outcome: str, summary: str) -> None:
-        self.update(state=state, outcome=outcome, summary=summary, ended_at=now(), pid=None)
+    def finish(self, state: str, outcome: str, summary: str, waiting: str = "") -> None:
+        self.update(state=state, outcome=outcome, summary=summary, ended_at=now(), pid=None, waiting=waiting)
         self.log(f"{state}: {summary}")
         self.activity(state, f"{self.record.kind} {self.record.id} {outcome}: {summary}", outcome=outcome)
 
@@ -113,6 +113,11 @@ def is_alive(pid: int | None) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return True
+
+
+def needs_you(record: CommandRecord) -> bool:
+    state = effective_state(record)
+    return state == "interrupted" or record.outcome in NEEDS_YOU or bool(record.waiting)
 
 
 def effective_state(record: CommandRecord) -> str:

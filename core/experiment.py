@@ -14,7 +14,7 @@ from pathlib import Path
 
 import attrs
 
-from assay import evaltasks, formats
+from assay import evaltasks, formats, results, touched
 from assay.arms import RUNNER_KIND, ArmError, ArmFlags, HarnessArm, resolve_arms
 from assay.commands import Command, now
 from assay.evaltasks import EvalTask, ManifestError, Suite
@@ -23,12 +23,21 @@ from assay.factory import Factory, FactoryError
 from assay.files import Locked, exclusive_lock
 from assay.home import AssayHome
 from assay.plugin_manager import PluginError, Plugins
+from assay.prompts import PromptError
 from assay.protocols import ArmKind, ArmRuntime, Harness, NotYetImplemented, SandboxBackend, SuiteKind
 from assay.records import ARMS, Arm, ArmSetup, Bar, Setup, TaskSetup
 
 
 class PlanError(ValueError):
     """Bad input, refused before any Trial (exit code 2)."""
+
+
+class NothingTouched(Exception):
+    """No Eval suite is touched by the change: nothing to run (not an error)."""
+
+    def __init__(self, lines: list[str]):
+        self.lines = lines
+        super().__init__("\n".join(lines))
 
 
 class ExperimentErrored(RuntimeError):
@@ -55,6 +64,7 @@ class Plan:
     sources: Mapping[Arm, Harness | ArmKind]  # what runs each Arm's sessions
     backend: SandboxBackend
     factory: Factory | None
+    chosen_because: tuple[str, ...] = ()  # when the suites were chosen from the change
 
     @property
     def id(self) -> str:
@@ -75,18 +85,21 @@ def plan(
     sandbox_fallback: bool = False,
 ) -> Plan:
     try:
-        if not suites:
-            raise PlanError("name the Eval suites to run with --suite (choosing them from the change comes later)")
+        if not suites and (candidate.runner or baseline.runner):
+            raise PlanError("a Custom-runner Arm needs --suite (suites are chosen from a Factory change otherwise)")
         factory, base_arm, cand_arm = resolve_arms(plugins, home.root, factory_path, candidate, baseline)
+        chosen_because: list[str] = []
+        if not suites:
+            suites, chosen_because = _touched(home, plugins, factory, base_arm, cand_arm, baseline, candidate)
         loaded = [evaltasks.load_suite(home, name, plugins.suite_kinds()) for name in dict.fromkeys(suites)]
         sources = {arm: _source(plugins, setup, loaded) for arm, setup in zip(ARMS, (base_arm, cand_arm))}
         backend = _backend(plugins, sandbox, sandbox_fallback)
         kinds = plugins.suite_kinds()
         tasks = {t.id: t for s in loaded for t in s.tasks}
-        prompts = {t.id: kinds[t.kind].session_prompt(t) for t in tasks.values()}
+        prompts = {t.id: kinds[t.kind].session_prompt(t) for t in tasks.values()}  # renders, or says why not
     except (ArmError, FactoryError, ManifestError, PluginError) as e:
         raise PlanError(str(e)) from None
-    except NotYetImplemented as e:
+    except (NotYetImplemented, PromptError) as e:
         raise PlanError(str(e)) from None
     bar = _bar_for(bar, {s.kind: kinds[s.kind] for s in loaded}, trials_per_task)
     setup = Setup(
@@ -96,7 +109,21 @@ def plan(
         sandbox=backend.name,
         factory=str(factory.root) if factory else None, created_at=now(),
     )
-    return Plan(setup, bar, tasks, prompts, sources, backend, factory)
+    return Plan(setup, bar, tasks, prompts, sources, backend, factory, tuple(chosen_because))
+
+
+def _touched(home: AssayHome, plugins: Plugins, factory: Factory | None, base: ArmSetup, cand: ArmSetup,
+             baseline: ArmFlags, candidate: ArmFlags) -> tuple[list[str], list[str]]:
+    """The suites the Baseline→Candidate change touches; :class:`NothingTouched` when there are none."""
+    assert factory is not None and base.commit and cand.commit
+    kinds = plugins.suite_kinds()
+    flags = [{"harness": f.harness, "model": f.model, "effort": f.effort} for f in (baseline, candidate)]
+    touches = touched.touched_suites(home, kinds, factory, base.commit, cand.commit,
+                                     baseline_flags=flags[0], candidate_flags=flags[1])
+    lines = touched.explain(touches, evaltasks.list_suite_names(home))
+    if not touches:
+        raise NothingTouched(lines)
+    return [t.suite for t in touches], lines
 
 
 def _source(plugins: Plugins, setup: ArmSetup, suites: Sequence[Suite]) -> Harness | ArmKind:
@@ -175,13 +202,14 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
     try:
         with exclusive_lock(exp.lock_file):
             if exp.verdict_file.exists():
-                return exp, formats.read(exp.verdict_file, _verdict_type()).verdict
+                return exp, formats.read(exp.verdict_file, results.ExperimentVerdict).verdict
             command = Command.start(home, "experiment", plan.id, arms=arms_summary(plan.setup), bar=plan.bar)
             with command.stage("arms"):
                 runtimes = {arm: _runtime(home, plan, arm, command) for arm in ARMS}
+            prompts = {arm: _prompts(plugins, plan, runtimes[arm]) for arm in ARMS}
             run = ExperimentRun(
                 home=home, plugins=plugins, exp=exp, setup=exp.setup(), bar=plan.bar, tasks=plan.tasks,
-                prompts=plan.prompts, runtimes=runtimes, backend=plan.backend, workers=workers,
+                prompts=prompts, runtimes=runtimes, backend=plan.backend, workers=workers,
                 command=command, report=report,
             )
             try:
@@ -192,7 +220,8 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
                 command.finish("errored", "errored", f"{type(cause).__name__}: {cause}")
                 raise ExperimentErrored(f"Experiment {plan.id} errored: {cause} (see {command.log_path})") from e
             state = {"paused": "paused", "stopped": "stopped"}.get(outcome, "done")
-            command.finish(state, outcome, _summary(exp, outcome))
+            waiting = results.waiting_text(formats.read(exp.verdict_file, results.ExperimentVerdict)) if state == "done" else ""
+            command.finish(state, outcome, _summary(exp, outcome), waiting)
             return exp, outcome
     except Locked:
         raise PlanError(f"Experiment {plan.id} is already running in another process") from None
@@ -209,16 +238,17 @@ def _runtime(home: AssayHome, plan: Plan, arm: Arm, command: Command) -> ArmRunt
     return HarnessArm(source, setup, build)  # type: ignore[arg-type]
 
 
-def _verdict_type():
-    from assay.results import ExperimentVerdict
-
-    return ExperimentVerdict
+def _prompts(plugins: Plugins, plan: Plan, runtime: ArmRuntime) -> dict[str, str]:
+    """Each task's Session prompt for one Arm: its Factory build may override the prompt file."""
+    kinds = plugins.suite_kinds()
+    build = getattr(runtime, "build", None)
+    return {t.id: kinds[t.kind].session_prompt(t, build) for t in plan.tasks.values()}
 
 
 def _summary(exp: ExperimentDir, outcome: str) -> str:
     if outcome in ("paused", "stopped"):
         return f"{outcome}; run the same command again to resume"
-    result = formats.read(exp.verdict_file, _verdict_type())
+    result = formats.read(exp.verdict_file, results.ExperimentVerdict)
     if result.interval is None:
         return f"Verdict {result.verdict}"
     lo, hi = result.interval

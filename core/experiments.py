@@ -23,7 +23,7 @@ import attrs
 
 from assay import formats
 from assay.protocols import Outcome, VoidCause
-from assay.records import ARMS, Arm, ArmSetup, Bar, Score, Setup, TaskSetup, TrialRecord, TrialView
+from assay.records import ARMS, Arm, ArmSetup, Bar, Recheck, Score, Setup, TaskSetup, TrialRecord, TrialView
 
 
 class BarChanged(ValueError):
@@ -160,3 +160,14 @@ class ExperimentDir:
     def score(self, slot: Slot) -> Score | None:
         path = self.score_file(slot)
         return formats.read(path, Score) if path.exists() else None
+
+    def recheck_file(self, slot: Slot) -> Path:
+        return self.score_file(slot).with_suffix(".recheck.json")
+
+    def recheck(self, slot: Slot) -> Recheck | None:
+        path = self.recheck_file(slot)
+        return formats.read(path, Recheck) if path.exists() else None
+
+    def find_slot(self, setup: Setup, key: str) -> Slot | None:
+        """The Trial named ``SUITE/TASK:ARM-N`` (as listings print it)."""
+        return next((s for s in self.slots(setup.tasks) if s.key == key), None)

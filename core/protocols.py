@@ -34,6 +34,7 @@ class VoidCause(str, enum.Enum):
     PLAN_LIMIT = "plan_limit"
     HOST_KILL = "host_kill"
     MEMORY_CAP = "memory_cap"
+    REPOSITORY_CHANGED = "repository_changed"  # a review that edited or committed (code Grader's check)
     # The only causes a Custom runner may claim for itself (custom-runners ticket).
     SESSION_UNAVAILABLE = "session_unavailable"
     USAGE_LIMIT = "usage_limit"
@@ -152,7 +153,12 @@ class Harness(Protocol):
 
 @runtime_checkable
 class SuiteKind(Protocol):
-    """A kind of Eval suite: what its tasks must say, how many Trials, which Graders."""
+    """A kind of Eval suite: what its tasks must say, how many Trials, which Graders.
+
+    Optional attributes the core reads with defaults: ``review_only`` (a Trial that changes its
+    repository is void), ``wrong_findings`` (judge wrong findings too), and
+    ``repository_at`` (``"base"`` or ``"change"``: the commit a Trial's repository ends at).
+    """
 
     name: str
     trials_per_task: int
@@ -162,16 +168,27 @@ class SuiteKind(Protocol):
     needs_change: bool
     needs_origin: bool
 
-    def session_prompt(self, task: EvalTask) -> str:
-        """The Session prompt a Trial of this kind starts with."""
+    def session_prompt(self, task: EvalTask, factory: Path | None = None) -> str:
+        """The Session prompt a Trial of this kind starts with; a Factory may override the file."""
 
 
 @attrs.frozen
 class GradingContext:
-    """What a Grader may use besides the Trials: the sandbox to run checks in, and the Bar's timeout."""
+    """What a Grader may use besides the Trials.
+
+    ``seed`` shuffles blind labels; ``seats`` are the model Grader seats ("harness:model") and
+    ``arm_models`` the Arms' (harness, model) pairs, so no model grades itself; ``workspace``
+    is the Grader's own folder for this task (packets, sessions), outside every Trial's sight.
+    """
 
     backend: SandboxBackend
     timeout: float
+    seed: int = 0
+    seats: tuple[str, ...] = ()
+    arm_models: tuple[tuple[str | None, str | None], ...] = ()
+    harnesses: Mapping[str, Harness] = attrs.field(factory=dict)
+    workspace: Path | None = None
+    assay_home: Path | None = None
 
 
 @runtime_checkable
@@ -200,6 +217,7 @@ class TrialContext:
     assay_home: Path
     log: TextIO
     on_plan_limit: Callable[[], None]  # start nothing new
+    writable: tuple[Path, ...] = ()  # more the session may write, e.g. a spec-review's local origin
 
 
 class ArmRuntime(Protocol):

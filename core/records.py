@@ -2,6 +2,9 @@
 
 Format history:
 - Bar 1, TrialRecord 1, Score 1, Setup 1, CommandRecord 1: first versions.
+- Bar 2: ``model_graders`` (the model Grader seats). Score 2: ``pending``, ``label``.
+  Recheck 1: first version. CommandRecord 2: ``waiting`` (what a person must do before it is done).
+  (Older files read as before: the new fields take their defaults.)
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ class Bar:
     2k+1 values a task's difference can take.
     """
 
-    FORMAT: ClassVar[int] = 1
+    FORMAT: ClassVar[int] = 2
+    UPGRADES: ClassVar[dict] = {1: dict}
 
     margin: float = attrs.field(default=0.10, validator=_share("margin"))
     level: float = attrs.field(default=0.95, validator=_share("level"))
@@ -47,6 +51,7 @@ class Bar:
     timeout_seconds: float = 3600.0
     void_reruns: int = 2
     max_dropped_share: float = 0.10
+    model_graders: tuple[str, ...] = ()  # "harness:model" seats, tried in order
 
 
 @attrs.frozen
@@ -79,9 +84,13 @@ class TrialRecord:
 
 @attrs.frozen
 class Score:
-    """A Grader's judgement of one Trial: pass or fail and why, plus a wrong-finding flag."""
+    """A Grader's judgement of one Trial: pass or fail and why, plus a wrong-finding flag.
 
-    FORMAT: ClassVar[int] = 1
+    A ``pending`` Score (its reason) has no judgement yet: its task waits, and so does the Verdict.
+    """
+
+    FORMAT: ClassVar[int] = 2
+    UPGRADES: ClassVar[dict] = {1: dict}
 
     task: str
     arm: Arm
@@ -92,6 +101,23 @@ class Score:
     wrong_finding: bool = False
     borderline: bool = False
     evidence: str | None = None
+    pending: str | None = None
+    label: str | None = None
+
+
+@attrs.frozen
+class Recheck:
+    """A person's recheck of one Trial's Score, kept beside the Grader's; it decides in its place."""
+
+    FORMAT: ClassVar[int] = 1
+
+    task: str
+    arm: Arm
+    index: int
+    passed: bool
+    why: str
+    by: str
+    at: dt.datetime
 
 
 @attrs.frozen
@@ -180,7 +206,8 @@ class Stage:
 class CommandRecord:
     """A long-running job (an Experiment, later a Scoring run), as the Inbox reads it."""
 
-    FORMAT: ClassVar[int] = 1
+    FORMAT: ClassVar[int] = 2
+    UPGRADES: ClassVar[dict] = {1: dict}
 
     kind: str
     id: str
@@ -194,3 +221,4 @@ class CommandRecord:
     bar: Bar | None = None
     stages: tuple[Stage, ...] = ()
     runs: int = 1
+    waiting: str = ""  # e.g. Scores to recheck: it stays in Needs you until done

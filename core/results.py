@@ -8,18 +8,30 @@ Experiment fails if any group fails, passes if all pass, and is otherwise inconc
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, ClassVar
 
 import attrs
 
-from assay.experiments import ExperimentDir
+from assay.experiments import ExperimentDir, Slot
 from assay.records import ARMS, Bar, Setup
 
 
 @attrs.frozen
+class Judged:
+    """One Trial's judgement as the Verdict uses it: a person's recheck outranks the Grader."""
+
+    slot: Slot
+    passed: bool
+    wrong_finding: bool
+    borderline: bool
+    rechecked: bool
+    pending: str | None = None
+
+
+@attrs.frozen
 class TaskResult:
-    """One Eval task's pair: each Arm's passes out of its Trials, or dropped as void."""
+    """One Eval task's pair: each Arm's passes (and wrong findings) out of its Trials, or dropped."""
 
     task: str
     trials: int
@@ -27,13 +39,20 @@ class TaskResult:
     candidate: int | None
     dropped: bool = False
     complete: bool = True
+    baseline_wrong: int = 0
+    candidate_wrong: int = 0
 
 
 @attrs.frozen
 class ExperimentVerdict:
-    """``verdict.json``: the Experiment's Verdict, and the group Verdicts it came from."""
+    """``verdict.json``: the Experiment's Verdict, and the group Verdicts it came from.
 
-    FORMAT: ClassVar[int] = 1
+    ``final`` is false while a Score is pending or a listed Score (borderline, or decisive: its
+    flip would change the Verdict) still waits for a person's recheck.
+    """
+
+    FORMAT: ClassVar[int] = 2
+    UPGRADES: ClassVar[dict] = {1: lambda d: {**d, "final": True}}
 
     verdict: str
     interval: tuple[float, float] | None
@@ -41,41 +60,103 @@ class ExperimentVerdict:
     more_tasks: int | None
     groups: tuple[Any, ...]
     computed_at: dt.datetime
+    final: bool = True
+    pending: tuple[str, ...] = ()
+    recheck: tuple[Mapping[str, Any], ...] = ()
+    wrong_findings: tuple[Any, ...] = ()
 
 
-def task_results(exp: ExperimentDir, setup: Setup, bar: Bar) -> list[TaskResult]:
+def judged(exp: ExperimentDir, slot: Slot) -> Judged | None:
+    score, recheck = exp.score(slot), exp.recheck(slot)
+    if recheck is not None:
+        return Judged(slot, recheck.passed, score.wrong_finding if score else False, False, True)
+    if score is None:
+        return None
+    return Judged(slot, score.passed, score.wrong_finding, score.borderline, False, score.pending)
+
+
+def task_results(
+    exp: ExperimentDir, setup: Setup, bar: Bar, flip: Slot | None = None
+) -> list[TaskResult]:
+    """Each task's pair; ``flip`` turns one Trial's pass into a fail (or back), to find decisive Scores."""
     out = []
     for task in setup.tasks:
-        passes: dict[str, int] = {arm: 0 for arm in ARMS}
+        passes = {arm: 0 for arm in ARMS}
+        wrong = {arm: 0 for arm in ARMS}
         dropped, complete = False, True
         for slot in exp.slots([task]):
-            state = exp.slot_state(slot, bar)
-            dropped = dropped or state.void_final
-            score = exp.score(slot)
-            if score is None:
+            dropped = dropped or exp.slot_state(slot, bar).void_final
+            judgement = judged(exp, slot)
+            if judgement is None or judgement.pending:
                 complete = False
-            elif score.passed:
-                passes[slot.arm] += 1
+                continue
+            passes[slot.arm] += judgement.passed != (slot == flip)
+            wrong[slot.arm] += judgement.wrong_finding
+        counted = complete and not dropped
         out.append(TaskResult(
             task=task.id, trials=task.trials, dropped=dropped, complete=complete or dropped,
-            baseline=None if dropped or not complete else passes["baseline"],
-            candidate=None if dropped or not complete else passes["candidate"],
+            baseline=passes["baseline"] if counted else None, candidate=passes["candidate"] if counted else None,
+            baseline_wrong=wrong["baseline"], candidate_wrong=wrong["candidate"],
         ))
     return out
 
 
-def experiment_verdict(exp: ExperimentDir, setup: Setup, bar: Bar) -> ExperimentVerdict:
+def _groups(results: Sequence[TaskResult], bar: Bar, *, wrong: bool = False) -> list[Any]:
+    """One Verdict per Trials-per-task value; an unfinished (pending) task counts as dropped."""
     from assay import verdict as verdicts  # numpy: only when a Verdict is computed
 
-    results = task_results(exp, setup, bar)
     groups = []
     for k in sorted({r.trials for r in results}):
         pairs = [
-            verdicts.TaskPair(r.task, r.baseline or 0, r.candidate or 0, void=r.dropped)
+            verdicts.TaskPair(
+                r.task,
+                r.baseline_wrong if wrong else r.baseline or 0,
+                r.candidate_wrong if wrong else r.candidate or 0,
+                void=r.dropped or r.baseline is None,
+            )
             for r in results if r.trials == k
         ]
-        groups.append(verdicts.compute_verdict(pairs, trials_per_task=k, bar=bar))
-    return combine(groups)
+        judge = verdicts.compute_wrong_findings_verdict if wrong else verdicts.compute_verdict
+        groups.append(judge(pairs, trials_per_task=k, bar=bar))
+    return groups
+
+
+def experiment_verdict(
+    exp: ExperimentDir, setup: Setup, bar: Bar, wrong_finding_kinds: Collection[str] = ()
+) -> ExperimentVerdict:
+    results = task_results(exp, setup, bar)
+    groups = _groups(results, bar)
+    overall = combine(groups)
+    reviewed = {t.id for t in setup.tasks if t.kind in wrong_finding_kinds}
+    wrong = _groups([r for r in results if r.task in reviewed], bar, wrong=True) if reviewed else []
+    pending = tuple(r.task for r in results if not r.complete)
+    listed = _to_recheck(exp, setup, bar, overall.verdict)
+    return attrs.evolve(
+        overall, wrong_findings=tuple(wrong), pending=pending, recheck=tuple(listed),
+        final=not pending and all(item["rechecked"] for item in listed),
+    )
+
+
+def waiting_text(result: ExperimentVerdict) -> str:
+    """What a person must still do before the Verdict is final ("" when it is)."""
+    waiting = [item["trial"] for item in result.recheck if not item["rechecked"]]
+    parts = ([f"recheck {', '.join(waiting)}"] if waiting else []) + (
+        [f"Scores pending for {', '.join(result.pending)}"] if result.pending else [])
+    return "; ".join(parts)
+
+
+def _to_recheck(exp: ExperimentDir, setup: Setup, bar: Bar, verdict: str) -> list[dict[str, Any]]:
+    """The Scores a person must recheck: the Grader's borderline ones and the decisive ones."""
+    listed = []
+    for slot in exp.slots(setup.tasks):
+        judgement = judged(exp, slot)
+        if judgement is None or judgement.pending or exp.slot_state(slot, bar).void_final:
+            continue
+        decisive = combine(_groups(task_results(exp, setup, bar, flip=slot), bar)).verdict != verdict
+        if judgement.borderline or decisive:
+            listed.append({"trial": slot.key, "passed": judgement.passed, "borderline": judgement.borderline,
+                           "decisive": decisive, "rechecked": judgement.rechecked})
+    return listed
 
 
 def combine(groups: Sequence[Any]) -> ExperimentVerdict:
@@ -101,6 +182,8 @@ def describe(exp: ExperimentDir, command: Any | None) -> dict[str, Any]:
     trials, minutes = [], {arm: 0.0 for arm in ARMS}
     voids: dict[str, dict[str, int]] = {arm: {} for arm in ARMS}
     outcomes: dict[str, dict[str, int]] = {arm: {} for arm in ARMS}
+    tokens: dict[str, dict[str, int]] = {arm: {} for arm in ARMS}
+    cost: dict[str, float | None] = {arm: None for arm in ARMS}
     for slot in exp.slots(setup.tasks):
         score, state = exp.score(slot), exp.slot_state(slot, bar)
         if state.last is not None:
@@ -108,6 +191,10 @@ def describe(exp: ExperimentDir, command: Any | None) -> dict[str, Any]:
             outcomes[slot.arm][last] = outcomes[slot.arm].get(last, 0) + 1
         for record in state.records:
             minutes[record.arm] += record.minutes
+            for name, count in record.tokens.items():
+                tokens[record.arm][name] = tokens[record.arm].get(name, 0) + count
+            if record.cost_usd is not None:
+                cost[record.arm] = (cost[record.arm] or 0.0) + record.cost_usd
             if record.void_cause:
                 cause = record.void_cause.value
                 voids[record.arm][cause] = voids[record.arm].get(cause, 0) + 1
@@ -132,6 +219,8 @@ def describe(exp: ExperimentDir, command: Any | None) -> dict[str, Any]:
         "tasks": [attrs.asdict(r) for r in task_results(exp, setup, bar)],
         "trials": trials,
         "minutes": {arm: round(m, 3) for arm, m in minutes.items()},
+        "tokens": tokens,
+        "cost_usd": cost,
         "void_causes": voids,
         "outcomes": outcomes,
         "verdict": verdict,

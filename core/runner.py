@@ -18,7 +18,8 @@ import trio
 from assay import formats, results, timesafe
 from assay.commands import Command, now
 from assay.evaltasks import EvalTask
-from assay.experiments import ExperimentDir, Slot, SlotState
+from assay.experiments import ExperimentDir, Slot, SlotState, task_dirname
+from assay.git import git
 from assay.home import AssayHome
 from assay.plugin_manager import Plugins
 from assay.protocols import (
@@ -101,7 +102,7 @@ class ExperimentRun:
     setup: Setup
     bar: Bar
     tasks: Mapping[str, EvalTask]
-    prompts: Mapping[str, str]
+    prompts: Mapping[Arm, Mapping[str, str]]  # per Arm (its Factory may override), per task
     runtimes: Mapping[Arm, ArmRuntime]
     backend: SandboxBackend
     workers: int
@@ -190,14 +191,18 @@ class ExperimentRun:
                 self._queue.close()
 
     async def _repository(self, task: EvalTask, dest: Any) -> Any:
-        """The task's time-safe cache, prepared once per run, then a fresh copy for this Trial."""
+        """The task's time-safe cache, prepared once per run, then a fresh copy for this Trial.
+
+        It ends at the base, or for kinds that review a change, at the change under review.
+        """
+        kind = self.plugins.suite_kinds()[task.kind]
+        commit = task.change if getattr(kind, "repository_at", "base") == "change" and task.change else task.base
         lock = self._repo_locks.setdefault(task.id, trio.Lock())
         async with lock:
             if task.id not in self._cached:
                 self._cached[task.id] = await trio.to_thread.run_sync(
-                    timesafe.prepare_cache, self.home, task.repository, task.base
+                    timesafe.prepare_cache, self.home, task.repository, commit
                 )
-        kind = self.plugins.suite_kinds()[task.kind]
         return await trio.to_thread.run_sync(
             lambda: timesafe.trial_copy(self._cached[task.id], dest, origin=kind.needs_origin)
         )
@@ -207,13 +212,15 @@ class ExperimentRun:
         task = self.tasks[slot.task]
         started = now()
         repository = await self._repository(task, folder / "repo")
+        before = _repository_state(repository)
         home = folder / "home"
         home.mkdir()
         with open(folder / "session.log", "w") as log:
             ctx = TrialContext(
-                task=task, prompt=self.prompts[task.id], folder=folder, repository=repository, home=home,
+                task=task, prompt=self.prompts[slot.arm][task.id], folder=folder, repository=repository, home=home,
                 backend=self.backend, timeout=self.bar.timeout_seconds, assay_home=self.home.root,
                 log=log, on_plan_limit=self._pause,
+                writable=tuple(p for p in [timesafe.origin_path(repository)] if p.exists()),
             )
             try:
                 outcome, process = await self.runtimes[slot.arm].run(ctx)
@@ -221,6 +228,10 @@ class ExperimentRun:
                 outcome = SessionOutcome(Outcome.VOID, VoidCause.SANDBOX_FAILED, diagnostic=f"{type(e).__name__}: {e}")
                 process = ProcessResult(exit_code=None, backend=self.backend.name, duration=0.0)
         outcome = _sandbox_says(outcome, process)
+        if getattr(self.plugins.suite_kinds()[task.kind], "review_only", False) and outcome.outcome is not Outcome.VOID:
+            if _repository_state(repository) != before:
+                outcome = attrs.evolve(outcome, outcome=Outcome.VOID, void_cause=VoidCause.REPOSITORY_CHANGED,
+                                       diagnostic="the review changed its repository (commits or edits)")
         record = TrialRecord(
             task=slot.task, arm=slot.arm, index=slot.index, attempt=attempt, outcome=outcome.outcome,
             started_at=started, ended_at=now(), backend=process.backend, void_cause=outcome.void_cause,
@@ -247,7 +258,8 @@ class ExperimentRun:
         for state in states:
             record = state.last
             assert record is not None
-            if self.exp.score(state.slot) is not None:
+            existing = self.exp.score(state.slot)
+            if existing is not None and existing.pending is None:
                 continue
             if record.outcome in SELF_EVIDENT_FAILS:
                 why = f"the session ended {record.outcome.value}" + (f": {record.diagnostic}" if record.diagnostic else "")
@@ -260,7 +272,12 @@ class ExperimentRun:
                 break
             grader = self.plugins.get("assay_graders", grader_name)
             views = [self.exp.view(s.slot, s.last) for s in ungraded.values()]  # type: ignore[arg-type]
-            context = GradingContext(self.backend, self.bar.timeout_seconds)
+            context = GradingContext(
+                self.backend, self.bar.timeout_seconds, seed=self.bar.seed, seats=self.bar.model_graders,
+                arm_models=tuple((a.harness, a.model) for a in (self.setup.baseline, self.setup.candidate)),
+                harnesses=self.plugins.harnesses(), workspace=self.exp.path / "grading" / task_dirname(task.id),
+                assay_home=self.home.root,
+            )
             for score in await grader.grade(task, views, context):
                 state = ungraded.pop((score.arm, score.index), None)
                 if state is None:
@@ -277,9 +294,16 @@ class ExperimentRun:
     # --- The Verdict --------------------------------------------------------------------------
 
     def _verdict(self) -> str:
-        result = results.experiment_verdict(self.exp, self.setup, self.bar)
+        kinds = self.plugins.suite_kinds()
+        wrong = [name for name, kind in kinds.items() if getattr(kind, "wrong_findings", False)]
+        result = results.experiment_verdict(self.exp, self.setup, self.bar, wrong)
         formats.write(self.exp.verdict_file, result)
         return result.verdict
+
+
+def _repository_state(repository: Any) -> tuple[str, str]:
+    """HEAD and the working tree's status: what a review must leave as it found it."""
+    return git("rev-parse", "HEAD", cwd=repository), git("status", "--porcelain", "--untracked-files=all", cwd=repository)
 
 
 def _sandbox_says(outcome: SessionOutcome, process: ProcessResult) -> SessionOutcome:

@@ -53,16 +53,17 @@ class Supervisor:
         timeout: float,
         on_line: Callable[[str], None],
         stop_signals: Sequence[int],
-        preexec_fn: Callable[[], None] = become_subreaper,
+        preexec_fn: Callable[[], None] | None = become_subreaper,
         pass_fds: Sequence[int] = (),
         signal_stop: Callable[[ProcessTree, int], None] = ProcessTree.signal_leader_group,
         end_early: Callable[[], bool] = _never,
     ) -> ProcessResult:
         """Run ``argv`` in a session of its own until it exits, ``timeout`` passes or ``end_early()``.
 
-        ``end_early`` is asked every ``poll`` seconds; when it says so the session is stopped as
-        at a timeout, but not reported as timed out. Cancellation stops it the same way and
-        re-raises once nothing is left.
+        ``preexec_fn`` runs in the child before ``exec`` (None lets the child start by the faster
+        vfork path). ``end_early`` is asked every ``poll`` seconds; when it says so the session is
+        stopped as at a timeout, but not reported as timed out. Cancellation stops it the same way
+        and re-raises once nothing is left.
         """
         started = trio.current_time()
         proc = await trio.lowlevel.open_process(

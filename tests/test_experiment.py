@@ -290,3 +290,25 @@ def test_sigkill_at_random_points_resumes_to_the_uninterrupted_result(tmp_path: 
         assert _verdict(home) == expected
         for path, mtime in finished_before.items():
             assert path.stat().st_mtime_ns == mtime, f"finished Trial {path} ran again"
+
+
+def test_without_suite_the_suites_the_change_touches_run_and_none_touched_exits_0(world, assay_home: Path, tmp_path: Path):
+    factory, _ = world
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}})
+    from tests.experiment_fixtures import git
+
+    result = subprocess.run(
+        [sys.executable, "-m", "assay", "experiment", "change", "--factory", str(factory), "--sandbox", "none"],
+        capture_output=True, text=True, env=cli_env(assay_home, PLUGINS, FAKE_SCENARIO=str(sc)))
+    assert result.returncode == 0, result.stderr
+    assert "Suites chosen from the change:" in result.stdout and "skills/** matches skills/implement.md" in result.stdout
+    git(factory, "checkout", "-q", "-b", "docs", "main")
+    (factory / "README.md").write_text("docs only\n")
+    git(factory, "add", ".")
+    git(factory, "commit", "-qm", "docs")
+    untouched = subprocess.run(
+        [sys.executable, "-m", "assay", "experiment", "docs", "--factory", str(factory), "--sandbox", "none",
+         "--baseline", "main"], capture_output=True, text=True, env=cli_env(assay_home, PLUGINS, FAKE_SCENARIO=str(sc)))
+    assert untouched.returncode == 0, untouched.stderr
+    assert "No Eval suite is touched" in untouched.stdout
+    assert len(list((assay_home / "evals" / "experiments").iterdir())) == 1

@@ -143,6 +143,7 @@ def test_a_trial_sees_its_own_paths_and_nothing_else(bwrap: BwrapBackend, world:
             "given": readable({str(given)!r}), "given_writable": writable({str(given)!r}),
             "tmp": os.listdir("/tmp"), "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
             "oom_score_adj": readable("/proc/self/oom_score_adj").strip(),
+            "capabilities": [line.split()[1] for line in open("/proc/self/status") if line.startswith("CapEff")],
             "proxy": os.environ["HTTPS_PROXY"],
         }}))
     """
@@ -157,7 +158,7 @@ def test_a_trial_sees_its_own_paths_and_nothing_else(bwrap: BwrapBackend, world:
     leading = {path.relative_to("/tmp").parts[0] for path in (world.repo, given) if Path("/tmp") in path.parents}
     assert set(seen["tmp"]) <= leading  # a fresh /tmp: only the folders leading to bound paths
     assert len(seen["pids"]) == 2  # the relay and this process: no host process
-    assert seen["oom_score_adj"] == "1000"
+    assert seen["oom_score_adj"] == "1000" and seen["capabilities"] == ["0000000000000000"]
     assert seen["proxy"] == "http://127.0.0.1:3128"
     assert (world.repo / "made-inside.txt").read_text() == "from the Trial\n"
 

@@ -14,7 +14,7 @@ import typer
 import assay
 from assay import plugin_manager as plugin_loading
 from assay.cli import output
-from assay.cli import experiment_cmd, harnesses_cmd, plugins_cmd, proposals_cmd, sandbox_cmd, suites_cmd, tasks_cmd, verdict_cmd
+from assay.cli import experiment_cmd, harnesses_cmd, plugins_cmd, prompts_cmd, proposals_cmd, sandbox_cmd, suites_cmd, tasks_cmd, verdict_cmd
 
 
 def _version(value: bool) -> None:
@@ -40,7 +40,7 @@ def make_app(plugins: plugin_loading.Plugins) -> typer.Typer:
     ) -> None:
         """Measure a change to your AI coding agents before it ships."""
 
-    for module in (plugins_cmd, suites_cmd, verdict_cmd, experiment_cmd, harnesses_cmd, tasks_cmd, sandbox_cmd, proposals_cmd):
+    for module in (plugins_cmd, suites_cmd, verdict_cmd, experiment_cmd, harnesses_cmd, tasks_cmd, sandbox_cmd, proposals_cmd, prompts_cmd):
         module.register(app, plugins)
     plugins.manager.hook.assay_commands(app=app, plugins=plugins)
     return app

@@ -14,13 +14,14 @@ import time
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
+import attrs
 import typer
 
 from assay import commands, formats
 from assay import plugin_manager as plugin_loading
 from assay.cli.output import JsonOpt, emit_json, fail, table
 from assay.home import AssayHome
-from assay.records import ARMS, Bar
+from assay.records import ARMS, Bar, Recheck
 
 EXIT_PAUSED = 3
 
@@ -31,6 +32,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
     app.command("experiments")(experiments)
     app.command("stop")(stop)
     app.command("inbox")(inbox)
+    app.command("recheck")(_recheck_command(plugins))
 
 
 def _bar(**overrides: Any) -> Bar:
@@ -78,6 +80,9 @@ def _plan(plugins: plugin_loading.Plugins, home: AssayHome, bar: Bar, trials_per
         )
     except experiments_core.PlanError as e:
         fail(str(e))
+    except experiments_core.NothingTouched as e:
+        typer.echo("\n".join(e.lines))
+        raise typer.Exit(0) from None
 
 
 def _experiment_command(plugins: plugin_loading.Plugins):
@@ -101,6 +106,7 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         prior_weight: float = typer.Option(None, help="Bar: the prior, in pseudo Eval tasks (default 1)."),
         trials_per_task: int = typer.Option(None, help="Bar: Trials per Arm per Eval task (default by suite kind: 3, or 1 for spec-review)."),
         timeout: float = typer.Option(None, help="Bar: per-Trial timeout in seconds (a timeout is a fail)."),
+        model_grader: list[str] = typer.Option([], "--model-grader", help="Bar: a model Grader seat HARNESS:MODEL (repeatable; the first from neither Arm's family grades)."),
         workers: int = typer.Option(2, min=1, help="Trials running at once."),
         sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap where it works, else none)."),
         json_: bool = JsonOpt,
@@ -112,7 +118,7 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         """
         home = AssayHome.from_env()
         bar = _bar(margin=margin, level=level, seed=seed, draws=draws, prior_weight=prior_weight,
-                   timeout_seconds=timeout)
+                   timeout_seconds=timeout, model_graders=tuple(model_grader) or None)
         plan = _plan(plugins, home, bar, trials_per_task, sandbox, factory, suite, locals())
         run_plan(home, plugins, plan, workers=workers, json_=json_)
 
@@ -183,6 +189,10 @@ def _announce(plan: Any, bar: Bar, json_: bool) -> None:
     counts = {t.trials for t in setup.tasks}
     k = counts.pop() if len(counts) == 1 else None
     typer.echo(f"  Eval tasks: {len(setup.tasks)} in {', '.join(setup.suites)}; sandbox: {setup.sandbox}")
+    if plan.chosen_because:
+        typer.echo("  Suites chosen from the change:")
+        for line in plan.chosen_because:
+            typer.echo(f"    {line}")
     if k is not None:
         chance = verdicts.chance_of_clear_verdict(len(setup.tasks), k, bar)
         typer.echo(
@@ -234,6 +244,13 @@ def _verdict_line(verdict: dict) -> str:
             text += f"\n  {group['reason']}"
         if group.get("more_tasks") is not None:
             text += f"\n  About {group['more_tasks']} more Eval tasks would settle it."
+    for group in verdict.get("wrong_findings", []):
+        text += f"\n  Wrong findings: {group['verdict']}, interval [{group['interval'][0]:+.3f}, {group['interval'][1]:+.3f}]"
+    waiting = [item["trial"] for item in verdict.get("recheck", []) if not item["rechecked"]]
+    if waiting:
+        text += "\n  Not final: recheck " + ", ".join(waiting) + " (assay recheck ID TRIAL --pass|--fail --why …)"
+    if verdict.get("pending"):
+        text += "\n  Not final: Scores pending for " + ", ".join(verdict["pending"])
     return text
 
 
@@ -313,6 +330,49 @@ def _show(data: dict) -> None:
         typer.echo(_verdict_line(data["verdict"]))
 
 
+def _recheck_command(plugins: plugin_loading.Plugins):
+    def recheck(
+        experiment: str = typer.Argument(..., help="The Experiment (an id or a unique prefix)."),
+        trial: str = typer.Argument(..., help="The Trial, as listed: SUITE/TASK:ARM-N."),
+        passed: bool = typer.Option(..., "--pass/--fail", help="Your judgement of the Trial."),
+        why: str = typer.Option(..., "--why", help="Why, in a sentence."),
+        json_: bool = JsonOpt,
+    ) -> None:
+        """Record your recheck of a Trial's Score beside the Grader's; the Verdict follows it."""
+        from assay import results
+        from assay.results import experiment_verdict
+
+        home = AssayHome.from_env()
+        exp = _find(home, experiment)
+        setup, bar = exp.setup(), exp.bar()
+        slot = exp.find_slot(setup, trial)
+        if slot is None:
+            fail(f"Experiment {exp.id} has no Trial '{trial}' (the form is SUITE/TASK:ARM-N)")
+        if exp.score(slot) is None:
+            fail(f"Trial {trial} has no Score yet to recheck")
+        formats.write(exp.recheck_file(slot), Recheck(slot.task, slot.arm, slot.index, passed, why,
+                                                      os.environ.get("USER", "unknown"), commands.now()))
+        wrong = [n for n, k in plugins.suite_kinds().items() if getattr(k, "wrong_findings", False)]
+        result = experiment_verdict(exp, setup, bar, wrong)
+        formats.write(exp.verdict_file, result)
+        command = _command(home, exp.id)
+        if command is not None and command.state == "done":
+            formats.write(commands.record_path(home, "experiment", exp.id), attrs.evolve(
+                command, outcome=result.verdict, summary=f"Verdict {result.verdict}",
+                waiting=results.waiting_text(result)))
+        waiting = [item["trial"] for item in result.recheck if not item["rechecked"]]
+        if json_:
+            emit_json({"id": exp.id, "trial": trial, "passed": passed, "verdict": result.verdict,
+                       "interval": result.interval, "final": result.final, "waiting": waiting})
+            return
+        typer.echo(f"Rechecked {trial}: {'pass' if passed else 'fail'}.")
+        typer.echo(_verdict_line(json.loads(exp.verdict_file.read_text())))
+        typer.echo("The Verdict is final." if result.final else f"Still to recheck: {', '.join(waiting) or 'none'}"
+                   + ("; pending Scores: " + ", ".join(result.pending) if result.pending else ""))
+
+    return recheck
+
+
 def stop(
     id: str = typer.Argument(..., help="The Experiment to stop (an id or a unique prefix)."),
     wait: float = typer.Option(60.0, help="Seconds to wait for it to end."),
@@ -342,7 +402,8 @@ def inbox(json_: bool = JsonOpt) -> None:
             continue
         row = {"kind": record.kind, "id": record.id, "state": state, "outcome": record.outcome,
                "summary": record.summary, "ended_at": record.ended_at.isoformat() if record.ended_at else None}
-        (needs if state == "interrupted" or record.outcome in commands.NEEDS_YOU else done).append(row)
+        row["waiting"] = record.waiting
+        (needs if commands.needs_you(record) else done).append(row)
     if json_:
         emit_json({"needs_you": needs, "done": done})
         return

@@ -2,8 +2,9 @@
 
 For process tasks it runs the task's test command on the Trial's committed HEAD — in a fresh
 clone (so uncommitted files can't count), offline, through the sandbox backend, under the Bar's
-timeout — and keeps the output as evidence in the Trial's folder. Review kinds' checks land
-with the review suites; until then it leaves their Trials to the next Grader.
+timeout — and keeps the output as evidence in the Trial's folder. For review kinds it fails a
+Trial that left nothing to judge (no report; no findings pushed) and leaves the rest to the
+model Grader. (A review that changed its repository was already made void by the Experiment.)
 
 Implements ``assay_graders``.
 """
@@ -18,9 +19,10 @@ from pathlib import Path
 
 from assay import hookimpl
 from assay.evaltasks import EvalTask
-from assay.git import git
+from assay.git import GitError, git
 from assay.protocols import GradingContext, Invocation
 from assay.records import Score, TrialView
+from assay.timesafe import origin_path
 
 EVIDENCE = "grade"
 
@@ -29,9 +31,12 @@ class CodeGrader:
     name = "code"
 
     async def grade(self, task: EvalTask, trials: Sequence[TrialView], context: GradingContext) -> Sequence[Score]:
-        if task.kind != "process":
+        if task.kind == "process":
+            return [await self._grade_process(task, view, context) for view in trials]
+        empty = {"code-review": _no_report, "spec-review": _nothing_pushed}.get(task.kind)
+        if empty is None:
             return []
-        return [await self._grade_process(task, view, context) for view in trials]
+        return [self._score(task, view, False, why, []) for view in trials if (why := empty(task, view))]
 
     async def _grade_process(self, task: EvalTask, view: TrialView, context: GradingContext) -> Score:
         record = view.record
@@ -73,6 +78,22 @@ class CodeGrader:
             why=why + ("; " + notes[0].splitlines()[0] if notes else ""),
             evidence=str(Path(view.folder.name) / EVIDENCE),
         )
+
+
+def _no_report(task: EvalTask, view: TrialView) -> str | None:
+    reports = view.folder / "home" / "reports"
+    if reports.is_dir() and any(p.is_file() and p.read_text().strip() for p in reports.glob("*.md")):
+        return None
+    return "the review left no report (~/reports/*.md)"
+
+
+def _nothing_pushed(task: EvalTask, view: TrialView) -> str | None:
+    origin = origin_path(view.repository)
+    try:
+        pushed = git("rev-list", "--count", f"{task.base}..HEAD", cwd=origin)
+    except GitError:
+        return "the review pushed nothing to origin"
+    return None if int(pushed or 0) > 0 else "the review pushed nothing to origin"
 
 
 def _adds_matching(clone: Path, base: str, patterns: Sequence[str]) -> bool:

@@ -32,7 +32,10 @@ INSIDE = Path("/run/assay")  # where the relay and the proxy's socket folder app
 SOCKET = "proxy.sock"
 RELAY_PORT = 3128
 PROXY_ENV = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
-NAMESPACES = ("--unshare-net", "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session", "--as-pid-1")
+# Own network, PID and IPC namespaces; no capabilities, even when assay runs as root (with
+# CAP_SYS_ADMIN a Trial could mount the host's disks); gone with its parent; no terminal to steal.
+ISOLATION = ("--unshare-net", "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL", "--die-with-parent",
+             "--new-session", "--as-pid-1")
 PROXY_LOG = "proxy.jsonl"
 _USERNS_HINTS = (
     ("/proc/sys/kernel/unprivileged_userns_clone", "0", "unprivileged user namespaces are disabled"),
@@ -56,24 +59,29 @@ class BwrapBackend(Supervisor):
     executable: str = "bwrap"
 
     def check(self) -> SandboxCheck:
-        """Run a real, empty sandbox (relay included) and say which memory cap Trials get."""
-        cap = memory.detect().describe(self._limit())
+        """Run a real, empty Trial (relay and memory cap included) and say which cap Trials get."""
+        caps = memory.detect()
+        described = caps.describe(self._limit())
         if shutil.which(self.executable) is None:
-            return SandboxCheck(False, f"{self.executable} is not installed (apt-get install bubblewrap)", cap)
-        with tempfile.TemporaryDirectory(prefix="assay-check-") as sockets:
-            read_status, write_status = os.pipe()
-            try:
-                done = subprocess.run(
-                    self.command(Invocation(argv=("true",), cwd=Path("/")), Path(sockets), write_status),
-                    env={"PATH": "/usr/bin:/bin"}, pass_fds=(write_status,), capture_output=True, text=True,
-                    timeout=30,
-                )
-            finally:
-                os.close(write_status)
-            status = _read_status(read_status)
+            return SandboxCheck(False, f"{self.executable} is not installed (apt-get install bubblewrap)", described)
+        cap = caps.start(self._limit())
+        try:
+            with tempfile.TemporaryDirectory(prefix="assay-check-") as sockets:
+                read_status, write_status = os.pipe()
+                try:
+                    invocation = Invocation(argv=("true",), cwd=Path("/"))
+                    done = subprocess.run(
+                        self.command(invocation, Path(sockets), write_status, cap), env={"PATH": "/usr/bin:/bin"},
+                        pass_fds=(write_status,), capture_output=True, text=True, timeout=30,
+                    )
+                finally:
+                    os.close(write_status)
+                    status = _read_status(read_status)
+        finally:
+            cap.remove()
         if done.returncode == 0 and "exit 0" in status:
-            return SandboxCheck(True, "", cap)
-        return SandboxCheck(False, _why(done.stderr), cap)
+            return SandboxCheck(True, "", described)
+        return SandboxCheck(False, _why(done.stderr), described)
 
     async def run(
         self, invocation: Invocation, *, timeout: float, on_line: Callable[[str], None]
@@ -90,10 +98,10 @@ class BwrapBackend(Supervisor):
                     async with trio.open_nursery() as nursery:
                         await nursery.start(proxy.serve, Path(sockets) / SOCKET)
                         result = await self.supervise(
-                            self.command(invocation, Path(sockets), write_status), cwd=invocation.cwd,
+                            self.command(invocation, Path(sockets), write_status, cap), cwd=invocation.cwd,
                             env={**invocation.env, **dict.fromkeys(PROXY_ENV, f"http://127.0.0.1:{RELAY_PORT}")},
                             timeout=timeout, on_line=on_line, stop_signals=invocation.stop_signals,
-                            preexec_fn=cap.enter, pass_fds=(write_status,), signal_stop=_signal_session,
+                            preexec_fn=None, pass_fds=(write_status,), signal_stop=_signal_session,
                             end_early=cap.killed,
                         )
                         nursery.cancel_scope.cancel()
@@ -103,16 +111,17 @@ class BwrapBackend(Supervisor):
             return _reading(result, status, capped=cap.killed())
         finally:
             with trio.CancelScope(shield=True):
-                await cap.remove()
+                await trio.to_thread.run_sync(cap.remove)
 
-    def command(self, invocation: Invocation, sockets: Path, status_fd: int) -> list[str]:
-        """The bwrap command line for ``invocation``, its proxy's socket folder and status pipe."""
+    def command(self, invocation: Invocation, sockets: Path, status_fd: int, cap: memory.TrialCap) -> list[str]:
+        """The bwrap command line for ``invocation``, its proxy's socket folder, status pipe and cap."""
         return [
-            self.executable, *NAMESPACES, *mounts.toolchains(), *mounts.binds(invocation),
+            self.executable, *ISOLATION, *mounts.toolchains(), *mounts.binds(invocation), *cap.binds(INSIDE),
             "--ro-bind", str(RELAY), str(INSIDE / RELAY.name), "--ro-bind", str(sockets), str(INSIDE / "proxy"),
             "--chdir", str(invocation.cwd), "--",
             os.path.realpath(sys.executable), "-I", "-S", str(INSIDE / RELAY.name),
-            str(status_fd), str(INSIDE / "proxy" / SOCKET), str(RELAY_PORT), "--", *invocation.argv,
+            str(status_fd), str(INSIDE / "proxy" / SOCKET), str(RELAY_PORT), *cap.relay_args(INSIDE),
+            "--", *invocation.argv,
         ]
 
     def _limit(self) -> int:

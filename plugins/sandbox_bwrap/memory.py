@@ -7,8 +7,9 @@ far more than they use). A cgroup counts its OOM kills, so a Trial killed by its
 under the data limit an allocation past the cap fails instead (ENOMEM), which can't be told
 apart from any other crash.
 
-Every Trial also raises its own ``oom_score_adj`` to the maximum, so when the whole machine is
-short the kernel kills a Trial before anything else.
+The backend admits the sandbox's first process (the relay, before it starts anything) to the
+cap, and raises its ``oom_score_adj`` to the maximum; its children inherit all of it, so when
+the whole machine is short the kernel kills a Trial before anything else.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ import os
 import re
 import resource
 import secrets
+import time
 from pathlib import Path
 from typing import Protocol
 
 import attrs
-import trio
 
 MEMORY_ENV = "ASSAY_TRIAL_MEMORY"
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -48,32 +49,32 @@ def default_limit(proc: Path = Path("/proc")) -> int:
 class TrialCap(Protocol):
     """One Trial's cap, from just before its sandbox starts until it is gone."""
 
-    def enter(self) -> None:
-        """Put the calling process under the cap; runs in the child between fork and exec."""
+    def admit(self, pid: int) -> None:
+        """Put process ``pid`` (and so all it starts later) under the cap, first to die in an OOM."""
 
     def killed(self) -> bool:
         """Whether the kernel has killed a process of this Trial for going past its cap."""
 
-    async def remove(self) -> None:
+    def remove(self) -> None:
         """Remove whatever the cap made, once the Trial's processes are gone."""
 
 
 @attrs.frozen
 class Cgroup:
-    """One Trial's cgroup (v1 or v2): the sandbox joins it before exec; the kernel counts OOM kills."""
+    """One Trial's cgroup (v1 or v2); the kernel counts its OOM kills."""
 
     path: Path
     events: str  # the file holding the "oom_kill N" counter
 
-    def enter(self) -> None:
-        _write(self.path / "cgroup.procs", "0")  # "0" is the writer itself
-        _raise_oom_score()
+    def admit(self, pid: int) -> None:
+        (self.path / "cgroup.procs").write_text(str(pid))
+        _raise_oom_score(pid)
 
     def killed(self) -> bool:
         counters = dict(line.split(maxsplit=1) for line in _read(self.path / self.events).splitlines())
         return int(counters.get("oom_kill", "0")) > 0
 
-    async def remove(self, attempts: int = 50) -> None:
+    def remove(self, attempts: int = 50) -> None:
         for _ in range(attempts):  # exited processes can take a moment to leave the cgroup
             try:
                 self.path.rmdir()
@@ -81,7 +82,7 @@ class Cgroup:
             except FileNotFoundError:
                 return
             except OSError:
-                await trio.sleep(0.02)
+                time.sleep(0.02)
 
 
 @attrs.frozen
@@ -90,14 +91,14 @@ class DataLimit:
 
     limit: int
 
-    def enter(self) -> None:
-        resource.setrlimit(resource.RLIMIT_DATA, (self.limit, self.limit))
-        _raise_oom_score()
+    def admit(self, pid: int) -> None:
+        resource.prlimit(pid, resource.RLIMIT_DATA, (self.limit, self.limit))
+        _raise_oom_score(pid)
 
     def killed(self) -> bool:
         return False
 
-    async def remove(self) -> None:
+    def remove(self) -> None:
         return None
 
 
@@ -120,11 +121,11 @@ class MemoryCaps:
         path.mkdir()
         try:
             if self.kind == "cgroup v2":
-                _write(path / "memory.max", str(limit))
+                (path / "memory.max").write_text(str(limit))
                 _write_if_present(path / "memory.swap.max", "0")
-                _write(path / "memory.oom.group", "1")  # an OOM kill takes the whole Trial
+                (path / "memory.oom.group").write_text("1")  # an OOM kill takes the whole Trial
                 return Cgroup(path, "memory.events")
-            _write(path / "memory.limit_in_bytes", str(limit))
+            (path / "memory.limit_in_bytes").write_text(str(limit))
             _write_if_present(path / "memory.memsw.limit_in_bytes", str(limit))  # no escape into swap
             return Cgroup(path, "memory.oom_control")
         except BaseException:
@@ -179,21 +180,13 @@ def _cgroup_dir(mounts: list[tuple[str, set[str], str, Path]], fstype: str, opti
     return None
 
 
-def _raise_oom_score() -> None:
-    _write(Path("/proc/self/oom_score_adj"), "1000")
-
-
-def _write(path: Path, value: str) -> None:
-    fd = os.open(path, os.O_WRONLY)
-    try:
-        os.write(fd, value.encode())
-    finally:
-        os.close(fd)
+def _raise_oom_score(pid: int) -> None:
+    Path(f"/proc/{pid}/oom_score_adj").write_text("1000")
 
 
 def _write_if_present(path: Path, value: str) -> None:
     with contextlib.suppress(FileNotFoundError):
-        _write(path, value)
+        path.write_text(value)
 
 
 def _read(path: Path) -> str:

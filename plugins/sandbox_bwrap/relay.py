@@ -1,12 +1,12 @@
 """Inside the sandbox: the Trial's PID 1 and its one way out.
 
 bwrap starts this (``--as-pid-1``) with the Python that runs assay, bound read-only, as
-``python -I -S relay.py STATUS_FD SOCKET PORT -- COMMAND…``. It listens on 127.0.0.1:PORT of the
-Trial's own network (where ``HTTPS_PROXY`` points) and forwards each connection byte for byte
-to the proxy's Unix socket, bound in from outside; starts COMMAND in its process group (a new
-one: bwrap's ``--new-session``); reaps every orphan; and exits with COMMAND, whereupon the
-kernel kills whatever is left in the namespace. On STATUS_FD it reports ``started`` and then ``exit N`` (negative: killed by signal
--N), so the backend learns the command's own status, not bwrap's.
+``python -I -S relay.py REPORT_FD GO_FD SOCKET PORT -- COMMAND…``. It listens on 127.0.0.1:PORT
+of the Trial's own network (where ``HTTPS_PROXY`` points) and forwards each connection byte for
+byte to the proxy's Unix socket, bound in from outside. Once the backend says go on GO_FD (it
+has put the relay under the Trial's memory cap), it starts COMMAND in its process group (a new
+one: bwrap's ``--new-session``), reaps every orphan, and exits with COMMAND, whereupon the
+kernel kills whatever is left in the namespace. It reports on REPORT_FD (see handshake.py).
 
 As PID 1 it ignores every signal it has no handler for, so a stop signal sent to its process
 group reaches COMMAND alone. It uses only built-in modules: ``socket``, ``signal`` and
@@ -23,27 +23,35 @@ CHUNK = 65536
 
 
 def main(argv: list[str]) -> None:
-    status_fd, path, port, command = int(argv[1]), argv[2], int(argv[3]), argv[5:]
-    os.set_inheritable(status_fd, False)
+    report, go, path, port = (int(argv[1]), int(argv[2]), argv[3], int(argv[4]))
+    command = argv[argv.index("--") + 1:]
+    os.set_inheritable(report, False)
     _signal.signal(_signal.SIGINT, _signal.SIG_DFL)  # Python's KeyboardInterrupt would end the Trial
     listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
     listener.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", port))
     listener.listen(128)
     _thread.start_new_thread(_accept, (listener, path))
+    if not os.read(go, 2):
+        _fail("the backend could not apply the memory cap")
+    os.close(go)
     try:
         child = os.posix_spawnp(command[0], command, os.environ,
                                 setsigdef=(_signal.SIGINT, _signal.SIGPIPE, _signal.SIGXFSZ))
     except OSError as e:
-        os.write(2, f"assay sandbox: can't start {command[0]}: {e.strerror}\n".encode())
-        os._exit(127)
-    os.write(status_fd, b"started\n")
+        _fail(f"can't start {command[0]}: {e.strerror}")
+    os.write(report, b"started\n")
     while True:
         pid, status = os.waitpid(-1, 0)
         if pid == child:
             code = os.waitstatus_to_exitcode(status)
-            os.write(status_fd, f"exit {code}\n".encode())
+            os.write(report, f"exit {code}\n".encode())
             os._exit(code if code >= 0 else 128 - code)
+
+
+def _fail(why: str) -> None:
+    os.write(2, f"assay sandbox: {why}\n".encode())
+    os._exit(127)
 
 
 def _accept(listener: _socket.socket, path: str) -> None:

@@ -1,29 +1,38 @@
 """The code-review suite kind: a session reviews a change and must catch a known bug.
 
-Implements ``assay_suite_kinds``. The manifest rules below are the format (docs/eval-tasks.md);
-the session itself (prompt, reports, Graders) lands with roadmap step 7.
+Implements ``assay_suite_kinds``. A Trial's repository ends at the change under review; the
+session must leave it untouched (a changed repository voids the Trial) and writes its review to
+``~/reports/review.md``. The code Grader fails a Trial with no report; the model Grader judges
+the rest against the task's ``catch`` criterion.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from assay import hookimpl
 from assay.evaltasks import EvalTask
-from assay.protocols import Pending
+from assay.prompts import PromptFile
+
+PROMPT = PromptFile("code-review.md", Path(__file__).parent / "prompts" / "code-review.md", ("base", "change", "reports"))
+REPORTS = "reports"  # inside the Trial's fresh home
 
 
-class CodeReviewKind(Pending):
+class CodeReviewKind:
     name = "code-review"
-    kind_label = "suite kind"
-    roadmap = "roadmap step 7: model Graders and the review suites"
     trials_per_task = 3
     graders = ("code", "model")
     required_inputs: tuple[str, ...] = ()
     required_criteria = ("catch",)
     needs_change = True
     needs_origin = False
+    review_only = True
+    wrong_findings = True
+    repository_at = "change"
+    prompts = (PROMPT,)
 
-    def session_prompt(self, task: EvalTask) -> str:
-        raise self._pending()
+    def session_prompt(self, task: EvalTask, factory: Path | None = None) -> str:
+        return PROMPT.render({"base": task.base, "change": task.change or "", "reports": f"~/{REPORTS}"}, factory)
 
 
 @hookimpl

@@ -6,17 +6,13 @@ Implements ``assay_suite_kinds``. Its tasks are graded by the code Grader alone.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from assay import hookimpl
 from assay.evaltasks import EvalTask
+from assay.prompts import PromptFile
 
-PROMPT = """\
-You are working in a git repository checked out on branch `{branch}`.
-Implement the issue below. Commit your work on this branch when you are done: only committed
-work counts, and it is judged by the project's tests, run offline.
-
---- issue ---
-{issue}
-"""
+PROMPT = PromptFile("process.md", Path(__file__).parent / "prompts" / "process.md", ("branch", "issue"))
 
 
 class ProcessKind:
@@ -27,10 +23,11 @@ class ProcessKind:
     required_criteria = ("test_command",)
     needs_change = False
     needs_origin = False
+    prompts = (PROMPT,)
     branch = "main"
 
-    def session_prompt(self, task: EvalTask) -> str:
-        return PROMPT.format(branch=self.branch, issue=task.inputs["issue"].read_text().strip())
+    def session_prompt(self, task: EvalTask, factory: Path | None = None) -> str:
+        return PROMPT.render({"branch": self.branch, "issue": task.inputs["issue"].read_text().strip()}, factory)
 
 
 @hookimpl

@@ -1,29 +1,36 @@
 """The spec-review suite kind: a session reviews a Spec as first published and pushes findings.
 
-Implements ``assay_suite_kinds``. Its tasks get a local bare origin to push to. The manifest
-rules below are the format (docs/eval-tasks.md); the session lands with roadmap step 7.
+Implements ``assay_suite_kinds``. Its Trials get a local bare origin to push to; the code
+Grader fails a Trial that pushed nothing, and the model Grader scores the pushed findings
+against the task's known findings (real or wrong).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from assay import hookimpl
 from assay.evaltasks import EvalTask
-from assay.protocols import Pending
+from assay.prompts import PromptFile
+
+PROMPT = PromptFile("spec-review.md", Path(__file__).parent / "prompts" / "spec-review.md", ("branch", "spec"))
+FINDINGS = "findings.md"
 
 
-class SpecReviewKind(Pending):
+class SpecReviewKind:
     name = "spec-review"
-    kind_label = "suite kind"
-    roadmap = "roadmap step 7: model Graders and the review suites"
     trials_per_task = 1
     graders = ("code", "model")
     required_inputs = ("spec",)
     required_criteria = ("findings",)
     needs_change = False
     needs_origin = True
+    wrong_findings = True
+    prompts = (PROMPT,)
+    branch = "main"
 
-    def session_prompt(self, task: EvalTask) -> str:
-        raise self._pending()
+    def session_prompt(self, task: EvalTask, factory: Path | None = None) -> str:
+        return PROMPT.render({"branch": self.branch, "spec": task.inputs["spec"].read_text().strip()}, factory)
 
 
 @hookimpl

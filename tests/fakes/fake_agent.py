@@ -10,6 +10,9 @@ behaviour is a comma-separated list of steps, e.g. "sleep:0.2,right":
   plan_limit      print a plan-limit event
   background      leave a background process running (its pid goes to $FAKE_SCENARIO.bg)
   crash           exit 3 with no result
+  report:TEXT     write ~/reports/review.md (a code review; "|" becomes a new line)
+  edit            change a file in the repository without committing
+  push:TEXT       commit findings.md and push it to origin (a spec review)
   allocate:MB     allocate and touch MB megabytes (a sandbox's memory cap kills it)
 """
 
@@ -54,6 +57,18 @@ def main() -> int:
         elif name == "background":
             child = subprocess.Popen(["sleep", "300"], start_new_session=True)
             Path(f"{scenario_path}.bg").write_text(str(child.pid))
+        elif name == "report":  # a code review's report, in the fresh home
+            reports = Path(os.environ["HOME"]) / "reports"
+            reports.mkdir(parents=True, exist_ok=True)
+            (reports / "review.md").write_text(arg.replace("|", "\n") + "\n")
+        elif name == "edit":  # a review that touches its repository
+            Path("README").write_text("edited by a review\n")
+        elif name == "push":  # a spec review's findings, committed and pushed to its origin
+            Path("findings.md").write_text(arg.replace("|", "\n") + "\n")
+            git = ["git", "-c", "user.name=agent", "-c", "user.email=agent@fake"]
+            subprocess.run([*git, "add", "findings.md"], check=True)
+            subprocess.run([*git, "commit", "-qm", "findings"], check=True)
+            subprocess.run(["git", "push", "-q", "origin", "HEAD"], check=True)
         elif name == "crash":
             return 3
         elif name == "allocate":

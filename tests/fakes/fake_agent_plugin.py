@@ -17,6 +17,7 @@ from assay.protocols import HarnessBinary, Invocation, Outcome, SessionOutcome, 
 from assay.records import Score
 
 AGENT = Path(__file__).with_name("fake_agent.py")
+JUDGE = Path(__file__).with_name("fake_judge.py")
 
 
 class FakeDecoder:
@@ -75,6 +76,22 @@ class FakeAgentHarness:
         return FakeDecoder()
 
 
+class FakeJudgeHarness(FakeAgentHarness):
+    """A model Grader's session: fake_judge.py reads the packet and writes scores.json."""
+
+    name = "fake-judge"
+
+    def locate(self) -> HarnessBinary:
+        return HarnessBinary(os.path.realpath(sys.executable), "fake-judge 1.0")
+
+    def invocation(self, request) -> Invocation:
+        return Invocation(
+            argv=(request.binary.path, str(JUDGE), request.model or ""), cwd=request.repository,
+            env={"PATH": os.environ.get("PATH", ""), "HOME": str(request.home)}, read_only=(JUDGE,),
+            read_write=(request.repository, request.home), hosts=self.provider_hosts,
+        )
+
+
 class FixtureKind:
     name = "fixture"
     trials_per_task = 2
@@ -84,7 +101,7 @@ class FixtureKind:
     needs_change = False
     needs_origin = False
 
-    def session_prompt(self, task) -> str:
+    def session_prompt(self, task, factory=None) -> str:
         return f"task={task.id}\n" + task.inputs["issue"].read_text()
 
 
@@ -105,7 +122,7 @@ class FixtureGrader:
 
 @hookimpl
 def assay_harnesses():
-    return [FakeAgentHarness()]
+    return [FakeAgentHarness(), FakeJudgeHarness()]
 
 
 @hookimpl

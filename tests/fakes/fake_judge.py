@@ -1,0 +1,34 @@
+#!/usr/bin/env python3
+"""A fake model Grader: reads packet.md in its folder, writes scores.json.
+
+Each submission passes when it says FOUND, is a wrong finding when it says FALSE-ALARM, and is
+borderline when it says MAYBE. Model "sloppy" answers badly once, "broken" always. It prints a
+JSON result line like the fake agent, so the fake Harness's decoder reads it.
+"""
+
+import json
+import re
+import sys
+from pathlib import Path
+
+
+def main() -> int:
+    model = sys.argv[1]
+    packet = Path("packet.md").read_text()
+    Path("seen-by-judge.txt").write_text(f"{model}\n")
+    sections = re.split(r"^## Submission (\w+)\n", packet, flags=re.M)[1:]
+    scores = [{"label": label, "pass": "FOUND" in body, "why": f"judged {label}",
+               "wrong_finding": "FALSE-ALARM" in body, "borderline": "MAYBE" in body}
+              for label, body in zip(sections[::2], sections[1::2])]
+    once = Path(".sloppy-once")
+    if model == "broken" or (model == "sloppy" and not once.exists()):
+        once.write_text("1")
+        Path("scores.json").write_text(json.dumps({"scores": [{"label": "A"}]}))
+    else:
+        Path("scores.json").write_text(json.dumps({"scores": scores}))
+    print(json.dumps({"type": "result", "session": "judge"}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

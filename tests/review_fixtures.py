@@ -1,0 +1,60 @@
+"""Code-review and spec-review suites on real repositories, for the grading tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.experiment_fixtures import git
+
+
+def make_code_review_suite(home: Path, tasks: int = 3, name: str = "reviews") -> list[str]:
+    """Each task: a base, a change that adds a bug (under review), and a later fix the Trial never sees."""
+    suite = home / "evals" / "suites" / name
+    suite.mkdir(parents=True)
+    (suite / "suite.toml").write_text('kind = "code-review"\ndepends_on = ["skills/review/**"]\n')
+    ids = []
+    for i in range(1, tasks + 1):
+        task = suite / f"bug-{i}"
+        repo = task / "repo"
+        repo.mkdir(parents=True)
+        git(repo, "init", "-q", "-b", "main")
+        (repo / "pager.py").write_text("def pages(n, size):\n    return -(-n // size)\n")
+        (repo / "README").write_text("pager\n")
+        git(repo, "add", ".")
+        git(repo, "commit", "-qm", "pager")
+        base = git(repo, "rev-parse", "HEAD")
+        (repo / "pager.py").write_text("def pages(n, size):\n    return n // size\n")
+        git(repo, "commit", "-qam", f"simplify pages ({i})")
+        change = git(repo, "rev-parse", "HEAD")
+        (repo / "pager.py").write_text("def pages(n, size):\n    return -(-n // size)  # the fix\n")
+        git(repo, "commit", "-qam", "fix the last page: LATER-FIX")
+        (task / "task.toml").write_text(
+            f'repository = "repo"\nbase = "{base}"\nchange = "{change}"\n'
+            '[criteria]\ncatch = "pages() drops the last, partial page (floor instead of ceiling division)"\n'
+        )
+        ids.append(f"{name}/bug-{i}")
+    return ids
+
+
+def make_spec_review_suite(home: Path, tasks: int = 2, name: str = "specs") -> list[str]:
+    suite = home / "evals" / "suites" / name
+    suite.mkdir(parents=True)
+    (suite / "suite.toml").write_text('kind = "spec-review"\n')
+    ids = []
+    for i in range(1, tasks + 1):
+        task = suite / f"spec-{i}"
+        repo = task / "repo"
+        repo.mkdir(parents=True)
+        git(repo, "init", "-q", "-b", "main")
+        (repo / "SPEC.md").write_text("# Export\nExports run nightly.\n")
+        git(repo, "add", ".")
+        git(repo, "commit", "-qm", "spec")
+        base = git(repo, "rev-parse", "HEAD")
+        (task / "spec.md").write_text("Exports run nightly and hourly. Times are local.\n")
+        (task / "task.toml").write_text(
+            f'repository = "repo"\nbase = "{base}"\n[inputs]\nspec = "spec.md"\n[criteria]\n'
+            'findings = [{ text = "nightly and hourly contradict", real = true }, '
+            '{ text = "local time is fine", real = false }]\n'
+        )
+        ids.append(f"{name}/spec-{i}")
+    return ids

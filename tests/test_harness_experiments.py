@@ -1,0 +1,144 @@
+"""Whole Experiments through the real Claude and Codex Harnesses, driven by fake CLIs on PATH."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from tests import test_harness_claude as claude
+from tests import test_harness_codex as codex
+from tests.conftest import run_cli
+from tests.experiment_fixtures import PLUGINS, git, make_suite
+from tests.fakes.fake_cli import install
+
+
+@pytest.fixture
+def factory(tmp_path: Path) -> Path:
+    """A Factory whose Arms are Claude (Baseline, main) and, by flag, Claude or Codex (Candidate)."""
+    root = tmp_path / "factory"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "assay.toml").write_text('[defaults]\nharness = "claude"\nmodel = "opus"\n')
+    git(root, "add", ".")
+    git(root, "commit", "-qm", "factory")
+    return root
+
+
+def experiment(home: Path, factory: Path, bin_dir: Path, *args: str):
+    return run_cli(home, "experiment", "HEAD", "--factory", str(factory), "--suite", "fixture",
+                   "--sandbox", "none", "--trials-per-task", "1", "--json", *args, plugins=PLUGINS,
+                   PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+
+def steps(events: list) -> list[dict]:
+    return [{"line": e} for e in events]
+
+
+def records(home: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(home.glob("evals/experiments/*/trials/*/*/attempt-*/trial.json"))]
+
+
+def test_success_records_cost_tokens_and_the_real_version(assay_home, tmp_path, factory):
+    bin_dir = tmp_path / "bin"
+    install(bin_dir, "claude", {"version": "2.1.197 (Claude Code)", "steps": steps(claude.SUCCESS)})
+    install(bin_dir, "codex", {"version": "codex-cli 0.171.0", "steps": steps(codex.SUCCESS)})
+    make_suite(assay_home, tasks=2)
+    result = experiment(assay_home, factory, bin_dir, "--candidate-harness", "codex", "--candidate-model", "gpt")
+    assert result.returncode == 0, result.stderr
+    setup = json.loads(next(assay_home.glob("evals/experiments/*/setup.json")).read_text())
+    assert setup["baseline"]["harness_version"] == "2.1.197"
+    assert setup["candidate"]["harness_version"] == "0.171.0"
+    assert setup["baseline"]["harness_path"] == str((bin_dir / "claude").resolve())
+    by_arm = {r["arm"]: r for r in records(assay_home) if r["task"] == "fixture/t1"}
+    assert by_arm["baseline"]["outcome"] == "delivered" and by_arm["baseline"]["cost_usd"] == 0.0123
+    assert by_arm["baseline"]["tokens"]["output_tokens"] == 40 and by_arm["baseline"]["turns"] == 2
+    assert by_arm["candidate"]["outcome"] == "delivered" and by_arm["candidate"]["tokens"]["input_tokens"] == 200
+    log = Path(next(assay_home.glob("evals/experiments/*/trials/fixture__t1/baseline-0/attempt-0/session.log")))
+    assert json.loads(log.read_text().splitlines()[0])["subtype"] == "init"
+
+
+@pytest.mark.parametrize("harness, stream", [
+    ("claude", claude.PLAN_LIMITS["rate_limit_event rejected"]),
+    ("claude", claude.PLAN_LIMITS["usage_limit_reached 429"]),
+    ("codex", [codex.STARTED, codex.TURN, codex.error(codex.USAGE_LIMIT), codex.turn_failed(codex.USAGE_LIMIT)]),
+])
+def test_each_plan_limit_shape_pauses_the_experiment(assay_home, tmp_path, factory, harness, stream):
+    bin_dir = tmp_path / "bin"
+    install(bin_dir, "claude", {"version": "2.1.197 (Claude Code)", "steps": steps(claude.SUCCESS)})
+    install(bin_dir, "codex", {"version": "codex-cli 0.171.0", "steps": steps(codex.SUCCESS)})
+    install(bin_dir, harness, {"version": "2.1.197 (Claude Code)" if harness == "claude" else "codex-cli 0.171.0",
+                               "steps": steps(stream), "exit": 1})
+    make_suite(assay_home, tasks=4)
+    args = ("--candidate-model", "other") if harness == "claude" else ("--candidate-harness", "codex")
+    paused = experiment(assay_home, factory, bin_dir, "--workers", "1", *args)
+    assert paused.returncode == 3, paused.stderr
+    assert json.loads(paused.stdout.strip().splitlines()[-1])["outcome"] == "paused"
+    voids = [r for r in records(assay_home) if r["outcome"] == "void"]
+    assert voids and {r["void_cause"] for r in voids} == {"plan_limit"}
+    assert len(records(assay_home)) < 8, "no new Trial started after the warning"
+    install(bin_dir, harness, {"version": "2.1.197 (Claude Code)" if harness == "claude" else "codex-cli 0.171.0",
+                               "steps": steps(claude.SUCCESS if harness == "claude" else codex.SUCCESS)})
+    finished = experiment(assay_home, factory, bin_dir, "--workers", "1", *args)
+    assert finished.returncode == 0, finished.stderr
+
+
+def test_a_server_error_before_work_voids_the_trial(assay_home, tmp_path, factory):
+    bin_dir = tmp_path / "bin"
+    install(bin_dir, "claude", {"version": "2.1.197 (Claude Code)", "steps": steps(claude.SUCCESS)})
+    install(bin_dir, "codex", {"version": "codex-cli 0.171.0", "exit": 1, "steps": steps([
+        codex.STARTED, codex.TURN, codex.error("Reconnecting... 1/5 (unexpected status 500 Internal Server Error)"),
+        codex.turn_failed("unexpected status 500 Internal Server Error")])})
+    make_suite(assay_home, tasks=1)
+    result = experiment(assay_home, factory, bin_dir, "--candidate-harness", "codex")
+    assert result.returncode == 0, result.stderr
+    candidate = [r for r in records(assay_home) if r["arm"] == "candidate"]
+    assert [(r["outcome"], r["void_cause"]) for r in candidate] == [("void", "server_error")] * 3
+
+
+def test_malformed_and_interleaved_lines_still_decode(assay_home, tmp_path, factory):
+    bin_dir = tmp_path / "bin"
+    noisy = [{"raw": "not json\n"}, {"line": claude.INIT}, {"raw": '{"type": "assis'},
+             {"line": claude.rate_limit("allowed")}, *steps(claude.SUCCESS[1:])]
+    install(bin_dir, "claude", {"version": "2.1.197 (Claude Code)", "steps": noisy})
+    make_suite(assay_home, tasks=1)
+    result = experiment(assay_home, factory, bin_dir, "--candidate-model", "other")
+    assert result.returncode == 0, result.stderr
+    assert {(r["outcome"], r["cost_usd"]) for r in records(assay_home)} == {("delivered", 0.0123)}
+
+
+def test_a_hang_is_killed_at_the_timeout_and_is_a_fail(assay_home, tmp_path, factory):
+    bin_dir = tmp_path / "bin"
+    install(bin_dir, "claude", {"version": "2.1.197 (Claude Code)", "steps": steps(claude.SUCCESS)})
+    install(bin_dir, "codex", {"version": "codex-cli 0.171.0", "steps": [{"line": codex.STARTED}, {"hang": True}]})
+    make_suite(assay_home, tasks=1)
+    started = time.monotonic()
+    result = experiment(assay_home, factory, bin_dir, "--candidate-harness", "codex", "--timeout", "3")
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - started < 60
+    by_arm = {r["arm"]: r for r in records(assay_home)}
+    assert by_arm["baseline"]["outcome"] == "delivered"
+    assert by_arm["candidate"]["outcome"] == "timeout"
+    scores = {json.loads(p.read_text())["arm"]: json.loads(p.read_text())
+              for p in assay_home.glob("evals/experiments/*/scores/*/*.json")}
+    assert scores["candidate"]["passed"] is False and "timeout" in scores["candidate"]["why"]
+
+
+def _alive(pid: int) -> bool:
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.parametrize("spawn", [{"new_session": True}, {"daemon": True}, {}])
+def test_a_background_process_the_session_leaves_is_gone_when_its_trial_ends(assay_home, tmp_path, factory, spawn):
+    bin_dir = tmp_path / "bin"
+    pidfile = tmp_path / "bg.pid"
+    install(bin_dir, "claude", {"version": "2.1.197 (Claude Code)", "steps": [
+        {"spawn": {"pidfile": str(pidfile), **spawn}}, *steps(claude.SUCCESS)]})
+    make_suite(assay_home, tasks=1)
+    result = experiment(assay_home, factory, bin_dir, "--candidate-model", "other")
+    assert result.returncode == 0, result.stderr
+    assert not _alive(int(pidfile.read_text()))

@@ -1,0 +1,208 @@
+"""Model Graders with blind packets, Scores and rechecks, on code-review and spec-review suites.
+
+Fake Harnesses act as the Trials' agents (fake-agent) and as the model Grader (fake-judge).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.experiment_fixtures import PLUGINS, git, scenario
+from tests.review_fixtures import make_code_review_suite, make_spec_review_suite
+
+
+@pytest.fixture
+def factory(tmp_path: Path) -> Path:
+    root = tmp_path / "factory"
+    (root / "skills" / "review").mkdir(parents=True)
+    git(root, "init", "-q", "-b", "main")
+    (root / "assay.toml").write_text('[defaults]\nharness = "fake-agent"\nmodel = "opus-7"\n')
+    (root / "skills" / "review" / "SKILL.md").write_text("Review carefully.\n")
+    git(root, "add", ".")
+    git(root, "commit", "-qm", "factory")
+    return root
+
+
+def experiment(home: Path, factory: Path, sc: Path, suite: str, *args: str):
+    return run_cli(home, "experiment", "HEAD", "--factory", str(factory), "--suite", suite, "--sandbox", "none",
+                   "--candidate-model", "sonnet-9", "--json", *args, plugins=PLUGINS, FAKE_SCENARIO=str(sc))
+
+
+def exp_path(home: Path) -> Path:
+    [path] = (home / "evals" / "experiments").iterdir()
+    return path
+
+
+def scores(home: Path) -> dict[str, dict]:
+    out = {}
+    for path in exp_path(home).glob("scores/*/*.json"):
+        if not path.name.endswith(".recheck.json"):
+            s = json.loads(path.read_text())
+            out[f"{s['task']}:{s['arm']}-{s['index']}"] = s
+    return out
+
+
+REVIEWS = {
+    "opus-7": {"*": "report:## Findings|pages() uses floor division: FOUND the lost last page."
+                    "|Generated with Claude Code|Co-Authored-By: Claude <noreply@anthropic.com>|reviewed by opus-7"},
+    "sonnet-9": {"*": "report:## Findings|Looks fine to me. FALSE-ALARM: the README is too short."},
+}
+
+
+def test_packets_are_blind_and_scores_come_from_another_family(assay_home, tmp_path, factory):
+    tasks = make_code_review_suite(assay_home, tasks=3)
+    sc = scenario(tmp_path / "s.json", REVIEWS)
+    result = experiment(assay_home, factory, sc, "reviews", "--trials-per-task", "2",
+                        "--model-grader", "fake-agent:haiku-1", "--model-grader", "fake-judge:judge-1")
+    assert result.returncode == 0, result.stderr
+    grading = exp_path(assay_home) / "grading"
+    label_orders = []
+    for task in tasks:
+        folder = grading / task.replace("/", "__")
+        text = (folder / "packet" / "packet.md").read_text()
+        for leak in ("Generated with", "Co-Authored-By", "opus-7", "sonnet-9", "fake-agent", "baseline",
+                     "candidate", "Claude", "LATER-FIX"):
+            assert leak.lower() not in text.lower(), f"{leak!r} reached the packet of {task}"
+        assert "pages() drops the last, partial page" in text  # the written criterion
+        assert "return n // size" in text  # the diff under review
+        labels = json.loads((folder / "labels.json").read_text())
+        assert sorted(labels) == ["A", "B", "C", "D"]
+        assert sorted(labels.values()) == sorted(f"{task}:{a}-{i}" for a in ("baseline", "candidate") for i in (0, 1))
+        label_orders.append(tuple(labels.values()))
+        assert not (folder / "packet" / "labels.json").exists()
+        assert (folder / "packet" / "seen-by-judge.txt").read_text().strip() == "judge-1"
+    assert len(set(tuple(v.split(":")[1] for v in order) for order in label_orders)) > 1, "labels are shuffled"
+    got = scores(assay_home)
+    assert len(got) == 12
+    assert {s["grader"] for s in got.values()} == {"model:fake-judge:judge-1"}
+    assert all(s["passed"] for k, s in got.items() if ":baseline-" in k)
+    assert all(not s["passed"] and s["wrong_finding"] for k, s in got.items() if ":candidate-" in k)
+    verdict = json.loads((exp_path(assay_home) / "verdict.json").read_text())
+    assert verdict["wrong_findings"][0]["verdict"] in ("fail", "inconclusive")
+    assert verdict["groups"][0]["baseline"]["pass_k"] == 1.0 and verdict["groups"][0]["candidate"]["pass_k"] == 0.0
+
+
+def test_the_grader_never_runs_on_an_arm_s_model_when_another_is_configured(assay_home, tmp_path, factory):
+    make_code_review_suite(assay_home, tasks=1)
+    sc = scenario(tmp_path / "s.json", REVIEWS)
+    result = experiment(assay_home, factory, sc, "reviews", "--trials-per-task", "1",
+                        "--model-grader", "fake-judge:opus-7", "--model-grader", "fake-judge:sonnet-9",
+                        "--model-grader", "fake-judge:judge-2")
+    assert result.returncode == 0, result.stderr
+    assert {s["grader"] for s in scores(assay_home).values()} == {"model:fake-judge:judge-2"}
+
+
+def test_a_review_that_changes_its_repository_is_void_and_one_without_report_fails(assay_home, tmp_path, factory):
+    tasks = make_code_review_suite(assay_home, tasks=2)
+    sc = scenario(tmp_path / "s.json", {"opus-7": {"*": "report:FOUND it"}, "sonnet-9": {"*": "edit,report:FOUND it"}})
+    result = experiment(assay_home, factory, sc, "reviews", "--trials-per-task", "1",
+                        "--model-grader", "fake-judge:judge-1")
+    assert result.returncode == 0, result.stderr
+    shown = json.loads(run_cli(assay_home, "experiments", json.loads(result.stdout.splitlines()[-1])["id"], "--json",
+                               plugins=PLUGINS).stdout)
+    assert shown["void_causes"]["candidate"] == {"repository_changed": 6}
+    assert all(t["dropped"] for t in shown["tasks"])
+    sc2 = scenario(tmp_path / "s2.json", {"opus-7": {"*": "report:FOUND it"}, "sonnet-9": {"*": "sleep:0"}})
+    home2 = tmp_path / "home2"
+    make_code_review_suite(home2, tasks=1)
+    result = experiment(home2, factory, sc2, "reviews", "--trials-per-task", "1", "--model-grader", "fake-judge:judge-1")
+    assert result.returncode == 0, result.stderr
+    got = scores(home2)
+    assert got[f"{tasks[0]}:candidate-0"]["grader"] == "code"
+    assert "left no report" in got[f"{tasks[0]}:candidate-0"]["why"]
+    assert got[f"{tasks[0]}:baseline-0"]["grader"] == "model:fake-judge:judge-1"
+
+
+def test_an_invalid_answer_is_asked_again_once_then_left_pending(assay_home, tmp_path, factory):
+    make_code_review_suite(assay_home, tasks=1)
+    sc = scenario(tmp_path / "s.json", REVIEWS)
+    sloppy = experiment(assay_home, factory, sc, "reviews", "--trials-per-task", "1", "--model-grader", "fake-judge:sloppy")
+    assert sloppy.returncode == 0, sloppy.stderr
+    assert {s["pending"] for s in scores(assay_home).values()} == {None}
+    assert (exp_path(assay_home) / "grading" / "reviews__bug-1" / "session-1").is_dir()
+
+    home2 = tmp_path / "home2"
+    make_code_review_suite(home2, tasks=1)
+    broken = experiment(home2, factory, sc, "reviews", "--trials-per-task", "1", "--model-grader", "fake-judge:broken")
+    assert broken.returncode == 0, broken.stderr
+    pending = {s["pending"] for s in scores(home2).values()}
+    assert len(pending) == 1 and "invalid twice" in pending.pop()
+    verdict = json.loads((exp_path(home2) / "verdict.json").read_text())
+    assert verdict["final"] is False and verdict["pending"] == ["reviews/bug-1"]
+    inbox = json.loads(run_cli(home2, "inbox", "--json", plugins=PLUGINS).stdout)
+    assert [r["waiting"] for r in inbox["needs_you"]] == ["Scores pending for reviews/bug-1"]
+
+
+def test_a_recheck_of_a_decisive_score_moves_the_verdict_and_makes_it_final(assay_home, tmp_path, factory):
+    make_code_review_suite(assay_home, tasks=3)
+    sc = scenario(tmp_path / "s.json", {"opus-7": {"*": "report:FOUND it"}, "sonnet-9": {"*": "report:MAYBE nothing"}})
+    result = experiment(assay_home, factory, sc, "reviews", "--trials-per-task", "1", "--model-grader", "fake-judge:j")
+    assert result.returncode == 0, result.stderr
+    exp_id = json.loads(result.stdout.splitlines()[-1])["id"]
+    verdict = json.loads((exp_path(assay_home) / "verdict.json").read_text())
+    assert verdict["final"] is False
+    listed = {item["trial"]: item for item in verdict["recheck"]}
+    assert {k for k, v in listed.items() if v["borderline"]} == {f"reviews/bug-{i}:candidate-0" for i in (1, 2, 3)}
+    decisive = [k for k, v in listed.items() if v["decisive"]]
+    assert decisive, "with 3 tasks, one flipped Score changes this Verdict"
+    flip = decisive[0]
+    before = verdict["verdict"]
+    answer = run_cli(assay_home, "recheck", exp_id, flip, "--fail" if listed[flip]["passed"] else "--pass",
+                     "--why", "I read the review myself", "--json", plugins=PLUGINS)
+    assert answer.returncode == 0, answer.stderr
+    after = json.loads(answer.stdout)
+    assert after["verdict"] != before
+    recheck = json.loads(next(exp_path(assay_home).glob("scores/*/*.recheck.json")).read_text())
+    assert recheck["why"] == "I read the review myself" and recheck["passed"] is not listed[flip]["passed"]
+    grader_score = scores(assay_home)[flip]
+    assert grader_score["passed"] is listed[flip]["passed"], "the Grader's Score is kept beside the recheck"
+    for _ in range(12):
+        waiting = json.loads(run_cli(assay_home, "recheck", exp_id, flip, "--pass" if after["verdict"] == "pass" else "--fail",
+                                     "--why", "same", "--json", plugins=PLUGINS).stdout)["waiting"]
+        if not waiting:
+            break
+        flip = waiting[0]
+        after = json.loads(run_cli(assay_home, "recheck", exp_id, flip, "--fail", "--why", "checked", "--json",
+                                   plugins=PLUGINS).stdout)
+    final = json.loads((exp_path(assay_home) / "verdict.json").read_text())
+    assert final["final"] is True and all(item["rechecked"] for item in final["recheck"])
+    bad = run_cli(assay_home, "recheck", exp_id, "reviews/nope:baseline-0", "--pass", "--why", "x", plugins=PLUGINS)
+    assert bad.returncode == 2 and "has no Trial 'reviews/nope:baseline-0'" in bad.stderr
+
+
+def test_spec_review_pushes_findings_to_its_origin_and_they_are_graded(assay_home, tmp_path, factory):
+    make_spec_review_suite(assay_home, tasks=2)
+    sc = scenario(tmp_path / "s.json", {"opus-7": {"*": "push:- FOUND nightly and hourly contradict"},
+                                        "sonnet-9": {"*": "right"}})
+    result = experiment(assay_home, factory, sc, "specs", "--model-grader", "fake-judge:judge-1")
+    assert result.returncode == 0, result.stderr
+    got = scores(assay_home)
+    assert got["specs/spec-1:baseline-0"]["passed"] is True
+    assert got["specs/spec-1:baseline-0"]["grader"] == "model:fake-judge:judge-1"
+    assert got["specs/spec-1:candidate-0"]["grader"] == "code"
+    assert "pushed nothing" in got["specs/spec-1:candidate-0"]["why"]
+    packet = (exp_path(assay_home) / "grading" / "specs__spec-1" / "packet" / "packet.md").read_text()
+    assert "FOUND nightly and hourly contradict" in packet and "local time is fine" in packet
+
+
+def test_prompts_are_listed_and_render_with_their_inputs(assay_home, tmp_path):
+    result = run_cli(assay_home, "prompts", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = {r["name"]: r for r in json.loads(result.stdout)}
+    assert {"code-review.md", "spec-review.md", "process.md", "grader.md"} <= set(rows)
+    from assay.prompts import PromptFile
+
+    for row in rows.values():
+        prompt = PromptFile(row["name"], Path(row["file"]), tuple(row["inputs"]))
+        text = prompt.render({name: f"<<{name}>>" for name in row["inputs"]})
+        for name in row["inputs"]:
+            assert f"<<{name}>>" in text
+    factory = tmp_path / "build"
+    (factory / "prompts").mkdir(parents=True)
+    (factory / "prompts" / "process.md").write_text("Our own words: $issue on $branch\n")
+    overridden = {r["name"]: r for r in json.loads(run_cli(assay_home, "prompts", "--json", "--factory", str(factory)).stdout)}
+    assert overridden["process.md"]["overridden"] is True and overridden["process.md"]["file"].startswith(str(factory))
