@@ -54,7 +54,7 @@ class BenchKind:
     needs_change = False
     needs_origin = False
 
-    def session_prompt(self, task) -> str:
+    def session_prompt(self, task, factory=None) -> str:
         return "do nothing"
 
 
