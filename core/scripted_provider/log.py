@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from assay.scripted_provider import anthropic, openai
+from assay.scripted_provider.wire import Api
 
 SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "cookie", "chatgpt-account-id"})
 # Claude's WebSearch/WebFetch, Codex's web_search, Anthropic's server tools (web_search_20250305, web_fetch_…).
 WEB_TOOL = re.compile(r"web_?(search|fetch)", re.IGNORECASE)
-_APIS = {api.name: api for api in (anthropic, openai)}
 
 
 def redact(headers: Mapping[str, str]) -> dict[str, str]:
@@ -53,8 +53,9 @@ class LogWriter:
 class ProviderLog:
     """The logged requests of one provider, read back from its JSONL file."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, apis: tuple[Api, ...] = (anthropic, openai)) -> None:
         self.path = path
+        self._apis = {api.name: api for api in apis}
 
     def entries(self) -> list[dict[str, Any]]:
         return [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
@@ -69,7 +70,7 @@ class ProviderLog:
 
     def offered_tools(self, api: str | None = None) -> set[str]:
         """Every tool name offered to the model in any request."""
-        return {name for e in self.model_requests(api) for name in _APIS[e["api"]].offered_tools(e["body"])}
+        return {name for e in self.model_requests(api) for name in self._apis[e["api"]].offered_tools(e["body"])}
 
     def web_tools_offered(self, api: str | None = None) -> set[str]:
         """The offered tools that search or fetch the web; empty when web access is off."""
