@@ -45,7 +45,7 @@ _TEXT_CAUSES: tuple[tuple[VoidCause, re.Pattern[str]], ...] = tuple(
          r"|token (has )?expired|authentication_failed|invalid (api key|bearer token)|\b401\b"),
         (VoidCause.SERVER_ERROR,
          r"(status|error|http)[: ]+5\d\d\b|\b5\d\d (internal server error|bad gateway|service unavailable"
-         r"|gateway timeout)|internal server error|overloaded|experiencing high load|server_error"),
+         r"|gateway timeout)|internal server error|overloaded|experiencing high (load|demand)|server_error"),
         (VoidCause.PROVIDER_UNREACHABLE,
          r"connection (refused|error|failed|reset|timed out)|unable to connect|econnrefused|enotfound"
          r"|etimedout|eai_again|failed to lookup address|name does not resolve|could not resolve"

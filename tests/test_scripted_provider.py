@@ -577,12 +577,8 @@ def test_real_codex_at_its_usage_limit_is_void_plan_limit(real_session) -> None:
     assert session.events[-1]["type"] == "turn.failed"
 
 
-@pytest.mark.parametrize("status", [
-    503,
-    pytest.param(500, marks=pytest.mark.xfail(strict=True, reason=(
-        "codex 0.171 reports any 500 as \"We're currently experiencing high demand, which may cause temporary "
-        "errors.\", which the Codex decoder does not yet read as a server error"))),
-])
+# codex 0.171 reports any 500 as "We're currently experiencing high demand, which may cause temporary errors."
+@pytest.mark.parametrize("status", [503, 500])
 def test_real_codex_with_a_server_error_before_work_is_void_server_error(real_session, status: int) -> None:
     session = real_session("codex", Script(turns=(Turn(server_error=ServerError(status=status)),)))
     assert (session.outcome.outcome, session.outcome.void_cause) == (Outcome.VOID, VoidCause.SERVER_ERROR)
