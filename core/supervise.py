@@ -26,6 +26,10 @@ def _never() -> bool:
     return False
 
 
+def _nothing() -> None:
+    return None
+
+
 @attrs.frozen
 class Supervisor:
     """The shared process handling of a sandbox backend; ``name`` is the backend's.
@@ -55,13 +59,15 @@ class Supervisor:
         stop_signals: Sequence[int],
         preexec_fn: Callable[[], None] | None = become_subreaper,
         pass_fds: Sequence[int] = (),
+        on_start: Callable[[], None] = _nothing,
         signal_stop: Callable[[ProcessTree, int], None] = ProcessTree.signal_leader_group,
         end_early: Callable[[], bool] = _never,
     ) -> ProcessResult:
         """Run ``argv`` in a session of its own until it exits, ``timeout`` passes or ``end_early()``.
 
         ``preexec_fn`` runs in the child before ``exec`` (None lets the child start by the faster
-        vfork path). ``end_early`` is asked every ``poll`` seconds; when it says so the session is
+        vfork path); ``on_start`` runs here once it has started (to close what ``pass_fds`` handed
+        over, say). ``end_early`` is asked every ``poll`` seconds; when it says so the session is
         stopped as at a timeout, but not reported as timed out. Cancellation stops it the same way
         and re-raises once nothing is left.
         """
@@ -70,6 +76,7 @@ class Supervisor:
             list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env=dict(env), cwd=cwd, start_new_session=True, preexec_fn=preexec_fn, pass_fds=tuple(pass_fds),
         )
+        on_start()
         tree = ProcessTree(proc.pid)
         tail = bytearray()
         stdout_done, stderr_done = trio.Event(), trio.Event()

@@ -306,10 +306,23 @@ def test_past_its_memory_cap_a_trial_is_killed_and_void(bwrap: BwrapBackend, wor
     caps = cgroup_caps()
     before = set(caps.parent.glob("assay-trial-*"))
     code = "print('start', flush=True); held = bytearray(512 << 20); print('survived', flush=True)"
-    result, lines = run(attrs.evolve(bwrap, memory=128 << 20), world, code)
+    result, lines = run(attrs.evolve(bwrap, memory_limit=128 << 20), world, code)
     assert result.void_cause is VoidCause.MEMORY_CAP and not result.timed_out
     assert lines == ["start"]
     assert set(caps.parent.glob("assay-trial-*")) <= before  # the Trial's cgroup went with it
+
+
+def test_without_a_cgroup_each_process_gets_the_data_limit(bwrap: BwrapBackend, world: World) -> None:
+    code = """
+        import resource
+        print(resource.getrlimit(resource.RLIMIT_DATA)[0], flush=True)
+        held = bytearray(512 << 20)
+    """
+    fallback = attrs.evolve(bwrap, memory_limit=256 << 20, memory_caps=memory.MemoryCaps("rlimit data"))
+    result, lines = run(fallback, world, code)
+    assert lines == [str(256 << 20)]
+    assert result.exit_code == 1 and "MemoryError" in result.stderr_tail  # a failed allocation, not a kill
+    assert result.void_cause is None  # so it can't be told from a crash
 
 
 def test_a_sandbox_that_cannot_start_is_void_not_a_fail(bwrap: BwrapBackend, world: World, tmp_path: Path) -> None:

@@ -10,9 +10,9 @@ it is cancelled; then the PID namespace, the proxy and the cap go with it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -22,6 +22,7 @@ import attrs
 import trio
 
 from assay.plugins.sandbox_bwrap import memory, mounts
+from assay.plugins.sandbox_bwrap.handshake import Handshake
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, resolver
 from assay.proctree import ProcessTree
 from assay.protocols import Invocation, ProcessResult, SandboxCheck, VoidCause
@@ -48,84 +49,83 @@ _USERNS_HINTS = (
 class BwrapBackend(Supervisor):
     """Runs an :class:`Invocation` in bwrap.
 
-    ``memory`` is each Trial's cap in bytes (default: ``$ASSAY_TRIAL_MEMORY``, e.g. ``8G``, else
-    half this machine's memory). ``hosts_file`` gives the proxy names it answers without DNS,
-    as a private hosts file (tests point names at their own servers).
+    ``memory_limit`` is each Trial's cap in bytes (default: ``$ASSAY_TRIAL_MEMORY``, e.g. ``8G``, else
+    half this machine's memory); ``memory_caps`` how it is enforced (default: the strongest way
+    this machine offers). ``hosts_file`` gives the proxy names it answers without DNS, as a
+    private hosts file (tests point names at their own servers).
     """
 
     name = "bwrap"
-    memory: int | None = None
+    memory_limit: int | None = None
+    memory_caps: memory.MemoryCaps | None = None
     hosts_file: Mapping[str, Sequence[str]] = attrs.field(factory=dict)
     executable: str = "bwrap"
 
     def check(self) -> SandboxCheck:
-        """Run a real, empty Trial (relay and memory cap included) and say which cap Trials get."""
-        caps = memory.detect()
-        described = caps.describe(self._limit())
+        """Run a real, empty Trial (proxy, relay and memory cap included); say which cap Trials get.
+
+        It runs a trio loop of its own, so call it outside one.
+        """
+        described = self._caps().describe(self._limit())
         if shutil.which(self.executable) is None:
             return SandboxCheck(False, f"{self.executable} is not installed (apt-get install bubblewrap)", described)
-        cap = caps.start(self._limit())
-        try:
-            with tempfile.TemporaryDirectory(prefix="assay-check-") as sockets:
-                read_status, write_status = os.pipe()
-                try:
-                    invocation = Invocation(argv=("true",), cwd=Path("/"))
-                    done = subprocess.run(
-                        self.command(invocation, Path(sockets), write_status, cap), env={"PATH": "/usr/bin:/bin"},
-                        pass_fds=(write_status,), capture_output=True, text=True, timeout=30,
-                    )
-                finally:
-                    os.close(write_status)
-                    status = _read_status(read_status)
-        finally:
-            cap.remove()
-        if done.returncode == 0 and "exit 0" in status:
+        with tempfile.TemporaryDirectory(prefix="assay-check-") as folder:
+            invocation = Invocation(argv=("true",), cwd=Path(folder), env={"PATH": "/usr/bin:/bin"},
+                                    read_write=(Path(folder),))
+            try:
+                result = trio.run(functools.partial(self.run, invocation, timeout=30, on_line=lambda line: None))
+            except OSError as e:
+                return SandboxCheck(False, f"{type(e).__name__}: {e}", described)
+        if result.exit_code == 0 and result.void_cause is None:
             return SandboxCheck(True, "", described)
-        return SandboxCheck(False, _why(done.stderr), described)
+        return SandboxCheck(False, _why(result.stderr_tail), described)
 
     async def run(
         self, invocation: Invocation, *, timeout: float, on_line: Callable[[str], None]
     ) -> ProcessResult:
-        cap = memory.detect().start(self._limit())
+        cap = self._caps().start(self._limit())
+        handshake = Handshake.open()
         try:
             with tempfile.TemporaryDirectory(prefix="assay-proxy-") as sockets:
                 proxy = Proxy(
                     Allowlist.of(invocation.hosts), (invocation.log_dir or invocation.cwd.parent) / PROXY_LOG,
                     resolver(self.hosts_file), own_addresses(),
                 )
-                read_status, write_status = os.pipe()
-                try:
-                    async with trio.open_nursery() as nursery:
-                        await nursery.start(proxy.serve, Path(sockets) / SOCKET)
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(proxy.serve, Path(sockets) / SOCKET)
+                    async with trio.open_nursery() as reports:
+                        reports.start_soon(handshake.follow, cap)
                         result = await self.supervise(
-                            self.command(invocation, Path(sockets), write_status, cap), cwd=invocation.cwd,
+                            self.command(invocation, Path(sockets), handshake), cwd=invocation.cwd,
                             env={**invocation.env, **dict.fromkeys(PROXY_ENV, f"http://127.0.0.1:{RELAY_PORT}")},
                             timeout=timeout, on_line=on_line, stop_signals=invocation.stop_signals,
-                            preexec_fn=None, pass_fds=(write_status,), signal_stop=_signal_session,
-                            end_early=cap.killed,
+                            preexec_fn=None, pass_fds=handshake.child_ends, on_start=handshake.hand_over,
+                            signal_stop=_signal_session, end_early=cap.killed,
                         )
-                        nursery.cancel_scope.cancel()
-                finally:
-                    os.close(write_status)
-                    status = _read_status(read_status)
-            return _reading(result, status, capped=cap.killed())
+                        reports.cancel_scope.deadline = trio.current_time() + self.drain  # the last reports
+                    nursery.cancel_scope.cancel()
+            return _reading(result, handshake, capped=cap.killed())
         finally:
+            handshake.close()
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(cap.remove)
 
-    def command(self, invocation: Invocation, sockets: Path, status_fd: int, cap: memory.TrialCap) -> list[str]:
-        """The bwrap command line for ``invocation``, its proxy's socket folder, status pipe and cap."""
+    def command(self, invocation: Invocation, sockets: Path, handshake: Handshake) -> list[str]:
+        """The bwrap command line for ``invocation``, its proxy's socket folder and its handshake."""
         return [
-            self.executable, *ISOLATION, *mounts.toolchains(), *mounts.binds(invocation), *cap.binds(INSIDE),
+            self.executable, *ISOLATION, "--json-status-fd", str(handshake.report_bwrap),
+            *mounts.toolchains(), *mounts.binds(invocation),
             "--ro-bind", str(RELAY), str(INSIDE / RELAY.name), "--ro-bind", str(sockets), str(INSIDE / "proxy"),
             "--chdir", str(invocation.cwd), "--",
-            os.path.realpath(sys.executable), "-I", "-S", str(INSIDE / RELAY.name),
-            str(status_fd), str(INSIDE / "proxy" / SOCKET), str(RELAY_PORT), *cap.relay_args(INSIDE),
-            "--", *invocation.argv,
+            os.path.realpath(sys.executable), "-I", "-S", str(INSIDE / RELAY.name), str(handshake.report_relay),
+            str(handshake.go_read), str(INSIDE / "proxy" / SOCKET), str(RELAY_PORT), "--", *invocation.argv,
         ]
 
     def _limit(self) -> int:
-        return self.memory or memory.default_limit()
+        return self.memory_limit or memory.default_limit()
+
+    def _caps(self) -> memory.MemoryCaps:
+        return self.memory_caps or memory.detect()
 
 
 def _signal_session(tree: ProcessTree, signum: int) -> None:
@@ -140,21 +140,15 @@ def _signal_session(tree: ProcessTree, signum: int) -> None:
                 os.killpg(proc.pgid, signum)
 
 
-def _read_status(fd: int) -> list[str]:
-    """The lines the relay reported (its writers have all exited by now); closes ``fd``."""
-    os.set_blocking(fd, False)  # still, nothing may hang the backend here
-    with open(fd, "rb", buffering=0) as pipe:
-        return (pipe.read() or b"").decode(errors="replace").splitlines()
-
-
-def _reading(result: ProcessResult, status: list[str], *, capped: bool) -> ProcessResult:
+def _reading(result: ProcessResult, handshake: Handshake, *, capped: bool) -> ProcessResult:
     """The command's own exit status (not bwrap's), and the sandbox's void cause if there is one."""
-    exits = [line.split()[1] for line in status if line.startswith("exit ")]
-    if exits:
-        result = attrs.evolve(result, exit_code=int(exits[-1]))
+    if handshake.exit_code() is not None:
+        result = attrs.evolve(result, exit_code=handshake.exit_code())
+    if handshake.failure:
+        result = attrs.evolve(result, stderr_tail=f"{result.stderr_tail}{handshake.failure}\n")
     if capped:
         return attrs.evolve(result, void_cause=VoidCause.MEMORY_CAP)
-    if "started" not in status and not result.timed_out:  # bwrap or the relay failed to set up
+    if not handshake.started and not result.timed_out:  # bwrap, the cap or the relay failed to set up
         return attrs.evolve(result, void_cause=VoidCause.SANDBOX_FAILED)
     return result
 

@@ -23,7 +23,7 @@ CHUNK = 65536
 
 
 def main(argv: list[str]) -> None:
-    report, go, path, port = (int(argv[1]), int(argv[2]), argv[3], int(argv[4]))
+    report, go, path, port = int(argv[1]), int(argv[2]), argv[3], int(argv[4])
     command = argv[argv.index("--") + 1:]
     os.set_inheritable(report, False)
     _signal.signal(_signal.SIGINT, _signal.SIG_DFL)  # Python's KeyboardInterrupt would end the Trial
