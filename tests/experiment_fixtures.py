@@ -16,6 +16,21 @@ def git(repo: Path, *args: str) -> str:
     return subprocess.run([*GIT, "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
 
 
+def make_repo(repo: Path, *commits: dict[str, str]) -> list[str]:
+    """A real repository on branch main with one commit per {path: text} dict; returns the commit ids."""
+    repo.mkdir(parents=True, exist_ok=True)
+    git(repo, "init", "-q", "-b", "main")
+    ids = []
+    for i, files in enumerate(commits):
+        for path, text in files.items():
+            (repo / path).parent.mkdir(parents=True, exist_ok=True)
+            (repo / path).write_text(text)
+        git(repo, "add", ".")
+        git(repo, "commit", "-qm", f"commit {i + 1}")
+        ids.append(git(repo, "rev-parse", "HEAD"))
+    return ids
+
+
 def make_factory(root: Path) -> Path:
     """A Factory with a main branch and a `change` branch that edits a skill."""
     factory = root / "factory"
@@ -39,16 +54,7 @@ def make_suite(home: Path, tasks: int = 4, name: str = "fixture") -> list[str]:
     ids = []
     for i in range(1, tasks + 1):
         task = suite / f"t{i}"
-        repo = task / "repo"
-        repo.mkdir(parents=True)
-        git(repo, "init", "-q", "-b", "main")
-        (repo / "README").write_text(f"task {i}\n")
-        git(repo, "add", ".")
-        git(repo, "commit", "-qm", "base")
-        base = git(repo, "rev-parse", "HEAD")
-        (repo / "answer.txt").write_text("right\n")
-        git(repo, "add", ".")
-        git(repo, "commit", "-qm", "the answer, later than base")
+        base, _later = make_repo(task / "repo", {"README": f"task {i}\n"}, {"answer.txt": "right\n"})
         (task / "issue.md").write_text(f"Write the answer for task {i}.\n")
         (task / "task.toml").write_text(f'repository = "repo"\nbase = "{base}"\n[inputs]\nissue = "issue.md"\n')
         ids.append(f"{name}/t{i}")
@@ -80,16 +86,7 @@ def make_process_suite(home: Path, tasks: int = 3, name: str = "proc") -> list[s
     ids = []
     for i in range(1, tasks + 1):
         task = suite / f"p{i}"
-        repo = task / "repo"
-        repo.mkdir(parents=True)
-        git(repo, "init", "-q", "-b", "main")
-        (repo / "calc.py").write_text(BUGGY)
-        git(repo, "add", ".")
-        git(repo, "commit", "-qm", "calc")
-        (repo / "test_calc.py").write_text(TEST)
-        git(repo, "add", ".")
-        git(repo, "commit", "-qm", "tests")
-        base = git(repo, "rev-parse", "HEAD")
+        _calc, base = make_repo(task / "repo", {"calc.py": BUGGY}, {"test_calc.py": TEST})
         (task / "issue.md").write_text("add() subtracts; make it add.\n")
         (task / "task.toml").write_text(
             f'repository = "repo"\nbase = "{base}"\n[inputs]\nissue = "issue.md"\n'

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.experiment_fixtures import git
+from tests.experiment_fixtures import make_repo
 
 
 def make_code_review_suite(home: Path, tasks: int = 3, name: str = "reviews") -> list[str]:
@@ -15,19 +15,12 @@ def make_code_review_suite(home: Path, tasks: int = 3, name: str = "reviews") ->
     ids = []
     for i in range(1, tasks + 1):
         task = suite / f"bug-{i}"
-        repo = task / "repo"
-        repo.mkdir(parents=True)
-        git(repo, "init", "-q", "-b", "main")
-        (repo / "pager.py").write_text("def pages(n, size):\n    return -(-n // size)\n")
-        (repo / "README").write_text("pager\n")
-        git(repo, "add", ".")
-        git(repo, "commit", "-qm", "pager")
-        base = git(repo, "rev-parse", "HEAD")
-        (repo / "pager.py").write_text("def pages(n, size):\n    return n // size\n")
-        git(repo, "commit", "-qam", f"simplify pages ({i})")
-        change = git(repo, "rev-parse", "HEAD")
-        (repo / "pager.py").write_text("def pages(n, size):\n    return -(-n // size)  # the fix\n")
-        git(repo, "commit", "-qam", "fix the last page: LATER-FIX")
+        base, change, _fix = make_repo(
+            task / "repo",
+            {"pager.py": "def pages(n, size):\n    return -(-n // size)\n", "README": "pager\n"},
+            {"pager.py": f"def pages(n, size):\n    return n // size  # simplified ({i})\n"},
+            {"pager.py": "def pages(n, size):\n    return -(-n // size)  # the fix, LATER-FIX\n"},
+        )
         (task / "task.toml").write_text(
             f'repository = "repo"\nbase = "{base}"\nchange = "{change}"\n'
             '[criteria]\ncatch = "pages() drops the last, partial page (floor instead of ceiling division)"\n'
@@ -43,13 +36,7 @@ def make_spec_review_suite(home: Path, tasks: int = 2, name: str = "specs") -> l
     ids = []
     for i in range(1, tasks + 1):
         task = suite / f"spec-{i}"
-        repo = task / "repo"
-        repo.mkdir(parents=True)
-        git(repo, "init", "-q", "-b", "main")
-        (repo / "SPEC.md").write_text("# Export\nExports run nightly.\n")
-        git(repo, "add", ".")
-        git(repo, "commit", "-qm", "spec")
-        base = git(repo, "rev-parse", "HEAD")
+        [base] = make_repo(task / "repo", {"SPEC.md": "# Export\nExports run nightly.\n"})
         (task / "spec.md").write_text("Exports run nightly and hourly. Times are local.\n")
         (task / "task.toml").write_text(
             f'repository = "repo"\nbase = "{base}"\n[inputs]\nspec = "spec.md"\n[criteria]\n'

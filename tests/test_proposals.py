@@ -9,7 +9,7 @@ from pathlib import Path
 
 from assay import formats
 from assay.proposals import Approval
-from tests.experiment_fixtures import BUGGY, git, make_process_suite
+from tests.experiment_fixtures import BUGGY, make_process_suite, make_repo
 
 TASK = ('repository = "repo"\nbase = "{base}"\n[inputs]\nissue = "issue.md"\n'
         '[criteria]\ntest_command = ["python3", "-m", "unittest", "-q"]\n')
@@ -19,14 +19,9 @@ def propose(home: Path, name: str, *, suite: str = "proc", task: str = TASK,
             proposal: str | None = None) -> Path:
     """A proposal folder as a confirmed Bug origin would write it: the task, its repository, proposal.toml."""
     folder = home / "evals" / "proposals" / name
-    repo = folder / "repo"
-    repo.mkdir(parents=True)
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "calc.py").write_text(BUGGY)
-    git(repo, "add", ".")
-    git(repo, "commit", "-qm", "calc")
+    [base] = make_repo(folder / "repo", {"calc.py": BUGGY})
     (folder / "issue.md").write_text("add() subtracts.\n")
-    (folder / "task.toml").write_text(task.format(base=git(repo, "rev-parse", "HEAD")))
+    (folder / "task.toml").write_text(task.format(base=base))
     (folder / "proposal.toml").write_text(
         proposal if proposal is not None else f'suite = "{suite}"\norigin = "Bug origin: issue 41, PR 7"\n'
     )
