@@ -67,6 +67,8 @@ class Handshake:
             try:
                 await trio.to_thread.run_sync(cap.admit, report["child-pid"])
                 os.write(self.go_write, b"go")
+            except ProcessLookupError:  # bwrap failed before the relay ran, and says why
+                pass
             except OSError as e:  # the relay sees the pipe close without a go, and stops
                 self.failure = f"assay sandbox: can't apply the memory cap: {e}"
             self._close(self.go_write)
