@@ -123,7 +123,10 @@ class HarnessArm:
             binary=HarnessBinary(self.setup.harness_path or "", self.setup.harness_version or ""),
             model=self.setup.model, effort=self.setup.effort, factory=self.build, assay_home=ctx.assay_home,
         )
-        invocation = self.harness.invocation(request)
+        invocation = attrs.evolve(
+            self.harness.invocation(request),  # the Trial's own folder keeps the sandbox's logs
+            log_dir=ctx.folder,
+        )
         if ctx.writable:
             invocation = attrs.evolve(invocation, read_write=(*invocation.read_write, *ctx.writable))
         decoder = self.harness.decoder()

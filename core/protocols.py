@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 class NotYetImplemented(RuntimeError):
-    """Raised by a built-in plugin whose real behaviour lands in a later roadmap step."""
+    """Raised by a plugin object that registers (``implemented = False``) before it works."""
 
 
 class VoidCause(str, enum.Enum):
@@ -273,19 +273,3 @@ class SandboxCheck:
     works: bool
     reason: str = ""
     memory_cap: str = "none"
-
-
-class Pending:
-    """Base for a built-in plugin object whose behaviour lands in a later roadmap step.
-
-    It registers (so ``assay plugins`` lists it, marked not yet implemented) and raises a clear
-    :class:`NotYetImplemented` if used; it never pretends to work.
-    """
-
-    implemented = False
-    kind_label = "plugin"
-    roadmap = ""
-
-    def _pending(self) -> NotYetImplemented:
-        name = getattr(self, "name", type(self).__name__)
-        return NotYetImplemented(f"the {self.kind_label} '{name}' is not yet implemented ({self.roadmap})")

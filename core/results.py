@@ -7,6 +7,7 @@ Experiment fails if any group fails, passes if all pass, and is otherwise inconc
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, ClassVar
@@ -15,6 +16,9 @@ import attrs
 
 from assay.experiments import ExperimentDir, Slot
 from assay.records import ARMS, Bar, Setup
+
+
+MEMORY_CAP_FINDING = 2  # memory-cap voids of one Arm that make a finding: it keeps hitting the cap
 
 
 @attrs.frozen
@@ -75,18 +79,40 @@ def judged(exp: ExperimentDir, slot: Slot) -> Judged | None:
     return Judged(slot, score.passed, score.wrong_finding, score.borderline, False, score.pending)
 
 
-def task_results(
-    exp: ExperimentDir, setup: Setup, bar: Bar, flip: Slot | None = None
-) -> list[TaskResult]:
+@attrs.frozen
+class Judgements:
+    """Every Trial's judgement and every dropped task, read from the folder once.
+
+    The Verdict is computed many times over the same files (once per Score when finding the
+    decisive ones), so they are read here a single time.
+    """
+
+    setup: Setup
+    judged: Mapping[Slot, Judged | None]
+    dropped: frozenset[str]
+
+    @classmethod
+    def read(cls, exp: ExperimentDir, setup: Setup, bar: Bar) -> Judgements:
+        slots = list(exp.slots(setup.tasks))
+        return cls(
+            setup, {slot: judged(exp, slot) for slot in slots},
+            frozenset(s.task for s in slots if exp.slot_state(s, bar).void_final),
+        )
+
+
+def task_results(exp: ExperimentDir, setup: Setup, bar: Bar) -> list[TaskResult]:
+    return _task_results(Judgements.read(exp, setup, bar))
+
+
+def _task_results(j: Judgements, flip: Slot | None = None) -> list[TaskResult]:
     """Each task's pair; ``flip`` turns one Trial's pass into a fail (or back), to find decisive Scores."""
     out = []
-    for task in setup.tasks:
+    for task in j.setup.tasks:
         passes = {arm: 0 for arm in ARMS}
         wrong = {arm: 0 for arm in ARMS}
-        dropped, complete = False, True
-        for slot in exp.slots([task]):
-            dropped = dropped or exp.slot_state(slot, bar).void_final
-            judgement = judged(exp, slot)
+        dropped, complete = task.id in j.dropped, True
+        for slot in (Slot(task.id, arm, i) for i in range(task.trials) for arm in ARMS):
+            judgement = j.judged.get(slot)
             if judgement is None or judgement.pending:
                 complete = False
                 continue
@@ -124,13 +150,14 @@ def _groups(results: Sequence[TaskResult], bar: Bar, *, wrong: bool = False) -> 
 def experiment_verdict(
     exp: ExperimentDir, setup: Setup, bar: Bar, wrong_finding_kinds: Collection[str] = ()
 ) -> ExperimentVerdict:
-    results = task_results(exp, setup, bar)
+    judgements = Judgements.read(exp, setup, bar)
+    results = _task_results(judgements)
     groups = _groups(results, bar)
     overall = combine(groups)
     reviewed = {t.id for t in setup.tasks if t.kind in wrong_finding_kinds}
     wrong = _groups([r for r in results if r.task in reviewed], bar, wrong=True) if reviewed else []
     pending = tuple(r.task for r in results if not r.complete)
-    listed = _to_recheck(exp, setup, bar, overall.verdict)
+    listed = _to_recheck(judgements, bar, overall.verdict)
     return attrs.evolve(
         overall, wrong_findings=tuple(wrong), pending=pending, recheck=tuple(listed),
         final=not pending and all(item["rechecked"] for item in listed),
@@ -145,14 +172,30 @@ def waiting_text(result: ExperimentVerdict) -> str:
     return "; ".join(parts)
 
 
-def _to_recheck(exp: ExperimentDir, setup: Setup, bar: Bar, verdict: str) -> list[dict[str, Any]]:
-    """The Scores a person must recheck: the Grader's borderline ones and the decisive ones."""
+def _signature(results: Sequence[TaskResult]) -> tuple:
+    """What a Verdict depends on: per Trials-per-task value, how many tasks take each difference
+    and how many dropped out (which task is which doesn't matter)."""
+    return tuple(sorted(collections.Counter(
+        (r.trials, None if r.dropped or r.baseline is None else r.candidate - r.baseline) for r in results
+    ).items(), key=repr))
+
+
+def _to_recheck(j: Judgements, bar: Bar, verdict: str) -> list[dict[str, Any]]:
+    """The Scores a person must recheck: the Grader's borderline ones and the decisive ones.
+
+    A Score is decisive when flipping it changes the Verdict; flips that leave the same counts
+    share one computation.
+    """
     listed = []
-    for slot in exp.slots(setup.tasks):
-        judgement = judged(exp, slot)
-        if judgement is None or judgement.pending or exp.slot_state(slot, bar).void_final:
+    outcomes: dict[tuple, str] = {}
+    for slot, judgement in j.judged.items():
+        if judgement is None or judgement.pending or slot.task in j.dropped:
             continue
-        decisive = combine(_groups(task_results(exp, setup, bar, flip=slot), bar)).verdict != verdict
+        flipped = _task_results(j, flip=slot)
+        key = _signature(flipped)
+        if key not in outcomes:
+            outcomes[key] = combine(_groups(flipped, bar)).verdict
+        decisive = outcomes[key] != verdict
         if judgement.borderline or decisive:
             listed.append({"trial": slot.key, "passed": judgement.passed, "borderline": judgement.borderline,
                            "decisive": decisive, "rechecked": judgement.rechecked})
@@ -222,6 +265,11 @@ def describe(exp: ExperimentDir, command: Any | None) -> dict[str, Any]:
         "tokens": tokens,
         "cost_usd": cost,
         "void_causes": voids,
+        "findings": [
+            f"The {arm.title()} hit its memory cap {voids[arm]['memory_cap']} times: Runs have no cap, "
+            "so its sessions may need more memory than a Trial allows (ASSAY_TRIAL_MEMORY)"
+            for arm in ARMS if voids[arm].get("memory_cap", 0) >= MEMORY_CAP_FINDING
+        ],
         "outcomes": outcomes,
         "verdict": verdict,
     }

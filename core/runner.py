@@ -212,7 +212,8 @@ class ExperimentRun:
         task = self.tasks[slot.task]
         started = now()
         repository = await self._repository(task, folder / "repo")
-        before = _repository_state(repository)
+        review_only = getattr(self.plugins.suite_kinds()[task.kind], "review_only", False)
+        before = _repository_state(repository) if review_only else None
         home = folder / "home"
         home.mkdir()
         with open(folder / "session.log", "w") as log:
@@ -228,7 +229,7 @@ class ExperimentRun:
                 outcome = SessionOutcome(Outcome.VOID, VoidCause.SANDBOX_FAILED, diagnostic=f"{type(e).__name__}: {e}")
                 process = ProcessResult(exit_code=None, backend=self.backend.name, duration=0.0)
         outcome = _sandbox_says(outcome, process)
-        if getattr(self.plugins.suite_kinds()[task.kind], "review_only", False) and outcome.outcome is not Outcome.VOID:
+        if review_only and outcome.outcome is not Outcome.VOID:
             if _repository_state(repository) != before:
                 outcome = attrs.evolve(outcome, outcome=Outcome.VOID, void_cause=VoidCause.REPOSITORY_CHANGED,
                                        diagnostic="the review changed its repository (commits or edits)")

@@ -218,7 +218,8 @@ def clean_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_the_command_line_for_an_arm(tmp_path: Path, clean_env: Path) -> None:
-    inv = ClaudeHarness().invocation(request(tmp_path, BINARY, model="claude-opus-5-5", effort="high"))
+    req = request(tmp_path, BINARY, model="claude-opus-5-5", effort="high")
+    inv = ClaudeHarness().invocation(req)
     assert inv.argv == (
         "/opt/claude/bin/claude", "-p", "--output-format", "stream-json", "--verbose",
         "--permission-mode", "bypassPermissions", "--model", "claude-opus-5-5", "--effort", "high",
@@ -226,6 +227,7 @@ def test_the_command_line_for_an_arm(tmp_path: Path, clean_env: Path) -> None:
     )
     assert inv.cwd == tmp_path / "repo" and inv.stop_signals == (signal.SIGTERM,)
     assert inv.hosts == ("api.anthropic.com",) and inv.read_only == (Path("/opt/claude/bin"),)
+    assert inv.read_write == (req.repository, req.home)
     bare = ClaudeHarness().invocation(request(tmp_path, BINARY))
     assert "--model" not in bare.argv and "--effort" not in bare.argv
 

@@ -149,7 +149,8 @@ def test_the_command_line_and_environment_for_an_arm(tmp_path: Path, user_home: 
         **({"LANG": os.environ["LANG"]} if "LANG" in os.environ else {}),
     }
     assert inv.stop_signals == (signal.SIGINT, signal.SIGTERM) and inv.cwd == req.repository
-    assert inv.read_only == (Path("/usr/lib/node_modules/@openai/codex"),) and inv.read_write == ()
+    assert inv.read_only == (Path("/usr/lib/node_modules/@openai/codex"),)
+    assert inv.read_write == (req.repository, req.home)  # no login here to bind
     assert "-m" not in CodexHarness().invocation(request(tmp_path, BINARY)).argv
 
 
@@ -169,7 +170,7 @@ def test_codex_home_links_the_real_login_and_copies_instructions(tmp_path: Path,
     assert sorted(p.name for p in codex_home.iterdir()) == ["AGENTS.md", "auth.json", "config.toml", "skills"]
     assert (codex_home / "skills" / "review" / "SKILL.md").read_text() == "Review well.\n"
     assert (codex_home / "auth.json").readlink() == real / "auth.json"
-    assert inv.read_write == (real / "auth.json",)
+    assert inv.read_write == (req.repository, req.home, real / "auth.json")
     assert CodexHarness().login_present(tmp_path)
 
 
@@ -182,8 +183,10 @@ def test_a_codex_home_named_by_the_caller_is_where_the_login_is(
     (elsewhere / "auth.json").write_text("{}")
     monkeypatch.setenv("CODEX_HOME", str(elsewhere))
     assert CodexHarness().login_present(tmp_path)
-    inv = CodexHarness().invocation(request(tmp_path, BINARY))
-    assert inv.read_write == (elsewhere / "auth.json",) and inv.env["CODEX_HOME"] != str(elsewhere)
+    req = request(tmp_path, BINARY)
+    inv = CodexHarness().invocation(req)
+    assert inv.read_write == (req.repository, req.home, elsewhere / "auth.json")
+    assert inv.env["CODEX_HOME"] != str(elsewhere)
 
 
 def test_locate_reports_a_missing_codex_clearly(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -73,12 +73,13 @@ def test_hook_name_typo_is_refused():
     assert plugins.harnesses() == {}
 
 
-def test_pending_builtin_says_not_yet_implemented():
-    from assay.protocols import NotYetImplemented
-
-    kind = plugin_manager.load().suite_kinds()["code-review"]
-    with pytest.raises(NotYetImplemented, match="suite kind 'code-review' is not yet implemented"):
-        kind.session_prompt(None)
+def test_a_plugin_object_marked_unimplemented_shows_as_such(cli):
+    listing = {r["name"]: r for r in json.loads(cli("plugins", "--json", plugins="unfinished_plugin").stdout)}
+    assert listing["unfinished_plugin"]["provides"] == [{"kind": "grader", "name": "someday", "implemented": False}]
+    text = cli("plugins", plugins="unfinished_plugin").stdout
+    assert any(line.startswith("unfinished_plugin") and line.endswith("not yet implemented") for line in text.splitlines())
+    assert all(r["provides"] and all(p["implemented"] for p in r["provides"])
+               for name, r in listing.items() if r["source"] == "entry point"), "every built-in works"
 
 
 def test_unknown_name_lists_the_known_ones():

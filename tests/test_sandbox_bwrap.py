@@ -360,6 +360,11 @@ def test_a_whole_experiment_runs_in_bwrap_and_goes_on_past_a_trial_killed_by_its
     assert len(hog) == 6 and {(t["outcome"], t["void_cause"]) for t in hog} == {("void", "memory_cap")}
     rest = [t for t in trials if t not in hog]
     assert len(rest) == 14 and {t["outcome"] for t in rest} == {"delivered"}
+    exp_id = json.loads(result.stdout.splitlines()[-1])["id"]
+    shown = json.loads(run_cli(assay_home, "experiments", exp_id, "--json", plugins=PLUGINS).stdout)
+    assert shown["findings"] == [
+        "The Candidate hit its memory cap 6 times: Runs have no cap, so its sessions may need more memory "
+        "than a Trial allows (ASSAY_TRIAL_MEMORY)"]
 
 
 def test_custom_runners_run_in_bwrap_end_to_end(bwrap: BwrapBackend, tmp_path: Path, assay_home: Path) -> None:

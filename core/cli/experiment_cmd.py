@@ -326,6 +326,8 @@ def _show(data: dict) -> None:
         for t in data["trials"]
     ], empty="No Trials yet.")
     typer.echo("")
+    for finding in data["findings"]:
+        typer.echo(f"Finding: {finding}")
     if data["verdict"]:
         typer.echo(_verdict_line(data["verdict"]))
 

@@ -30,7 +30,8 @@ class ClaudeHarness:
         command.fill_home(request)
         return Invocation(
             argv=command.argv(request), cwd=request.repository, env=command.environment(request),
-            read_only=(install_root(request.binary.path),), hosts=self.provider_hosts,
+            read_only=(install_root(request.binary.path),), read_write=(request.repository, request.home),
+            hosts=self.provider_hosts,
             stop_signals=(int(signal.SIGTERM),),
         )
 

@@ -30,7 +30,8 @@ class CodexHarness:
         auth = command.fill_home(request)
         return Invocation(
             argv=command.argv(request), cwd=request.repository, env=command.environment(request),
-            read_only=(install_root(request.binary.path),), read_write=(auth,) if auth else (),
+            read_only=(install_root(request.binary.path),),
+            read_write=(request.repository, request.home, *((auth,) if auth else ())),
             hosts=self.provider_hosts, stop_signals=(int(signal.SIGINT), int(signal.SIGTERM)),
         )
 

@@ -48,7 +48,7 @@ class CustomRunnerArm:
             argv=argv, cwd=ctx.repository,
             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(ctx.home), "LANG": "C.UTF-8",
                  "ASSAY_REQUEST": str(request)},
-            read_only=(bundle, issue, request), read_write=(ctx.repository, ctx.home, output),
+            read_only=(bundle, issue, request), read_write=(ctx.repository, ctx.home, output), log_dir=ctx.folder,
         )
         process = await ctx.backend.run(
             invocation, timeout=ctx.timeout, on_line=lambda line: ctx.log.write(line if line.endswith("\n") else line + "\n"),

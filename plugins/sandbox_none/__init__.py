@@ -2,18 +2,23 @@
 
 For tests and for machines without bwrap. It isolates nothing (no network limit, no memory
 cap), but it keeps the one promise every backend makes: when the session ends — normally, at
-its timeout, or by a Stop — nothing it started is left running (:mod:`assay.supervise`).
+its timeout, or by a Stop — nothing it started is left running (:mod:`assay.supervise`, and
+``reaper.py``, which adopts and kills what the session orphans).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import attrs
 
 from assay import hookimpl
 from assay.protocols import Invocation, ProcessResult, SandboxCheck
 from assay.supervise import Supervisor
+
+REAPER = Path(__file__).with_name("reaper.py")
 
 
 @attrs.frozen
@@ -29,7 +34,7 @@ class NoneBackend(Supervisor):
         self, invocation: Invocation, *, timeout: float, on_line: Callable[[str], None]
     ) -> ProcessResult:
         return await self.supervise(
-            invocation.argv, cwd=invocation.cwd, env=invocation.env, timeout=timeout, on_line=on_line,
+            (sys.executable, "-S", "-I", str(REAPER), *invocation.argv), cwd=invocation.cwd, env=invocation.env, timeout=timeout, on_line=on_line,
             stop_signals=invocation.stop_signals,
         )
 

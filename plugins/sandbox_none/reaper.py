@@ -1,0 +1,74 @@
+"""The pass-through backend's first process: runs the session and reaps whatever it leaves.
+
+Run as ``python -S -I reaper.py ARGV…``. It makes itself a child subreaper, so anything the
+session starts and orphans — even a process that left for a session of its own a moment before
+the session exited — is re-parented here instead of to init; when the session ends it kills
+every such leftover and exits with the session's status. (bwrap's PID namespace gives the same
+guarantee, so only the pass-through backend needs this.) Standard library only, no imports
+from assay: it must start in milliseconds.
+"""
+
+import ctypes
+import os
+import signal
+import sys
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _children() -> list[int]:
+    pids = []
+    for task in os.listdir(f"/proc/{os.getpid()}/task"):
+        try:
+            with open(f"/proc/{os.getpid()}/task/{task}/children") as f:
+                pids += [int(p) for p in f.read().split()]
+        except OSError:
+            continue
+    return pids
+
+
+def _reap_leftovers() -> None:
+    """Kill every adopted descendant (and its group), then reap them, until none is left."""
+    while True:
+        children = _children()
+        if not children:
+            return
+        for pid in children:
+            for kill in (os.killpg, os.kill):
+                try:
+                    kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        try:
+            while os.waitpid(-1, 0):
+                pass
+        except ChildProcessError:
+            pass
+
+
+def main(argv: list[str]) -> int:
+    ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, lambda *_: None)  # the session, in the same group, gets them too
+    session = os.fork()
+    if session == 0:
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_DFL)
+        try:
+            os.execvp(argv[0], argv)
+        except OSError as e:
+            print(f"assay: could not start {argv[0]}: {e}", file=sys.stderr)
+            os._exit(127)
+    while True:
+        pid, status = os.waitpid(-1, 0)
+        if pid == session:
+            break
+    _reap_leftovers()
+    if os.WIFSIGNALED(status):  # end the same way, so the backend sees what the session saw
+        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+        os.kill(os.getpid(), os.WTERMSIG(status))
+    return os.waitstatus_to_exitcode(status)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
