@@ -34,7 +34,7 @@ import trio
 from assay.plugins.sandbox_bwrap import memory, mounts
 from assay.plugins.sandbox_bwrap.backend import ISOLATION, BwrapBackend
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, resolver
-from assay.plugins.sandbox_none import NoneBackend
+from assay.plugins.sandbox_none.backend import NoneBackend
 from assay.protocols import Invocation
 
 TARGET_MS = 25.0

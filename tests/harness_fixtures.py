@@ -12,7 +12,7 @@ from pathlib import Path
 import attrs
 import trio
 
-from assay.plugins.sandbox_none import NoneBackend
+from assay.plugins.sandbox_none.backend import NoneBackend
 from assay.protocols import (
     Harness, HarnessBinary, Invocation, ProcessResult, SessionOutcome, SessionRequest, StreamDecoder,
 )

@@ -13,7 +13,7 @@ import pytest
 from assay.harnesskit import HarnessNotInstalled, parse_version
 from assay.plugins.harness_codex import CodexHarness
 from assay.plugins.harness_codex.stream import CodexDecoder
-from assay.plugins.sandbox_none import NoneBackend
+from assay.plugins.sandbox_none.backend import NoneBackend
 from assay.proctree import alive
 from assay.protocols import HarnessBinary, Outcome, VoidCause
 from tests.fakes.fake_cli import calls, install

@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from assay import plugin_manager
-from assay.plugins.sandbox_none import NoneBackend
+from assay.plugins.sandbox_none.backend import NoneBackend
 from assay.proctree import alive
 from assay.protocols import Invocation, ProcessResult
 from tests.fakes.fake_cli import install

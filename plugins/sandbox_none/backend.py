@@ -1,0 +1,33 @@
+"""The pass-through backend itself; see the package's docstring."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+
+from assay.protocols import Invocation, ProcessResult, SandboxCheck
+from assay.supervise import Supervisor
+
+REAPER = Path(__file__).with_name("reaper.py")
+
+
+@attrs.frozen
+class NoneBackend(Supervisor):
+    """Runs an :class:`Invocation` as a child process in a session of its own."""
+
+    name = "none"
+
+    def check(self) -> SandboxCheck:
+        return SandboxCheck(works=True, reason="pass-through: no isolation, no network limit, no memory cap")
+
+    async def run(
+        self, invocation: Invocation, *, timeout: float, on_line: Callable[[str], None]
+    ) -> ProcessResult:
+        return await self.supervise(
+            (sys.executable, "-S", "-I", str(REAPER), *invocation.argv), cwd=invocation.cwd,
+            env=invocation.env, timeout=timeout, on_line=on_line,
+            stop_signals=invocation.stop_signals,
+        )
