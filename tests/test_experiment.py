@@ -312,3 +312,29 @@ def test_without_suite_the_suites_the_change_touches_run_and_none_touched_exits_
     assert untouched.returncode == 0, untouched.stderr
     assert "No Eval suite is touched" in untouched.stdout
     assert len(list((assay_home / "evals" / "experiments").iterdir())) == 1
+
+
+def test_without_bwrap_an_experiment_needs_sandbox_none_said_out_loud(world, assay_home: Path, tmp_path: Path):
+    """A machine with no bwrap: refused with the reason, unless --sandbox none; the demo falls back, warning."""
+    import shutil
+
+    factory, _ = world
+    bin_dir = tmp_path / "bin-without-bwrap"
+    bin_dir.mkdir()
+    for tool in ("git", "sh", "python3", "cp", "chmod"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}})
+    env = cli_env(assay_home, PLUGINS, FAKE_SCENARIO=str(sc), PATH=str(bin_dir))
+    args = [sys.executable, "-m", "assay", "experiment", "change", "--factory", str(factory), "--suite", "fixture"]
+    refused = subprocess.run(args, capture_output=True, text=True, env=env)
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == (
+        "assay: error: bwrap can't run here (bwrap is not installed (apt-get install bubblewrap)); "
+        "pass --sandbox none to run Trials without a sandbox")
+    demo = subprocess.run([sys.executable, "-m", "assay", "demo", "--workers", "2"], capture_output=True, text=True,
+                          env=cli_env(assay_home, "", PATH=str(bin_dir)))
+    assert demo.returncode == 0, demo.stderr
+    assert "warning: bwrap can't run here, so the demo's Trials run without a sandbox" in demo.stderr
+    shown = json.loads(subprocess.run([sys.executable, "-m", "assay", "experiments", "--json"], capture_output=True,
+                                      text=True, env=cli_env(assay_home, "")).stdout)
+    assert [e["verdict"]["verdict"] for e in shown] == ["pass"]
