@@ -60,7 +60,6 @@ class Plan:
     setup: Setup
     bar: Bar
     tasks: Mapping[str, EvalTask]
-    prompts: Mapping[str, str]
     sources: Mapping[Arm, Harness | ArmKind]  # what runs each Arm's sessions
     backend: SandboxBackend
     factory: Factory | None
@@ -96,10 +95,9 @@ def plan(
         backend = _backend(plugins, sandbox, sandbox_fallback)
         kinds = plugins.suite_kinds()
         tasks = {t.id: t for s in loaded for t in s.tasks}
-        prompts = {t.id: kinds[t.kind].session_prompt(t) for t in tasks.values()}  # renders, or says why not
-    except (ArmError, FactoryError, ManifestError, PluginError) as e:
-        raise PlanError(str(e)) from None
-    except (NotYetImplemented, PromptError) as e:
+        for task in tasks.values():  # every bundled prompt renders for its task, or we say why now
+            kinds[task.kind].session_prompt(task)
+    except (ArmError, FactoryError, ManifestError, PluginError, NotYetImplemented, PromptError) as e:
         raise PlanError(str(e)) from None
     bar = _bar_for(bar, {s.kind: kinds[s.kind] for s in loaded}, trials_per_task)
     setup = Setup(
@@ -109,7 +107,7 @@ def plan(
         sandbox=backend.name,
         factory=str(factory.root) if factory else None, created_at=now(),
     )
-    return Plan(setup, bar, tasks, prompts, sources, backend, factory, tuple(chosen_because))
+    return Plan(setup, bar, tasks, sources, backend, factory, tuple(chosen_because))
 
 
 def _touched(home: AssayHome, plugins: Plugins, factory: Factory | None, base: ArmSetup, cand: ArmSetup,
@@ -167,25 +165,26 @@ def _backend(plugins: Plugins, name: str | None, fallback: bool) -> SandboxBacke
     raise PlanError(f"bwrap can't run here ({reason}); pass --sandbox none to run Trials without a sandbox")
 
 
-def record(home: AssayHome, plan: Plan) -> ExperimentDir:
-    """Write the Setup and the Bar; refuse a changed Bar once a Trial has started."""
-    exp = ExperimentDir(home.experiments / plan.id)
-    if exp.setup_file.exists():
-        recorded = exp.setup()
-        plan_setup = attrs.evolve(plan.setup, created_at=recorded.created_at)
-        if plan_setup.tasks != recorded.tasks and exp.any_trial_started():
-            raise PlanError(f"Experiment {plan.id}: its suites' Eval tasks changed since it started; start a new one")
-    else:
+def record(exp: ExperimentDir, plan: Plan) -> Setup:
+    """Write the Setup and the Bar before the first Trial; after it, refuse a changed Bar or task list.
+
+    Once a Trial has started, the recorded Setup stands — with the Harness binaries resolved when
+    the Experiment started, so every Trial runs on those even if a Harness updated itself since.
+    """
+    if not exp.any_trial_started():
         formats.write(exp.setup_file, plan.setup)
-    if exp.bar_file.exists() and exp.any_trial_started():
-        differences = bar_differences(exp.bar(), plan.bar)
-        if differences:
-            raise PlanError(
-                f"Experiment {plan.id}: the Bar was recorded before its first Trial and can't change "
-                f"({'; '.join(differences)})"
-            )
-    formats.write(exp.bar_file, plan.bar)
-    return exp
+        formats.write(exp.bar_file, plan.bar)
+        return plan.setup
+    recorded = exp.setup()
+    if recorded.tasks != plan.setup.tasks:
+        raise PlanError(f"Experiment {plan.id}: its suites' Eval tasks changed since it started; start a new one")
+    differences = bar_differences(exp.bar(), plan.bar)
+    if differences:
+        raise PlanError(
+            f"Experiment {plan.id}: the Bar was recorded before its first Trial and can't change "
+            f"({'; '.join(differences)})"
+        )
+    return recorded
 
 
 def arms_summary(setup: Setup) -> dict[str, ArmSetup]:
@@ -198,17 +197,18 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
 
     from assay.runner import ExperimentRun
 
-    exp = record(home, plan)
+    exp = ExperimentDir(home.experiments / plan.id)
     try:
         with exclusive_lock(exp.lock_file):
+            setup = record(exp, plan)
             if exp.verdict_file.exists():
                 return exp, formats.read(exp.verdict_file, results.ExperimentVerdict).verdict
-            command = Command.start(home, "experiment", plan.id, arms=arms_summary(plan.setup), bar=plan.bar)
+            command = Command.start(home, "experiment", plan.id, arms=arms_summary(setup), bar=plan.bar)
             with command.stage("arms"):
-                runtimes = {arm: _runtime(home, plan, arm, command) for arm in ARMS}
+                runtimes = {arm: _runtime(home, plan, setup.arm(arm), arm, command) for arm in ARMS}
             prompts = {arm: _prompts(plugins, plan, runtimes[arm]) for arm in ARMS}
             run = ExperimentRun(
-                home=home, plugins=plugins, exp=exp, setup=exp.setup(), bar=plan.bar, tasks=plan.tasks,
+                home=home, plugins=plugins, exp=exp, setup=setup, bar=plan.bar, tasks=plan.tasks,
                 prompts=prompts, runtimes=runtimes, backend=plan.backend, workers=workers,
                 command=command, report=report,
             )
@@ -227,9 +227,9 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
         raise PlanError(f"Experiment {plan.id} is already running in another process") from None
 
 
-def _runtime(home: AssayHome, plan: Plan, arm: Arm, command: Command) -> ArmRuntime:
+def _runtime(home: AssayHome, plan: Plan, setup: ArmSetup, arm: Arm, command: Command) -> ArmRuntime:
     """The Arm's session runner, with its Factory commit materialised (once, cached by commit)."""
-    setup, source = plan.setup.arm(arm), plan.sources[arm]
+    source = plan.sources[arm]
     if setup.runner:
         command.log(f"{arm.title()}: runner {setup.runner} frozen at {setup.build}")
         return source.runtime(setup, assay_home=home.root)  # type: ignore[union-attr]

@@ -142,3 +142,23 @@ def test_a_background_process_the_session_leaves_is_gone_when_its_trial_ends(ass
     result = experiment(assay_home, factory, bin_dir, "--candidate-model", "other")
     assert result.returncode == 0, result.stderr
     assert not _alive(int(pidfile.read_text()))
+
+
+def test_a_harness_that_updates_itself_midway_does_not_reach_a_resumed_experiment(assay_home, tmp_path, factory):
+    from tests.fakes.fake_cli import calls
+
+    first, second = tmp_path / "bin-2.1.197", tmp_path / "bin-2.1.300"
+    install(first, "claude", {"version": "2.1.197 (Claude Code)", "record": True,
+                              "steps": steps(claude.PLAN_LIMITS["rate_limit_event rejected"]), "exit": 1})
+    make_suite(assay_home, tasks=2)
+    paused = experiment(assay_home, factory, first, "--workers", "1", "--candidate-model", "other")
+    assert paused.returncode == 3, paused.stderr
+    old = install(first, "claude", {"version": "2.1.197 (Claude Code)", "record": True, "steps": steps(claude.SUCCESS)})
+    new = install(second, "claude", {"version": "2.1.300 (Claude Code)", "record": True, "steps": steps(claude.SUCCESS)})
+    resumed = run_cli(assay_home, "experiment", "HEAD", "--factory", str(factory), "--suite", "fixture",
+                      "--sandbox", "none", "--trials-per-task", "1", "--json", "--workers", "1",
+                      "--candidate-model", "other", plugins=PLUGINS, PATH=f"{second}{os.pathsep}{os.environ['PATH']}")
+    assert resumed.returncode == 0, resumed.stderr
+    setup = json.loads(next(assay_home.glob("evals/experiments/*/setup.json")).read_text())
+    assert setup["baseline"]["harness_version"] == "2.1.197"
+    assert calls(new) == [] and len(calls(old)) >= 3
