@@ -80,15 +80,6 @@ class Counts:
     done: int = 0
     running: int = 0
     void: int = 0
-    started: float = attrs.field(factory=lambda: trio.current_time() if _in_trio() else 0.0)
-
-
-def _in_trio() -> bool:
-    try:
-        trio.lowlevel.current_task()
-    except RuntimeError:
-        return False
-    return True
 
 
 Reporter = Callable[[str, Counts], None]
@@ -119,7 +110,7 @@ class ExperimentRun:
     async def run(self) -> str:
         """Run to the end, a pause or a Stop; returns the Experiment's outcome."""
         async with trio.open_nursery() as root:
-            root.start_soon(self._watch_signals, root.cancel_scope)
+            root.start_soon(self._watch_signals)
             with self.command.stage("trials"):
                 await self._trials()
             root.cancel_scope.cancel()
@@ -132,7 +123,8 @@ class ExperimentRun:
         with self.command.stage("verdict"):
             return self._verdict()
 
-    async def _watch_signals(self, scope: trio.CancelScope) -> None:
+    async def _watch_signals(self) -> None:
+        """A Stop (SIGTERM from ``assay stop``, or Ctrl-C) cuts in-flight Trials short."""
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async for signum in signals:
                 self.stopped = True
@@ -150,7 +142,6 @@ class ExperimentRun:
         todo = [(s.slot, s.next_attempt) for s in states if s.next_attempt is not None]
         self.counts.total = len(states)
         self.counts.done = len(states) - len(todo)
-        self.counts.started = trio.current_time()
         self.report("start", self.counts)
         queue = self._queue = SlotQueue(todo)
         with self._trial_scope:
