@@ -4,7 +4,8 @@ Prints medians of ``--runs`` Trials whose command is ``true``, all in one trio r
 pause of ``--gap`` seconds before each (an Experiment's Trials start seconds apart, so nothing
 stays warm for them: back to back, the cgroup join below gets cheaper):
 
-- bare: the pass-through backend (``none``): process start, supervision, cleanup;
+- bare: a supervised process, no sandbox: process start, supervision, cleanup (the
+  pass-through backend minus its reaper, which is printed too);
 - bwrap: the bwrap backend with everything a real Trial gets;
 - overhead: bwrap − bare, against the target of 25 ms;
 
@@ -76,16 +77,21 @@ def admit_ms(runs: int, gap: float, caps: memory.MemoryCaps) -> float:
     return statistics.median(times) * 1000
 
 
-async def backends(runs: int, gap: float, folder: Path) -> tuple[float, float]:
+async def backends(runs: int, gap: float, folder: Path) -> tuple[float, float, float]:
     invocation = Invocation(argv=(TRUE,), cwd=folder, env={"PATH": "/usr/bin:/bin"}, read_write=(folder,),
                             hosts=("api.example.com",), log_dir=folder)
-    bare, sandboxed = NoneBackend(poll=0.05), BwrapBackend(poll=0.05)
+    passthrough, sandboxed = NoneBackend(poll=0.05), BwrapBackend(poll=0.05)
 
     def trial(backend: NoneBackend | BwrapBackend) -> Callable[[], Awaitable[object]]:
         return lambda: backend.run(invocation, timeout=30, on_line=lambda line: None)
 
+    def bare() -> Awaitable[object]:
+        return passthrough.supervise(invocation.argv, cwd=folder, env=invocation.env, timeout=30,
+                                     on_line=lambda line: None, stop_signals=invocation.stop_signals)
+
     await trial(sandboxed)()  # warm the page cache
-    return await amedian_ms(runs, gap, trial(bare)), await amedian_ms(runs, gap, trial(sandboxed))
+    return (await amedian_ms(runs, gap, bare), await amedian_ms(runs, gap, trial(passthrough)),
+            await amedian_ms(runs, gap, trial(sandboxed)))
 
 
 async def proxy_start_stop(folder: Path) -> None:
@@ -107,7 +113,7 @@ def main() -> None:
         sys.exit(f"bwrap can't run here: {check.reason}")
     with tempfile.TemporaryDirectory(prefix="assay-bench-") as tmp:
         folder = Path(tmp)
-        bare, sandboxed = trio.run(backends, runs, gap, folder)
+        bare, passthrough, sandboxed = trio.run(backends, runs, gap, folder)
         true = median_ms(runs, gap, lambda: subprocess.run([TRUE]))
         bwrap = median_ms(runs, gap, lambda: subprocess.run(["bwrap", *ISOLATION, *mounts.toolchains(), "--", TRUE]))
         relay = median_ms(runs, gap, lambda: subprocess.run(
@@ -118,7 +124,8 @@ def main() -> None:
         proxy = median_ms(runs, gap, lambda: trio.run(proxy_start_stop, folder))
     overhead = sandboxed - bare
     print(f"Per Trial, median of {runs}, {gap} s apart (command: true)")
-    print(f"  bare (none backend)       {bare:7.1f} ms")
+    print(f"  bare supervised process   {bare:7.1f} ms")
+    print(f"  none backend (+ reaper)   {passthrough:7.1f} ms")
     print(f"  bwrap backend             {sandboxed:7.1f} ms")
     print(f"  overhead                  {overhead:7.1f} ms   target <= {TARGET_MS:.0f} ms: "
           + ("met" if overhead <= TARGET_MS else "MISSED"))
