@@ -16,7 +16,9 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from assay.protocols import HarnessBinary
+import attrs
+
+from assay.protocols import HarnessBinary, Invocation, ProviderRoute
 
 # Passed through from the caller when set; everything else is left behind.
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME")
@@ -68,6 +70,13 @@ def session_env(home: Path, extra: Mapping[str, str]) -> dict[str, str]:
     env["HOME"] = str(home)
     env.update(extra)
     return env
+
+
+def routed(invocation: Invocation, route: ProviderRoute, env: Mapping[str, str]) -> Invocation:
+    """``invocation`` with ``env`` (the CLI's settings for ``route``) added and the route's CA
+    file bound read-only, so the CLI can read the certificate it is told to trust."""
+    extra = (route.ca_file,) if route.ca_file else ()
+    return attrs.evolve(invocation, env={**invocation.env, **env}, read_only=(*invocation.read_only, *extra))
 
 
 def copy_user_files(source: Path, dest: Path, names: Iterable[str]) -> None:

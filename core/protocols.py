@@ -151,6 +151,37 @@ class Harness(Protocol):
         """A fresh decoder for one session's event stream."""
 
 
+@attrs.frozen
+class ProviderRoute:
+    """Where a session finds its model provider when that is a scripted one, not the real one.
+
+    ``url`` is ``scheme://host[:port]`` without a path (each Harness adds its API's path);
+    ``api_key`` a stand-in credential the provider takes, sent instead of any real login;
+    ``ca_file``, for an ``https`` url, the certificate of the throw-away CA that signed the
+    provider's: the session must trust it (and so may read it).
+    """
+
+    url: str
+    api_key: str
+    ca_file: Path | None = None
+
+
+@runtime_checkable
+class RoutableHarness(Harness, Protocol):
+    """A Harness with the optional part of the API that lets its sessions talk to a scripted provider.
+
+    A Harness with it joins ``assay harnesses check`` and scripted Experiments
+    (docs/harnesses.md). ``api_host`` is the host, one of ``provider_hosts``, that the CLI sends
+    its model requests to; under bwrap the route keeps it (``https://api_host``) and the proxy
+    delivers that host's tunnels to the provider, so the session goes out exactly as a Trial's.
+    """
+
+    api_host: str
+
+    def routed_invocation(self, request: SessionRequest, route: ProviderRoute) -> Invocation:
+        """:meth:`Harness.invocation`, with the CLI sending its model requests to ``route``."""
+
+
 @runtime_checkable
 class SuiteKind(Protocol):
     """A kind of Eval suite: what its tasks must say, how many Trials, which Graders.
@@ -266,6 +297,24 @@ class SandboxBackend(Protocol):
         self, invocation: Invocation, *, timeout: float, on_line: Callable[[str], None]
     ) -> ProcessResult:
         """Run to the end, the timeout, or cancellation (then stop it and everything it started)."""
+
+
+PROXY_LOG = "proxy.jsonl"  # where a backend with a proxy logs each connection, in the Invocation's log_dir
+
+
+@runtime_checkable
+class UpstreamRouting(Protocol):
+    """The optional part of the SandboxBackend API that scripted sessions need.
+
+    A backend with it runs each Trial's network through a proxy that logs every connection (one
+    JSON object per line with ``target``, ``allowed``, ``status``, ``reason``) to
+    :data:`PROXY_LOG`, and can deliver an allowed host's connections to a local Unix socket (a
+    scripted provider) instead of the network. Only ``assay harnesses check`` and scripted
+    Experiments ask for that; a real Trial never has upstreams.
+    """
+
+    def with_upstreams(self, upstreams: Mapping[str, Path]) -> SandboxBackend:
+        """This backend, with each ``host[:port]`` (port 443 if none) reaching its Unix socket."""
 
 
 @attrs.frozen

@@ -1,4 +1,5 @@
-"""``assay harnesses``: each Harness's binary, version and login; ``assay setup``: store the Claude login."""
+"""``assay harnesses``: each Harness's binary, version and login; ``assay harnesses check``: the live
+checks of each real CLI against a scripted provider; ``assay setup``: store the Claude login."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Any
 
 import typer
 
-from assay import credentials
+from assay import credentials, formats
 from assay import plugin_manager as plugin_loading
 from assay.cli.output import JsonOpt, emit_json, fail, table
 from assay.home import AssayHome
@@ -14,9 +15,14 @@ from assay.protocols import Harness
 
 
 def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
-    @app.command("harnesses")
-    def harnesses_command(json_: bool = JsonOpt) -> None:
+    harnesses = typer.Typer(invoke_without_command=True)
+    app.add_typer(harnesses, name="harnesses")
+
+    @harnesses.callback()
+    def harnesses_command(ctx: typer.Context, json_: bool = JsonOpt) -> None:
         """List the Harnesses: binary path, version, and whether a login is present."""
+        if ctx.invoked_subcommand is not None:
+            return
         home = AssayHome.from_env()
         rows = [_describe(name, harness, home) for name, harness in sorted(plugins.harnesses().items())]
         if json_:
@@ -32,6 +38,26 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
             empty="No Harnesses installed.",
         )
 
+    @harnesses.command("check")
+    def check_command(
+        harness: list[str] = typer.Argument(None, help="The Harnesses to check (default: every installed one)."),
+        timeout: float = typer.Option(60.0, min=1, help="Seconds each check session may run."),
+        json_: bool = JsonOpt,
+    ) -> None:
+        """Run each Harness's real CLI in the bwrap sandbox against a scripted provider and check it
+        works as a Trial needs (docs/harnesses.md). Exits 1 if any check fails."""
+        from assay.harnesscheck import check_harnesses
+
+        for name in harness or ():
+            plugins.get("assay_harnesses", name)  # an unknown name is refused before any session
+        reports = check_harnesses(plugins, AssayHome.from_env(), harness or (), timeout=timeout)
+        if json_:
+            emit_json([formats.converter.unstructure(report) for report in reports])
+        else:
+            _show_checks(reports)
+        if any(report.failed for report in reports):
+            raise typer.Exit(1)
+
     @app.command("setup")
     def setup_command() -> None:
         """Store the Claude Code login token (from `claude setup-token`) in ASSAY_HOME/credentials.toml."""
@@ -41,6 +67,19 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
             fail("no token given; nothing changed")
         credentials.put(home.credentials, credentials.CLAUDE_TOKEN, token)
         typer.echo(f"Saved the Claude Code token to {home.credentials} (mode 0600).")
+
+
+def _show_checks(reports: list[Any]) -> None:
+    table(["HARNESS", "CHECK", "RESULT", "WHAT IT FOUND"],
+          [(r.harness, c.name, c.status, c.summary) for r in reports for c in r.checks])
+    for report in reports:
+        for check in report.checks:
+            if check.status == "fail":
+                typer.echo(f"\n{report.harness} {check.name}: {check.summary}\n  what to do: {check.fix}")
+                for line in check.evidence:
+                    typer.echo(f"  - {line}")
+        if report.folder:
+            typer.echo(f"\n{report.harness}: the sessions' logs are in {report.folder}")
 
 
 def _describe(name: str, harness: Harness, home: AssayHome) -> dict[str, Any]:

@@ -4,7 +4,8 @@ A thread keeps it usable from anywhere a test or a trio program needs it: ``star
 once it listens and ``stop()`` once it has stopped, both in well under a second, so a trio task
 may call them directly. Each connection is served by its own thread and closed after one answer,
 so nothing a client leaves open outlives ``stop()``. It listens on TCP (127.0.0.1 and an
-ephemeral port by default) or on a Unix socket, for a sandbox's proxy to route to.
+ephemeral port by default) or on a Unix socket, for a sandbox's proxy to route to, and speaks
+TLS when given a server context (a CLI in a sandbox reaches it as its real https provider).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import collections
 import itertools
 import json
 import socketserver
+import ssl
 import threading
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -47,13 +49,17 @@ class ScriptedProvider:
         self._thread: threading.Thread | None = None
         self._unix: Path | None = None
 
-    def start(self, host: str = "127.0.0.1", port: int = 0, *, unix: Path | None = None) -> ScriptedProvider:
-        """Listen on ``host:port`` (port 0: any free one) or on the Unix socket ``unix``, and serve."""
+    def start(
+        self, host: str = "127.0.0.1", port: int = 0, *, unix: Path | None = None, tls: ssl.SSLContext | None = None
+    ) -> ScriptedProvider:
+        """Listen on ``host:port`` (port 0: any free one) or on the Unix socket ``unix``, and serve;
+        over TLS with ``tls`` (a server-side context holding the certificate)."""
         if self._server is not None:
             raise RuntimeError("the scripted provider is already running")
         self._stopping.clear()
         server: socketserver.BaseServer = _UnixServer(str(unix), _Handler) if unix else _TCPServer((host, port), _Handler)
         server.provider = self  # type: ignore[attr-defined]
+        server.tls = tls  # type: ignore[attr-defined]
         self._server, self._unix = server, unix
         self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="scripted-provider", daemon=True)
@@ -176,12 +182,29 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: the JSONL log is the record."""
 
 
-class _TCPServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
+class _TLSMixin:
+    """Takes the TLS handshake in the connection's own thread, so a slow client holds up no other."""
+
+    tls: ssl.SSLContext | None
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        if self.tls is None:
+            super().finish_request(request, client_address)  # type: ignore[misc]
+            return
+        try:
+            secure = self.tls.wrap_socket(request, server_side=True)
+        except (ssl.SSLError, OSError):
+            return  # the client gave up or does not trust the certificate: nothing to answer
+        with secure:
+            super().finish_request(secure, client_address)  # type: ignore[misc]
+
+
+class _TCPServer(_TLSMixin, socketserver.ThreadingMixIn, socketserver.TCPServer):
     daemon_threads = True
     allow_reuse_address = True
 
 
-class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+class _UnixServer(_TLSMixin, socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
 
 

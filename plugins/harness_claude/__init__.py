@@ -1,7 +1,8 @@
 """The Claude Code Harness (``claude``): ``claude -p --output-format stream-json``.
 
 Implements ``assay_harnesses``. The login is a long-lived token (``assay setup``) passed as
-``CLAUDE_CODE_OAUTH_TOKEN``; web search and fetch are denied; a Stop sends SIGTERM.
+``CLAUDE_CODE_OAUTH_TOKEN``; web search and fetch are denied; a Stop sends SIGTERM. It can be
+routed to a scripted provider (:class:`assay.protocols.RoutableHarness`).
 """
 
 from __future__ import annotations
@@ -10,15 +11,16 @@ import signal
 from pathlib import Path
 
 from assay import hookimpl
-from assay.harnesskit import install_root, locate_binary
+from assay.harnesskit import install_root, locate_binary, routed
 from assay.plugins.harness_claude import command
 from assay.plugins.harness_claude.stream import ClaudeDecoder
-from assay.protocols import HarnessBinary, Invocation, SessionRequest
+from assay.protocols import HarnessBinary, Invocation, ProviderRoute, SessionRequest
 
 
 class ClaudeHarness:
     name = "claude"
     provider_hosts = ("api.anthropic.com",)
+    api_host = "api.anthropic.com"
 
     def locate(self) -> HarnessBinary:
         return locate_binary("claude", install="npm install -g @anthropic-ai/claude-code")
@@ -34,6 +36,9 @@ class ClaudeHarness:
             hosts=self.provider_hosts,
             stop_signals=(int(signal.SIGTERM),),
         )
+
+    def routed_invocation(self, request: SessionRequest, route: ProviderRoute) -> Invocation:
+        return routed(self.invocation(request), route, command.route_environment(route))
 
     def decoder(self) -> ClaudeDecoder:
         return ClaudeDecoder()

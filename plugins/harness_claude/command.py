@@ -8,7 +8,7 @@ from pathlib import Path
 from assay import credentials
 from assay.harnesskit import copy_factory_skills, copy_user_files, session_env
 from assay.home import AssayHome
-from assay.protocols import SessionRequest
+from assay.protocols import ProviderRoute, SessionRequest
 
 # Unattended and fully trusted: the sandbox around the session is the boundary, not Claude's prompts.
 PERMISSION_MODE = "bypassPermissions"
@@ -38,6 +38,15 @@ def environment(request: SessionRequest) -> dict[str, str]:
     if os.geteuid() == 0:
         extra["IS_SANDBOX"] = "1"  # else claude refuses bypassPermissions as root
     return session_env(request.home, extra)
+
+
+def route_environment(route: ProviderRoute) -> dict[str, str]:
+    """Claude's settings for a scripted provider: its base URL, the CA to trust, and the stand-in
+    credential as an OAuth token (in place of the real one), so rate limits read as a plan's do."""
+    env = {"ANTHROPIC_BASE_URL": route.url, "CLAUDE_CODE_OAUTH_TOKEN": route.api_key}
+    if route.ca_file:
+        env["NODE_EXTRA_CA_CERTS"] = str(route.ca_file)
+    return env
 
 
 def fill_home(request: SessionRequest) -> None:

@@ -1,7 +1,8 @@
 """The Codex Harness (``codex``): ``codex exec --json``.
 
 Implements ``assay_harnesses``. The login is the user's own ``auth.json``, bound read-write in
-place; web search is disabled; a Stop sends SIGINT (Codex interrupts its turn), then SIGTERM.
+place; web search is disabled; a Stop sends SIGINT (Codex interrupts its turn), then SIGTERM. It
+can be routed to a scripted provider (:class:`assay.protocols.RoutableHarness`).
 """
 
 from __future__ import annotations
@@ -9,16 +10,19 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
+import attrs
+
 from assay import hookimpl
-from assay.harnesskit import install_root, locate_binary
+from assay.harnesskit import install_root, locate_binary, routed
 from assay.plugins.harness_codex import command
 from assay.plugins.harness_codex.stream import CodexDecoder
-from assay.protocols import HarnessBinary, Invocation, SessionRequest
+from assay.protocols import HarnessBinary, Invocation, ProviderRoute, SessionRequest
 
 
 class CodexHarness:
     name = "codex"
     provider_hosts = ("api.openai.com", "chatgpt.com")
+    api_host = "api.openai.com"
 
     def locate(self) -> HarnessBinary:
         return locate_binary("codex", install="npm install -g @openai/codex")
@@ -27,9 +31,19 @@ class CodexHarness:
         return command.real_auth() is not None
 
     def invocation(self, request: SessionRequest) -> Invocation:
-        auth = command.fill_home(request)
+        return self._invocation(request, login=True)
+
+    def routed_invocation(self, request: SessionRequest, route: ProviderRoute) -> Invocation:
+        """Codex on a custom provider at ``route`` (no real login bound), with a model name outside
+        its catalog, for which Codex offers its classic function tools (``exec_command``)."""
+        request = attrs.evolve(request, model=command.scripted_model(request.model))
+        invocation = self._invocation(request, login=False, settings=command.route_settings(route))
+        return routed(invocation, route, command.route_environment(route))
+
+    def _invocation(self, request: SessionRequest, *, login: bool, settings: tuple[str, ...] = ()) -> Invocation:
+        auth = command.fill_home(request, login=login)
         return Invocation(
-            argv=command.argv(request), cwd=request.repository, env=command.environment(request),
+            argv=command.argv(request, settings), cwd=request.repository, env=command.environment(request),
             read_only=(install_root(request.binary.path),),
             read_write=(request.repository, request.home, *((auth,) if auth else ())),
             hosts=self.provider_hosts, stop_signals=(int(signal.SIGINT), int(signal.SIGTERM)),

@@ -7,22 +7,25 @@ import os
 from pathlib import Path
 
 from assay.harnesskit import copy_factory_skills, copy_user_files, session_env
-from assay.protocols import SessionRequest
+from assay.protocols import ProviderRoute, SessionRequest
 
 # What a production session reads from CODEX_HOME besides its login, sessions and state.
 USER_FILES = ("AGENTS.md", "AGENTS.override.md", "config.toml", "hooks.json", "rules", "prompts")
 # Web search defaults to live when Codex runs with full access; updates are ours to pin.
 FIXED_CONFIG = ('web_search="disabled"', "check_for_update_on_startup=false")
+# The custom provider a routed session uses, and the variable its stand-in key is read from.
+ROUTE_PROVIDER = "assay_scripted"
+ROUTE_KEY_ENV = "ASSAY_SCRIPTED_API_KEY"
 
 
-def argv(request: SessionRequest) -> tuple[str, ...]:
+def argv(request: SessionRequest, settings: tuple[str, ...] = ()) -> tuple[str, ...]:
     # Approvals and Codex's own sandbox are off: the sandbox around the session is the boundary.
     args = [request.binary.path, "exec", "--json", "--dangerously-bypass-approvals-and-sandbox"]
     if request.model:
         args += ["-m", request.model]
     if request.effort:
         args += ["-c", f"model_reasoning_effort={json.dumps(request.effort)}"]
-    for setting in FIXED_CONFIG:
+    for setting in (*FIXED_CONFIG, *settings):
         args += ["-c", setting]
     return (*args, "--", request.prompt)
 
@@ -35,8 +38,31 @@ def environment(request: SessionRequest) -> dict[str, str]:
     return session_env(request.home, {"CODEX_HOME": str(codex_home(request))})
 
 
-def fill_home(request: SessionRequest) -> Path | None:
-    """Fill the fresh CODEX_HOME; returns the real ``auth.json`` it links to, if there is one.
+def scripted_model(model: str | None) -> str:
+    """A model name outside Codex's catalog (a catalog name switches Codex to a request shape the
+    scripted provider does not play), still telling the Arm's model apart in the provider's log."""
+    return f"scripted-{model or 'model'}"
+
+
+def route_settings(route: ProviderRoute) -> tuple[str, ...]:
+    """``-c`` settings for a custom provider at ``route`` on the Responses API (the only one Codex
+    speaks). No retries: Codex ignores ``x-should-retry``, so a script's failure steps are final."""
+    provider = {"name": "assay scripted provider", "base_url": f"{route.url}/v1", "env_key": ROUTE_KEY_ENV,
+                "wire_api": "responses", "request_max_retries": 0, "stream_max_retries": 0}
+    table = ", ".join(f"{key} = {json.dumps(value)}" for key, value in provider.items())
+    return (f"model_provider={json.dumps(ROUTE_PROVIDER)}", f"model_providers.{ROUTE_PROVIDER}={{{table}}}")
+
+
+def route_environment(route: ProviderRoute) -> dict[str, str]:
+    env = {ROUTE_KEY_ENV: route.api_key}
+    if route.ca_file:
+        env["CODEX_CA_CERTIFICATE"] = str(route.ca_file)
+    return env
+
+
+def fill_home(request: SessionRequest, *, login: bool = True) -> Path | None:
+    """Fill the fresh CODEX_HOME; returns the real ``auth.json`` it links to, if there is one
+    and ``login`` asks for it.
 
     The login is a symlink, not a copy: Codex rewrites ``auth.json`` through the path when it
     refreshes a token, so the refresh reaches the user's real file.
@@ -46,7 +72,7 @@ def fill_home(request: SessionRequest) -> Path | None:
     real = user_codex_home()
     copy_user_files(real, home, USER_FILES)
     copy_factory_skills(request.factory, home / "skills")
-    auth = real_auth()
+    auth = real_auth() if login else None
     if auth is None:
         return None
     (home / "auth.json").symlink_to(auth)

@@ -23,9 +23,9 @@ import trio
 
 from assay.plugins.sandbox_bwrap import memory, mounts
 from assay.plugins.sandbox_bwrap.handshake import Handshake
-from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, resolver
+from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, resolver, upstream_table
 from assay.proctree import ProcessTree
-from assay.protocols import Invocation, ProcessResult, SandboxCheck, VoidCause
+from assay.protocols import PROXY_LOG, Invocation, ProcessResult, SandboxCheck, VoidCause
 from assay.supervise import Supervisor
 
 RELAY = Path(__file__).with_name("relay.py")
@@ -37,7 +37,6 @@ PROXY_ENV = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
 # CAP_SYS_ADMIN a Trial could mount the host's disks); gone with its parent; no terminal to steal.
 ISOLATION = ("--unshare-net", "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL", "--die-with-parent",
              "--new-session", "--as-pid-1")
-PROXY_LOG = "proxy.jsonl"
 _USERNS_HINTS = (
     ("/proc/sys/kernel/unprivileged_userns_clone", "0", "unprivileged user namespaces are disabled"),
     ("/proc/sys/user/max_user_namespaces", "0", "user namespaces are disabled (user.max_user_namespaces=0)"),
@@ -52,7 +51,9 @@ class BwrapBackend(Supervisor):
     ``memory_limit`` is each Trial's cap in bytes (default: ``$ASSAY_TRIAL_MEMORY``, e.g. ``8G``, else
     half this machine's memory); ``memory_caps`` how it is enforced (default: the strongest way
     this machine offers). ``hosts_file`` gives the proxy names it answers without DNS, as a
-    private hosts file (tests point names at their own servers).
+    private hosts file (tests point names at their own servers). ``upstreams`` sends an allowed
+    host's tunnels to a Unix socket instead (a scripted provider); only :meth:`with_upstreams`
+    sets it, for ``assay harnesses check`` and scripted Experiments, never a real Trial.
     """
 
     name = "bwrap"
@@ -60,6 +61,11 @@ class BwrapBackend(Supervisor):
     memory_caps: memory.MemoryCaps | None = None
     hosts_file: Mapping[str, Sequence[str]] = attrs.field(factory=dict)
     executable: str = "bwrap"
+    upstreams: Mapping[str, Path] = attrs.field(factory=dict)
+
+    def with_upstreams(self, upstreams: Mapping[str, Path]) -> BwrapBackend:
+        """This backend, its proxy sending each ``host[:port]`` named to its Unix socket."""
+        return attrs.evolve(self, upstreams={**self.upstreams, **upstreams})
 
     def check(self) -> SandboxCheck:
         """Run a real, empty Trial (proxy, relay and memory cap included); say which cap Trials get.
@@ -89,7 +95,7 @@ class BwrapBackend(Supervisor):
             with tempfile.TemporaryDirectory(prefix="assay-proxy-") as sockets:
                 proxy = Proxy(
                     Allowlist.of(invocation.hosts), (invocation.log_dir or invocation.cwd.parent) / PROXY_LOG,
-                    resolver(self.hosts_file), own_addresses(),
+                    resolver(self.hosts_file), own_addresses(), upstreams=upstream_table(self.upstreams),
                 )
                 async with trio.open_nursery() as nursery:
                     await nursery.start(proxy.serve, Path(sockets) / SOCKET)

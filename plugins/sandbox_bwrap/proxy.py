@@ -6,6 +6,10 @@ the Trial's loopback proxy port to it). It opens a tunnel only to a host on the 
 resolves to is loopback, link-local, unspecified, multicast or one of this machine's own; it
 then connects to an address it checked, so a second lookup can't rebind the name. Every
 allowed and refused connection is one JSON line in the Trial's log.
+
+Only ``assay harnesses check`` and scripted Experiments give it *upstreams*: an allowed host whose
+tunnels go to a local Unix socket (a scripted provider) instead of the network. The host must
+still be on the allowlist; a real Trial has no upstreams, so nothing bypasses the address checks.
 """
 
 from __future__ import annotations
@@ -50,6 +54,11 @@ class Allowlist:
 
     def allows(self, host: str, port: int) -> bool:
         return (host, port) in self.entries
+
+
+def upstream_table(upstreams: Mapping[str, Path]) -> dict[tuple[str, int], Path]:
+    """``{"host[:port]": socket}`` keyed as the allowlist is (``name`` alone means port 443)."""
+    return {_split(host, default_port=443): Path(path) for host, path in upstreams.items()}
 
 
 def resolver(static: Mapping[str, Sequence[str]] | None = None) -> Resolver:
@@ -104,6 +113,7 @@ class Proxy:
     resolve: Resolver
     own: frozenset[IPAddress]
     timeout: float = 10.0
+    upstreams: Mapping[tuple[str, int], Path] = attrs.field(factory=dict)  # see upstream_table
 
     async def serve(self, path: Path, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Listen on the Unix socket ``path`` until cancelled."""
@@ -144,6 +154,8 @@ class Proxy:
         host, port = _split(target, default_port=None)
         if not self.allowlist.allows(host, port):
             raise Refused(403, "not on the Trial's allowlist")
+        if (host, port) in self.upstreams:
+            return await _open_upstream(self.upstreams[host, port])
         try:
             addresses = await self.resolve(host, port)
         except OSError as e:
@@ -170,6 +182,13 @@ class Proxy:
             "time": now().isoformat(timespec="milliseconds"), "target": target, "allowed": status == 200,
             "status": status, "address": address, "reason": reason,
         })
+
+
+async def _open_upstream(path: Path) -> tuple[trio.SocketStream, str]:
+    try:
+        return await trio.open_unix_socket(str(path)), f"unix:{path}"
+    except OSError as e:
+        raise Refused(502, f"unreachable: unix:{path}: {e.strerror or e}") from None
 
 
 async def _read_head(stream: trio.SocketStream) -> tuple[bytes, bytes]:

@@ -1,0 +1,144 @@
+"""Real Harness sessions against a scripted provider, run through the sandbox as a Trial's are.
+
+Under a backend with upstream routing (bwrap), the provider speaks TLS on a Unix socket with a
+certificate for the Harness's own API host, signed by a throw-away CA, and the sandbox's proxy
+delivers that host's tunnels to the socket. The CLI keeps its real https base URL and makes the
+same CONNECT through the relay and the proxy as in a real Trial; all it gains is one more CA to
+trust. Under a backend without a proxy (pass-through) the provider listens on 127.0.0.1 and the
+CLI gets an ``http://`` base URL instead.
+
+Used by ``assay harnesses check`` and by scripted Experiments (``--scripted-provider``), never
+by a real Trial.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import ssl
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+
+import attrs
+import trustme
+
+from assay.arms import HarnessArm
+from assay.protocols import (
+    HarnessBinary, Invocation, ProcessResult, ProviderRoute, RoutableHarness, SandboxBackend,
+    SessionOutcome, SessionRequest, StreamDecoder, TrialContext, UpstreamRouting,
+)
+from assay.records import ArmSetup
+from assay.scripted_provider.log import ProviderLog
+from assay.scripted_provider.script import Script
+from assay.scripted_provider.server import ScriptedProvider
+
+# The stand-in credential every routed session sends; the provider takes anything.
+API_KEY = "sk-ant-oat01-assay-scripted-provider"
+
+
+@attrs.frozen
+class RoutedHarness:
+    """A Harness whose sessions talk to ``route``; the rest of it is the Harness's own."""
+
+    harness: RoutableHarness
+    route: ProviderRoute
+
+    @property
+    def name(self) -> str:
+        return self.harness.name
+
+    @property
+    def provider_hosts(self) -> tuple[str, ...]:
+        return self.harness.provider_hosts
+
+    def locate(self) -> HarnessBinary:
+        return self.harness.locate()
+
+    def login_present(self, assay_home: Path) -> bool:
+        return True  # the route's stand-in credential is the login
+
+    def invocation(self, request: SessionRequest) -> Invocation:
+        return self.harness.routed_invocation(request, self.route)
+
+    def decoder(self) -> StreamDecoder:
+        return self.harness.decoder()
+
+
+@attrs.frozen
+class ScriptedArm:
+    """A Harness Arm whose Trials reach a scripted provider: each session runs on the routed backend."""
+
+    arm: HarnessArm
+    backend: SandboxBackend
+
+    @property
+    def build(self) -> Path | None:
+        """The Arm's materialised Factory, where its Session prompts may be overridden."""
+        return self.arm.build
+
+    async def run(self, ctx: TrialContext) -> tuple[SessionOutcome, ProcessResult]:
+        return await self.arm.run(attrs.evolve(ctx, backend=self.backend))
+
+
+@attrs.frozen
+class Served:
+    """One scripted provider at work for one Harness, and how that Harness's sessions reach it."""
+
+    provider: ScriptedProvider
+    harness: RoutedHarness
+    backend: SandboxBackend
+
+    @property
+    def log(self) -> ProviderLog:
+        return ProviderLog(self.provider.log)
+
+    def runtime(self, setup: ArmSetup, build: Path | None = None) -> ScriptedArm:
+        """What runs a Trial of ``setup`` against this provider, exactly as a Harness Arm runs one."""
+        return ScriptedArm(HarnessArm(self.harness, setup, build), self.backend)
+
+
+class ScriptedProviders:
+    """Starts scripted providers for Harness sessions on ``backend``; one private folder holds
+    their sockets and CA, and goes when this does (use it as a context manager)."""
+
+    def __init__(self, backend: SandboxBackend) -> None:
+        self.backend = backend
+        # Short on purpose: a Unix socket's path must fit in 108 bytes.
+        self.folder = Path(tempfile.mkdtemp(prefix="assay-scripted-"))
+        self._ca: trustme.CA | None = None
+
+    @contextlib.contextmanager
+    def serve(self, harness: RoutableHarness, script: Script, log: Path) -> Iterator[Served]:
+        """A provider playing ``script`` to ``harness``'s sessions, logging to ``log``, for the block."""
+        provider = ScriptedProvider(script, log)
+        backend = self.backend
+        if isinstance(backend, UpstreamRouting):
+            socket = self.folder / f"{uuid.uuid4().hex[:12]}.sock"
+            provider.start(unix=socket, tls=self._tls(harness.api_host))
+            route = ProviderRoute(f"https://{harness.api_host}", API_KEY, self.folder / "ca.pem")
+            backend = backend.with_upstreams({harness.api_host: socket})
+        else:
+            provider.start()
+            route = ProviderRoute(provider.url, API_KEY)
+        with provider:
+            yield Served(provider, RoutedHarness(harness, route), backend)
+
+    def _tls(self, host: str) -> ssl.SSLContext:
+        if self._ca is None:
+            self._ca = trustme.CA(organization_name="assay scripted provider")
+            self._ca.cert_pem.write_to_path(str(self.folder / "ca.pem"))
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        self._ca.issue_cert(host).configure_cert(context)
+        return context
+
+    def close(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def __enter__(self) -> ScriptedProviders:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
