@@ -1,0 +1,156 @@
+"""``assay harnesses check``: the real CLIs pass every live check, and broken setups fail theirs.
+
+The real-binary tests run ``claude`` and ``codex`` in the bwrap sandbox through the command
+line, as a user runs the check; they skip with the reason where bwrap can't run or a binary is
+not installed. The broken setups come from ``tests/fakes/broken_harness_plugin.py``, a Harness
+that wraps a real one and breaks one thing. The proxy's upstreams are tested on their own too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import shutil
+import signal
+from pathlib import Path
+
+import pytest
+import trio
+
+from assay.files import read_lines
+from assay.plugins.sandbox_bwrap.backend import BwrapBackend
+from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, resolver, upstream_table
+from tests.conftest import run_cli
+
+INSTALL = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex"}
+ALL_CHECKS = ["session", "stream", "web-tools", "fresh-home", "stop", "plan-limit", "server-error", "hosts"]
+
+
+@functools.cache
+def bwrap_reason() -> str | None:
+    check = BwrapBackend().check()
+    return None if check.works else f"bwrap can't run here: {check.reason}"
+
+
+def need(*binaries: str) -> None:
+    """Skip, with the reason, unless bwrap runs here and the real CLIs are installed."""
+    if bwrap_reason():
+        pytest.skip(bwrap_reason())
+    for binary in binaries:
+        if shutil.which(binary) is None:
+            pytest.skip(f"the real `{binary}` is not on PATH (npm install -g {INSTALL[binary]})")
+
+
+def check(home: Path, *args: str, **env: str) -> tuple[int, dict[str, dict[str, dict]]]:
+    """``assay harnesses check ARGS --json``: its exit code and each Harness's checks by name."""
+    done = run_cli(home, "harnesses", "check", *args, "--json", **env)
+    assert done.returncode in (0, 1), done.stderr
+    reports = json.loads(done.stdout)
+    return done.returncode, {r["harness"]: {c["name"]: c for c in r["checks"]} for r in reports}
+
+
+def statuses(checks: dict[str, dict]) -> dict[str, str]:
+    return {name: c["status"] for name, c in checks.items()}
+
+
+def test_both_real_clis_pass_every_check(assay_home: Path) -> None:
+    need("claude", "codex")
+    code, reports = check(assay_home, "claude", "codex")
+    for harness in ("claude", "codex"):
+        assert statuses(reports[harness]) == dict.fromkeys(ALL_CHECKS, "pass"), reports[harness]
+    assert code == 0
+    claude, codex = reports["claude"], reports["codex"]
+    assert claude["hosts"]["summary"] == "only allowed hosts were contacted (api.anthropic.com:443)"
+    assert codex["hosts"]["summary"] == "only allowed hosts were contacted (api.openai.com:443)"
+    assert any("github.com:443" in line and "refused" in line for line in codex["hosts"]["evidence"])
+    assert any(line.startswith("cost: $") for line in claude["stream"]["evidence"])
+    for checks in (claude, codex):
+        assert "assay-check-" in checks["stop"]["evidence"][1]  # its background process ran before the Stop
+        assert "(the provider saw the same)" in checks["stream"]["evidence"][3]
+    folder = assay_home / "logs" / "harness-check" / "claude"
+    assert {p.name for p in folder.iterdir()} == {"first", "second", "stop", "plan-limit", "server-error"}
+
+
+BROKEN = [
+    # (real Harness, what breaks, the matching check and what it says, every check that must fail)
+    ("claude", "refuse-provider", "hosts", "the proxy refused api.anthropic.com:443: not on the Trial's allowlist",
+     {"session", "hosts"}),
+    ("codex", "web-search", "web-tools", "the model was offered web_search", {"web-tools"}),
+    ("claude", "leftover", "stop", "process(es) still running after the Stop: pid ", {"stop"}),
+]
+
+
+@pytest.mark.parametrize(("real", "how", "matching", "reason", "failing"), BROKEN, ids=[b[1] for b in BROKEN])
+def test_a_broken_setup_fails_the_check_it_breaks(
+    assay_home: Path, tmp_path: Path, real: str, how: str, matching: str, reason: str, failing: set[str]
+) -> None:
+    need(real)
+    pids = tmp_path / "leftovers"
+    try:
+        code, reports = check(assay_home, f"{real}-broken", "--timeout", "5", plugins="broken_harness_plugin",
+                              BROKEN_HARNESS=f"{real}:{how}", BROKEN_LEFTOVERS=str(pids))
+    finally:
+        for pid in pids.read_text().split() if pids.exists() else ():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)  # the helpers the broken Harness started
+    checks = reports[f"{real}-broken"]
+    assert code == 1
+    assert {name for name, c in checks.items() if c["status"] == "fail"} == failing, checks
+    assert reason in checks[matching]["summary"] and checks[matching]["fix"]
+    if how == "refuse-provider":  # the later sessions would fail the same way: they are skipped
+        assert {c["status"] for name, c in checks.items() if name not in failing} == {"skip"}
+    else:
+        assert {c["status"] for name, c in checks.items() if name not in failing} == {"pass"}
+
+
+def test_a_harness_that_cant_be_routed_is_skipped_with_the_reason(assay_home: Path) -> None:
+    code, reports = check(assay_home, "fake-agent", plugins="fake_agent_plugin")
+    checks = reports["fake-agent"]
+    assert code == 0 and statuses(checks) == dict.fromkeys(ALL_CHECKS, "skip")
+    assert (bwrap_reason() or "can't be routed to a scripted provider") in checks["session"]["summary"]
+
+
+def test_an_unknown_harness_is_refused(assay_home: Path) -> None:
+    done = run_cli(assay_home, "harnesses", "check", "nope")
+    assert done.returncode == 2 and "unknown harness 'nope'" in done.stderr
+
+
+def test_the_proxy_sends_an_allowed_upstream_host_to_its_socket_and_still_refuses_the_rest(tmp_path: Path) -> None:
+    """What the checks rest on: ``provider.test`` resolves nowhere and would be refused as loopback,
+    yet its tunnel reaches the socket; a host with an upstream but off the allowlist is refused."""
+    log = tmp_path / "proxy.jsonl"
+    upstream = tmp_path / "provider.sock"
+    proxy = Proxy(Allowlist.of(["provider.test"]), log, resolver({"provider.test": ["127.0.0.1"]}), own_addresses(),
+                  upstreams=upstream_table({"provider.test": upstream, "other.test": upstream}))
+
+    async def echo(stream: trio.SocketStream) -> None:
+        async with stream:
+            await stream.send_all(b"upstream: " + await stream.receive_some(100))
+
+    async def ask(path: Path, target: str) -> bytes:
+        async with await trio.open_unix_socket(str(path)) as stream:
+            await stream.send_all(f"CONNECT {target} HTTP/1.1\r\n\r\nhello".encode())
+            answer = b""
+            while chunk := await stream.receive_some(1024):
+                answer += chunk
+            return answer
+
+    async def main() -> list[bytes]:
+        async with trio.open_nursery() as nursery:
+            listener = trio.socket.socket(trio.socket.AF_UNIX)
+            await listener.bind(str(upstream))
+            listener.listen()
+            nursery.start_soon(trio.serve_listeners, echo, [trio.SocketListener(listener)])
+            await nursery.start(proxy.serve, tmp_path / "proxy.sock")
+            answers = [await ask(tmp_path / "proxy.sock", target) for target in ("provider.test:443", "other.test:443")]
+            nursery.cancel_scope.cancel()
+        return answers
+
+    reached, refused = trio.run(main)
+    assert reached == b"HTTP/1.1 200 Connection established\r\n\r\nupstream: hello"
+    assert refused.startswith(b"HTTP/1.1 403")
+    logged = read_lines(log)
+    assert [(e["target"], e["status"], e["address"]) for e in logged] == [
+        ("provider.test:443", 200, f"unix:{upstream}"), ("other.test:443", 403, None)]
