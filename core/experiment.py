@@ -7,10 +7,12 @@ writes the Command record and runs it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -26,6 +28,9 @@ from assay.plugin_manager import PluginError, Plugins
 from assay.prompts import PromptError
 from assay.protocols import ArmKind, ArmRuntime, Harness, NotYetImplemented, SandboxBackend, SuiteKind
 from assay.records import ARMS, Arm, ArmSetup, Bar, Setup, TaskSetup
+
+if TYPE_CHECKING:
+    from assay.scripted_provider.experiment import ArmScript
 
 
 class PlanError(ValueError):
@@ -64,6 +69,7 @@ class Plan:
     backend: SandboxBackend
     factory: Factory | None
     chosen_because: tuple[str, ...] = ()  # when the suites were chosen from the change
+    scripts: Mapping[Arm, ArmScript] = attrs.field(factory=dict)  # a scripted Experiment's, per Arm
 
     @property
     def id(self) -> str:
@@ -82,6 +88,7 @@ def plan(
     trials_per_task: int | None = None,
     sandbox: str | None = None,
     sandbox_fallback: bool = False,
+    scripts: Mapping[Arm, Path] | None = None,
 ) -> Plan:
     try:
         if not suites and (candidate.runner or baseline.runner):
@@ -92,6 +99,9 @@ def plan(
             suites, chosen_because = _touched(home, plugins, factory, base_arm, cand_arm, baseline, candidate)
         loaded = [evaltasks.load_suite(home, name, plugins.suite_kinds()) for name in dict.fromkeys(suites)]
         sources = {arm: _source(plugins, setup, loaded) for arm, setup in zip(ARMS, (base_arm, cand_arm))}
+        played = _scripts(scripts or {}, sources)
+        if played:
+            base_arm, cand_arm = played["baseline"].mark(base_arm), played["candidate"].mark(cand_arm)
         backend = _backend(plugins, sandbox, sandbox_fallback)
         kinds = plugins.suite_kinds()
         tasks = {t.id: t for s in loaded for t in s.tasks}
@@ -107,7 +117,7 @@ def plan(
         sandbox=backend.name,
         factory=str(factory.root) if factory else None, created_at=now(),
     )
-    return Plan(setup, bar, tasks, sources, backend, factory, tuple(chosen_because))
+    return Plan(setup, bar, tasks, sources, backend, factory, tuple(chosen_because), scripts=played)
 
 
 def _touched(home: AssayHome, plugins: Plugins, factory: Factory | None, base: ArmSetup, cand: ArmSetup,
@@ -134,6 +144,18 @@ def _source(plugins: Plugins, setup: ArmSetup, suites: Sequence[Suite]) -> Harne
                 f"a Custom-runner Arm runs only {', '.join(kind.suite_kinds)} suites; '{suite.name}' is a {suite.kind} suite"
             )
     return kind
+
+
+def _scripts(paths: Mapping[Arm, Path], sources: Mapping[Arm, Harness | ArmKind]) -> dict[Arm, ArmScript]:
+    """Each Arm's script for a scripted Experiment (none for a real one)."""
+    if not paths:
+        return {}
+    from assay.scripted_provider.experiment import load_arm_scripts
+
+    try:
+        return load_arm_scripts(paths, sources)
+    except (ValueError, OSError) as e:
+        raise PlanError(f"--scripted-provider: {e}") from None
 
 
 def _bar_for(bar: Bar, kinds: Mapping[str, SuiteKind], override: int | None) -> Bar:
@@ -199,13 +221,15 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
 
     exp = ExperimentDir(home.experiments / plan.id)
     try:
-        with exclusive_lock(exp.lock_file):
+        with exclusive_lock(exp.lock_file), contextlib.ExitStack() as scripted:
             setup = record(exp, plan)
             if exp.verdict_file.exists():
                 return exp, formats.read(exp.verdict_file, results.ExperimentVerdict).verdict
             command = Command.start(home, "experiment", plan.id, arms=arms_summary(setup), bar=plan.bar)
             with command.stage("arms"):
                 runtimes = {arm: _runtime(home, plan, setup.arm(arm), arm, command) for arm in ARMS}
+                if plan.scripts:
+                    runtimes = scripted.enter_context(_scripted(plan, runtimes, exp, command))
             prompts = {arm: _prompts(plugins, plan, runtimes[arm]) for arm in ARMS}
             run = ExperimentRun(
                 home=home, plugins=plugins, exp=exp, setup=setup, bar=plan.bar, tasks=plan.tasks,
@@ -236,6 +260,16 @@ def _runtime(home: AssayHome, plan: Plan, setup: ArmSetup, arm: Arm, command: Co
     build = plan.factory.materialise(home, setup.commit) if plan.factory and setup.commit else None
     command.log(f"{arm.title()}: Factory {(setup.commit or '')[:10]} materialised at {build}")
     return HarnessArm(source, setup, build)  # type: ignore[arg-type]
+
+
+def _scripted(plan: Plan, runtimes: dict[Arm, ArmRuntime], exp: ExperimentDir,
+              command: Command) -> contextlib.AbstractContextManager[dict[Arm, ArmRuntime]]:
+    """Both Arms' sessions routed to scripted providers, for as long as the Experiment runs."""
+    from assay.scripted_provider.experiment import scripted_runtimes
+
+    logs = exp.path / "scripted-provider"
+    command.log(f"Scripted Experiment: both Arms talk to scripted providers, not models (requests in {logs})")
+    return scripted_runtimes(runtimes, plan.scripts, plan.backend, logs)
 
 
 def _prompts(plugins: Plugins, plan: Plan, runtime: ArmRuntime) -> dict[str, str]:

@@ -4,6 +4,7 @@ Format history:
 - Bar 1, TrialRecord 1, Score 1, Setup 1, CommandRecord 1: first versions.
 - Bar 2: ``model_graders`` (the model Grader seats). Score 2: ``pending``, ``label``.
   Recheck 1: first version. CommandRecord 2: ``waiting`` (what a person must do before it is done).
+- Setup 2, CommandRecord 3: an Arm's ``scripted_provider`` (its Trials talked to a script).
   (Older files read as before: the new fields take their defaults.)
 """
 
@@ -153,17 +154,23 @@ class ArmSetup:
     build: str | None = None
     runner: str | None = None
     runner_digest: str | None = None
+    scripted_provider: str | None = None  # the SHA-256 of the script its Trials' provider played
 
     def identity(self) -> dict[str, str | None]:
-        """What names the Arm: the same identity means the same Experiment (binary path aside)."""
+        """What names the Arm: the same identity means the same Experiment (binary path aside).
+
+        A scripted Arm's script is part of it, so a scripted result never stands for a real one.
+        """
         if self.runner:
             return {"runner": self.runner, "runner_digest": self.runner_digest}
-        return {"commit": self.commit, "harness": self.harness, "model": self.model, "effort": self.effort}
+        scripted = {"scripted_provider": self.scripted_provider} if self.scripted_provider else {}
+        return {"commit": self.commit, "harness": self.harness, "model": self.model, "effort": self.effort, **scripted}
 
     def label(self) -> str:
         if self.runner:
             return f"runner {self.runner} ({(self.runner_digest or '')[:12]})"
-        parts = [(self.commit or "")[:10], self.harness, self.model, self.effort]
+        scripted = f"scripted provider {self.scripted_provider[:12]}" if self.scripted_provider else None
+        parts = [(self.commit or "")[:10], self.harness, self.model, self.effort, scripted]
         return " ".join(p for p in parts if p)
 
 
@@ -180,7 +187,8 @@ class TaskSetup:
 class Setup:
     """What an Experiment compares: both Arms, its suites and tasks, the sandbox backend."""
 
-    FORMAT: ClassVar[int] = 1
+    FORMAT: ClassVar[int] = 2
+    UPGRADES: ClassVar[dict] = {1: dict}
 
     id: str
     baseline: ArmSetup
@@ -206,8 +214,8 @@ class Stage:
 class CommandRecord:
     """A long-running job (an Experiment, later a Scoring run), as the Inbox reads it."""
 
-    FORMAT: ClassVar[int] = 2
-    UPGRADES: ClassVar[dict] = {1: dict}
+    FORMAT: ClassVar[int] = 3
+    UPGRADES: ClassVar[dict] = {1: dict, 2: dict}
 
     kind: str
     id: str

@@ -65,14 +65,14 @@ CandidateRunner = _arm_option("candidate", "runner", "A Custom runner for the {a
 
 def _plan(plugins: plugin_loading.Plugins, home: AssayHome, bar: Bar, trials_per_task: int | None,
           sandbox: str | None, factory: Path, suites: list[str], arms: dict[str, Any],
-          sandbox_fallback: bool = False) -> Any:
+          sandbox_fallback: bool = False, scripts: dict[str, Path] | None = None) -> Any:
     from assay import experiment as experiments_core
     from assay.arms import ArmFlags
 
     try:
         return experiments_core.plan(
             home, plugins, factory_path=factory.absolute(), suites=suites, bar=bar,
-            trials_per_task=trials_per_task, sandbox=sandbox, sandbox_fallback=sandbox_fallback,
+            trials_per_task=trials_per_task, sandbox=sandbox, sandbox_fallback=sandbox_fallback, scripts=scripts,
             candidate=ArmFlags(arms["candidate"], arms["candidate_harness"], arms["candidate_model"],
                                arms["candidate_effort"], arms["candidate_runner"]),
             baseline=ArmFlags(arms["baseline"], arms["baseline_harness"], arms["baseline_model"],
@@ -109,6 +109,11 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         model_grader: list[str] = typer.Option([], "--model-grader", help="Bar: a model Grader seat HARNESS:MODEL (repeatable; the first from neither Arm's family grades)."),
         workers: int = typer.Option(2, min=1, help="Trials running at once."),
         sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap where it works, else none)."),
+        scripted_provider: list[str] = typer.Option(
+            [], "--scripted-provider", metavar="[ARM=]SCRIPT",
+            help="For testing: every Trial's model is a scripted provider playing SCRIPT (both Arms, or "
+                 "baseline=/candidate= each); recorded in the Arms, so the result is never taken for a real "
+                 "one (docs/scripted-provider.md)."),
         json_: bool = JsonOpt,
     ) -> None:
         """Compare the Baseline and the Candidate on Eval suites and give a Verdict against the Bar.
@@ -119,10 +124,24 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         home = AssayHome.from_env()
         bar = _bar(margin=margin, level=level, seed=seed, draws=draws, prior_weight=prior_weight,
                    timeout_seconds=timeout, model_graders=tuple(model_grader) or None)
-        plan = _plan(plugins, home, bar, trials_per_task, sandbox, factory, suite, locals())
+        plan = _plan(plugins, home, bar, trials_per_task, sandbox, factory, suite, locals(),
+                     scripts=_arm_scripts(scripted_provider))
         run_plan(home, plugins, plan, workers=workers, json_=json_)
 
     return experiment
+
+
+def _arm_scripts(values: list[str]) -> dict[str, Path]:
+    """``SCRIPT`` (both Arms) or ``ARM=SCRIPT`` values as a script per Arm."""
+    scripts: dict[str, Path] = {}
+    for value in values:
+        arm, named, path = value.partition("=")
+        arms, path = ((arm,), path) if named and arm in ARMS else (ARMS, value)
+        for name in arms:
+            if name in scripts:
+                fail(f"--scripted-provider: the {name.title()} already has a script ({scripts[name]})")
+            scripts[name] = Path(path).absolute()
+    return scripts
 
 
 def run_plan(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, workers: int, json_: bool) -> None:
@@ -315,6 +334,8 @@ def _show(data: dict) -> None:
         a = data["arms"][arm]
         label = f"runner {a['runner']}" if a.get("runner") else " ".join(
             str(a[k]) for k in ("commit", "harness", "model", "effort") if a.get(k))
+        if a.get("scripted_provider"):
+            label += f" scripted provider {a['scripted_provider'][:12]}"
         typer.echo(f"  {arm.title():9} {label}; {data['minutes'][arm]:.1f} min")
     bar = data["bar"]
     typer.echo(f"  Bar: margin {bar['margin']}, level {bar['level']}, seed {bar['seed']}, draws {bar['draws']}, "

@@ -1,0 +1,121 @@
+"""A whole Experiment with the real binaries: Claude Code against Codex, every Trial a real session.
+
+``assay experiment --scripted-provider`` runs on a process suite (``calc.py``'s ``add`` subtracts;
+``python3 -m unittest`` catches it), in bwrap and on the pass-through backend. The Candidate (Claude Code) is scripted to fix the
+bug and commit, the Baseline (Codex) to botch it; the code Grader runs the tests on what each
+committed and the Experiment ends in a Verdict. The tests skip with the reason where bwrap can't
+run or a binary is missing. The docs' recipe (docs/scripted-provider.md) is this test.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from assay.plugins.sandbox_bwrap.backend import BwrapBackend
+from tests.conftest import run_cli
+from tests.experiment_fixtures import PLUGINS, make_factory, make_process_suite
+
+COMMIT = "git -c user.name=agent -c user.email=agent@example.invalid commit -qam"
+FIX = f"""format = 1
+
+[[turns]]
+calls = [{{ shell = "sed -i 's/a - b/a + b/' calc.py && python3 -m unittest -q && {COMMIT} 'Make add() add'" }}]
+usage = {{ input_tokens = 900, output_tokens = 120 }}
+
+[[turns]]
+text = "add() adds now; the tests pass."
+usage = {{ input_tokens = 1100, output_tokens = 30 }}
+"""
+BOTCH = f"""format = 1
+
+[[turns]]
+calls = [{{ shell = "sed -i 's/a - b/a * b/' calc.py && {COMMIT} 'Rework add()'" }}]
+usage = {{ input_tokens = 700, output_tokens = 90 }}
+
+[[turns]]
+text = "Reworked add()."
+usage = {{ input_tokens = 800, output_tokens = 20 }}
+"""
+
+
+@pytest.fixture(params=["bwrap", "none"])
+def sandbox(request: pytest.FixtureRequest) -> str:
+    """The backend the Trials run on (skipped with the reason where it can't), with the real CLIs
+    installed: under bwrap the providers sit behind the proxy, under none on 127.0.0.1."""
+    check = BwrapBackend().check()
+    if request.param == "bwrap" and not check.works:
+        pytest.skip(f"bwrap can't run here: {check.reason}")
+    for binary, package in (("claude", "@anthropic-ai/claude-code"), ("codex", "@openai/codex")):
+        if shutil.which(binary) is None:
+            pytest.skip(f"the real `{binary}` is not on PATH (npm install -g {package})")
+    return request.param
+
+
+def test_claude_code_against_codex_scripted_end_to_end(
+    sandbox: str, tmp_path: Path, assay_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):  # the real user settings never reach a Trial here
+        monkeypatch.delenv(key, raising=False)
+    (tmp_path / "user-home").mkdir()
+    factory = make_factory(tmp_path)
+    tasks = make_process_suite(assay_home, tasks=2)
+    (tmp_path / "fix.toml").write_text(FIX)
+    (tmp_path / "botch.toml").write_text(BOTCH)
+    arms = ["change", "--factory", str(factory), "--suite", "proc", "--baseline-harness", "codex",
+            "--candidate-harness", "claude"]
+    scripts = ["--scripted-provider", f"baseline={tmp_path / 'botch.toml'}",
+               "--scripted-provider", f"candidate={tmp_path / 'fix.toml'}"]
+    home = {"HOME": str(tmp_path / "user-home")}
+
+    done = run_cli(assay_home, "experiment", *arms, "--sandbox", sandbox, "--trials-per-task", "1", *scripts, "--json",
+                   **home)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert (result["outcome"], result["verdict"]) == ("inconclusive", "inconclusive")
+    assert result["interval"] == pytest.approx([-0.229, 0.998], abs=0.001)  # 2 tasks can't settle it
+
+    shown = json.loads(run_cli(assay_home, "experiments", result["id"], "--json").stdout)
+    recorded = shown["arms"]
+    assert (recorded["baseline"]["harness"], recorded["candidate"]["harness"]) == ("codex", "claude")
+    assert all(len(recorded[arm]["scripted_provider"]) == 64 for arm in ("baseline", "candidate"))
+    trials = {(t["task"], t["arm"]): t for t in shown["trials"]}
+    assert set(trials) == {(task, arm) for task in tasks for arm in ("baseline", "candidate")}
+    for (task, arm), trial in trials.items():
+        assert (trial["outcome"], trial["backend"], trial["attempt"]) == ("delivered", sandbox, 0), trial
+        assert trial["score"]["grader"] == "code" and trial["score"]["passed"] is (arm == "candidate"), trial
+    claude = [trials[task, "candidate"] for task in tasks]
+    codex = [trials[task, "baseline"] for task in tasks]
+    assert all(t["tokens"]["input_tokens"] == 2000 and t["tokens"]["output_tokens"] == 150 for t in claude)
+    assert all(t["cost_usd"] > 0 and t["final_message"] == "add() adds now; the tests pass." for t in claude)
+    assert all(t["tokens"]["input_tokens"] == 1500 and t["tokens"]["output_tokens"] == 110 for t in codex)
+    for arm, count in (("baseline", 2), ("candidate", 2)):  # each Trial's two model turns reached its provider
+        log = (assay_home / "evals" / "experiments" / result["id"] / "scripted-provider" / f"{arm}.jsonl")
+        assert sum(1 for line in log.read_text().splitlines() if json.loads(line)["api"]) == 2 * count
+
+    # The same Arms against their real providers are another Experiment: nothing of this one carries over.
+    real = json.loads(run_cli(assay_home, "evals", "prepare-arms", *arms, "--json", **home).stdout)
+    assert real["id"] != result["id"] and real["arms"]["candidate"]["scripted_provider"] is None
+    listed = run_cli(assay_home, "experiments").stdout
+    assert f"claude good scripted provider {recorded['candidate']['scripted_provider'][:12]}" in listed
+
+
+@pytest.mark.parametrize(("given", "refusal"), [
+    (["baseline={script}"], "a scripted Experiment scripts both Arms"),
+    (["{script}"], "the Baseline can't talk to a scripted provider: only a Harness with routed_invocation can"),
+    (["{script}", "candidate={script}"], "the Candidate already has a script"),
+])
+def test_a_scripted_experiment_is_refused_before_any_trial_unless_both_arms_can_be_scripted(
+    tmp_path: Path, assay_home: Path, given: list[str], refusal: str
+) -> None:
+    factory = make_factory(tmp_path)  # its Arms run the fake agent, which has no routed_invocation
+    make_process_suite(assay_home, tasks=1)
+    (tmp_path / "fix.toml").write_text(FIX)
+    options = [part for value in given for part in ("--scripted-provider", value.format(script=tmp_path / "fix.toml"))]
+    done = run_cli(assay_home, "experiment", "change", "--factory", str(factory), "--suite", "proc", "--sandbox", "none",
+                   *options, plugins=PLUGINS)
+    assert done.returncode == 2 and refusal in done.stderr
+    assert not (assay_home / "evals" / "experiments").exists()
