@@ -35,7 +35,8 @@ from assay.scripted_provider.log import ProviderLog
 from assay.scripted_provider.script import Script
 from assay.scripted_provider.server import ScriptedProvider
 
-# The stand-in credential every routed session sends; the provider takes anything.
+# The stand-in credential every routed session sends: shaped like a Claude OAuth token (which Claude
+# Code then takes without checking it); the provider takes anything.
 API_KEY = "sk-ant-oat01-assay-scripted-provider"
 
 
