@@ -73,6 +73,11 @@ class Suite:
     description: str = ""
 
 
+def repository_commit(task: EvalTask, kind: SuiteKind) -> str:
+    """The commit a Trial's repository ends at: the base, or for kinds that review a change, the change."""
+    return task.change if getattr(kind, "repository_at", "base") == "change" and task.change else task.base
+
+
 def _read_toml(path: Path, problems: list[Problem]) -> dict[str, Any] | None:
     try:
         return tomllib.loads(path.read_text())

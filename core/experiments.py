@@ -15,19 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import attrs
 
-from assay import formats
+from assay import files, formats
 from assay.protocols import Outcome, VoidCause
 from assay.records import ARMS, Arm, ArmSetup, Bar, Recheck, Score, Setup, TaskSetup, TrialRecord, TrialView
-
-
-class BarChanged(ValueError):
-    """The Bar differs from the one recorded before the first Trial."""
 
 
 def experiment_id(baseline: ArmSetup, candidate: ArmSetup, suites: Sequence[str]) -> str:
@@ -133,10 +128,7 @@ class ExperimentDir:
             trial_file = self.attempt_folder(slot, n) / "trial.json"
             if not trial_file.exists():  # cut short by a kill: run this attempt again, fresh
                 return SlotState(slot, tuple(records), n)
-            record = formats.read(trial_file, TrialRecord)
-            if record.outcome is Outcome.STOPPED:
-                return SlotState(slot, tuple(records), n)
-            records.append(record)
+            records.append(formats.read(trial_file, TrialRecord))
         if not records:
             return SlotState(slot, (), 0)
         last = records[-1]
@@ -150,7 +142,7 @@ class ExperimentDir:
 
     def fresh_attempt(self, slot: Slot, attempt: int) -> Path:
         folder = self.attempt_folder(slot, attempt)
-        shutil.rmtree(folder, ignore_errors=True)
+        files.remove_tree(folder)
         folder.mkdir(parents=True)
         return folder
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 import subprocess
 import tarfile
 import tomllib
@@ -95,11 +94,11 @@ class Factory:
         dest = home.builds / commit
         if (dest / ".assay-build.json").is_file():
             return dest
-        with files.exclusive_lock(home.builds / f".{commit}.lock"):
+        with files.exclusive_lock(home.builds / f".{commit}.lock", wait=True):  # another Experiment may build it
             if (dest / ".assay-build.json").is_file():
                 return dest
             work = home.builds / f".{commit}.partial"
-            shutil.rmtree(work, ignore_errors=True)
+            files.remove_tree(work)
             work.mkdir(parents=True)
             archive = git_bytes("archive", "--format=tar", commit, cwd=self.root)
             with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
@@ -109,12 +108,12 @@ class Factory:
                 proc = subprocess.run(list(config.build), cwd=work, capture_output=True, text=True,
                                       env={**os.environ, "ASSAY_BUILD_COMMIT": commit})
                 if proc.returncode != 0:
-                    shutil.rmtree(work, ignore_errors=True)
+                    files.remove_tree(work)
                     tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [""]
                     raise FactoryError(
                         f"build of {commit[:10]} failed: {' '.join(config.build)} exited {proc.returncode}: {tail[0]}"
                     )
             files.write_json(work / ".assay-build.json", {"commit": commit, "build": list(config.build)})
-            shutil.rmtree(dest, ignore_errors=True)
+            files.remove_tree(dest)
             os.replace(work, dest)
         return dest

@@ -11,6 +11,7 @@ import errno
 import fcntl
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -75,6 +76,15 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+def remove_tree(path: Path) -> None:
+    """Remove a folder, read-only parts included (a Trial may leave some); a missing one is fine."""
+    if not path.exists() and not path.is_symlink():
+        return
+    for root, _dirs, _files in os.walk(path):
+        os.chmod(root, 0o700)
+    shutil.rmtree(path)
+
+
 def _fsync_dir(folder: Path) -> None:
     fd = os.open(folder, os.O_RDONLY)
     try:
@@ -88,8 +98,8 @@ class Locked(RuntimeError):
 
 
 @contextlib.contextmanager
-def exclusive_lock(path: Path) -> Iterator[None]:
-    """Hold an advisory lock on ``path`` for the block; raise :class:`Locked` if taken.
+def exclusive_lock(path: Path, *, wait: bool = False) -> Iterator[None]:
+    """Hold an advisory lock on ``path`` for the block; if taken, wait or raise :class:`Locked`.
 
     The kernel drops the lock when the holder dies, so a killed run never leaves it stuck.
     """
@@ -97,7 +107,7 @@ def exclusive_lock(path: Path) -> Iterator[None]:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except OSError as e:
             if e.errno in (errno.EAGAIN, errno.EACCES):
                 raise Locked(str(path)) from None

@@ -36,10 +36,6 @@ class AssayHome:
         return self.evals / "builds"
 
     @property
-    def scoring(self) -> Path:
-        return self.evals / "scoring"
-
-    @property
     def cache(self) -> Path:
         """Time-safe repositories, one per (source repository, base commit)."""
         return self.evals / "cache"

@@ -18,20 +18,20 @@ import attrs
 import pluggy
 
 from assay import hookspecs
-from assay.protocols import ArmKind, Grader, Harness, Runner, SandboxBackend, SuiteKind
+from assay.protocols import Harness, Runner, SandboxBackend, SuiteKind
 
 T = TypeVar("T")
 GROUP = hookspecs.PROJECT
 ENV_VAR = "ASSAY_PLUGINS"
 
-# hook name → (what users call it, the Protocol its objects satisfy)
-OFFERINGS: dict[str, tuple[str, type]] = {
-    "assay_harnesses": ("harness", Harness),
-    "assay_suite_kinds": ("suite kind", SuiteKind),
-    "assay_graders": ("grader", Grader),
-    "assay_runners": ("runner", Runner),
-    "assay_arm_kinds": ("arm kind", ArmKind),
-    "assay_sandbox_backends": ("sandbox backend", SandboxBackend),
+# hook name → what users call what it offers (each satisfies a Protocol in assay.protocols)
+OFFERINGS: dict[str, str] = {
+    "assay_harnesses": "harness",
+    "assay_suite_kinds": "suite kind",
+    "assay_graders": "grader",
+    "assay_runners": "runner",
+    "assay_arm_kinds": "arm kind",
+    "assay_sandbox_backends": "sandbox backend",
 }
 
 
@@ -74,7 +74,7 @@ class Plugins:
     def offered(self, hook: str) -> dict[str, Offered[Any]]:
         """Everything offered through ``hook``, by name; two plugins offering a name is an error."""
         if hook not in self._offered:
-            what, _ = OFFERINGS[hook]
+            what = OFFERINGS[hook]
             found: dict[str, Offered[Any]] = {}
             for impl in getattr(self.manager.hook, hook).get_hookimpls():
                 try:
@@ -103,7 +103,7 @@ class Plugins:
         """The object named ``name`` offered through ``hook``, or a clear error listing the choices."""
         offered = self.offered(hook)
         if name not in offered:
-            what, _ = OFFERINGS[hook]
+            what = OFFERINGS[hook]
             known = ", ".join(sorted(offered)) or "none installed"
             raise PluginError(f"unknown {what} '{name}' (known: {known})")
         return offered[name].value
@@ -114,14 +114,8 @@ class Plugins:
     def suite_kinds(self) -> dict[str, SuiteKind]:
         return {k: v.value for k, v in self.offered("assay_suite_kinds").items()}
 
-    def graders(self) -> dict[str, Grader]:
-        return {k: v.value for k, v in self.offered("assay_graders").items()}
-
     def runners(self) -> dict[str, Runner]:
         return {k: v.value for k, v in self.offered("assay_runners").items()}
-
-    def arm_kinds(self) -> dict[str, ArmKind]:
-        return {k: v.value for k, v in self.offered("assay_arm_kinds").items()}
 
     def sandbox_backends(self) -> dict[str, SandboxBackend]:
         return {k: v.value for k, v in self.offered("assay_sandbox_backends").items()}
@@ -173,7 +167,7 @@ def _register(
 def provides(plugins: Plugins, plugin_name: str) -> list[dict[str, Any]]:
     """What one plugin offers, for ``assay plugins``: kind, name and whether it is implemented."""
     out = []
-    for hook, (what, _) in OFFERINGS.items():
+    for hook, what in OFFERINGS.items():
         for impl in getattr(plugins.manager.hook, hook).get_hookimpls():
             if impl.plugin_name != plugin_name:
                 continue

@@ -32,9 +32,9 @@ class VoidCause(str, enum.Enum):
     LOGIN_FAILED = "login_failed"
     SERVER_ERROR = "server_error"
     PLAN_LIMIT = "plan_limit"
-    HOST_KILL = "host_kill"
+    HOST_KILL = "host_kill"  # SIGKILLed from outside (the kernel's OOM killer, a person), not by assay
     MEMORY_CAP = "memory_cap"
-    REPOSITORY_CHANGED = "repository_changed"  # a review that edited or committed (code Grader's check)
+    REPOSITORY_CHANGED = "repository_changed"  # a review that edited or committed its repository
     # The only causes a Custom runner may claim for itself (custom-runners ticket).
     SESSION_UNAVAILABLE = "session_unavailable"
     USAGE_LIMIT = "usage_limit"
@@ -49,7 +49,6 @@ class Outcome(str, enum.Enum):
     STOPPED_TO_ASK = "stopped_to_ask"
     TIMEOUT = "timeout"
     VOID = "void"
-    STOPPED = "stopped"  # cut short by a Stop or a kill: re-run on resume, never graded
 
 
 @attrs.frozen
@@ -96,7 +95,6 @@ class ProcessResult:
     backend: str
     duration: float
     timed_out: bool = False
-    stopped: bool = False
     stderr_tail: str = ""
     void_cause: VoidCause | None = None
 

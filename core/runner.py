@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 import trio
 
-from assay import formats, results, timesafe
+from assay import evaltasks, formats, results, timesafe
 from assay.commands import Command, now
 from assay.evaltasks import EvalTask
 from assay.experiments import ExperimentDir, Slot, SlotState, task_dirname
@@ -187,7 +187,7 @@ class ExperimentRun:
         It ends at the base, or for kinds that review a change, at the change under review.
         """
         kind = self.plugins.suite_kinds()[task.kind]
-        commit = task.change if getattr(kind, "repository_at", "base") == "change" and task.change else task.base
+        commit = evaltasks.repository_commit(task, kind)
         lock = self._repo_locks.setdefault(task.id, trio.Lock())
         async with lock:
             if task.id not in self._cached:
@@ -299,7 +299,11 @@ def _repository_state(repository: Any) -> tuple[str, str]:
 
 
 def _sandbox_says(outcome: SessionOutcome, process: ProcessResult) -> SessionOutcome:
-    """The sandbox's own void cause (memory cap, failed start) outranks the session's reading."""
-    if process.void_cause is not None:
-        return attrs.evolve(outcome, outcome=Outcome.VOID, void_cause=process.void_cause)
+    """The sandbox's own void cause (memory cap, failed start) outranks the session's reading, and
+    a session SIGKILLed by someone other than assay (which kills only at a timeout) was the host's doing."""
+    cause = process.void_cause
+    if cause is None and process.exit_code == -signal.SIGKILL and not process.timed_out:
+        cause = VoidCause.HOST_KILL
+    if cause is not None:
+        return attrs.evolve(outcome, outcome=Outcome.VOID, void_cause=cause)
     return outcome

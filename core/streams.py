@@ -93,7 +93,7 @@ class Reading:
             self.void_cause = cause
 
     def judge(self, process: ProcessResult) -> SessionOutcome:
-        """The outcome: stopped, void (with its cause), timeout, failed or delivered.
+        """The outcome: void (with its cause), timeout, failed or delivered.
 
         A session that delivered is never void, even after a plan-limit warning (the warning is
         still reported, so the Experiment pauses). One that did not is void when the sandbox, a
@@ -102,9 +102,7 @@ class Reading:
         """
         delivered = self.ended and not self.failed and process.exit_code == 0 and not process.timed_out
         cause = None if delivered else self._cause(process)
-        if process.stopped:
-            outcome = Outcome.STOPPED
-        elif cause is not None:
+        if cause is not None:
             outcome = Outcome.VOID
         elif process.timed_out:
             outcome = Outcome.TIMEOUT

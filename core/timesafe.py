@@ -16,7 +16,6 @@ import contextlib
 import hashlib
 import os
 import re
-import shutil
 import stat
 import subprocess
 import tempfile
@@ -26,7 +25,7 @@ from pathlib import Path
 
 import attrs
 
-from assay.files import Locked, exclusive_lock
+from assay.files import Locked, exclusive_lock, remove_tree
 from assay.home import AssayHome
 
 
@@ -150,7 +149,7 @@ def _build(repository: str, commit: str, final: Path) -> None:
     """Build, verify and seal the cache in a scratch folder, then rename it into place."""
     final.parent.mkdir(parents=True, exist_ok=True)
     for stale in final.parent.glob(f".{commit}.*-*"):  # left by a killed build; we hold the lock
-        _remove(stale)
+        remove_tree(stale)
     build = Path(tempfile.mkdtemp(prefix=f".{commit}.build-", dir=final.parent))
     try:
         _write_git_dir(build / ".git", branch=_CACHE_BRANCH, commit=commit, config=_WORK_CONFIG)
@@ -159,7 +158,7 @@ def _build(repository: str, commit: str, final: Path) -> None:
         _seal(build)
         os.rename(build, final)  # same folder: allowed although ``build`` is now read-only
     except BaseException:
-        _remove(build)
+        remove_tree(build)
         raise
 
 
@@ -321,9 +320,9 @@ def trial_copy(cached: CachedRepo, dest: Path, *, branch: str = "main", origin: 
         if verify:
             verify_time_safe(dest, cached.base)
     except BaseException:
-        _remove(dest)
+        remove_tree(dest)
         if bare is not None:
-            _remove(bare)
+            remove_tree(bare)
         raise
     return dest
 
@@ -392,15 +391,6 @@ def _seal(folder: Path) -> None:
             if not stat.S_ISLNK(mode):
                 os.chmod(path, stat.S_IMODE(mode) & ~0o222)
         os.chmod(root, 0o555)
-
-
-def _remove(path: Path) -> None:
-    """Remove a folder, read-only parts included; a missing one is fine."""
-    if not path.exists():
-        return
-    for root, _dirs, _files in os.walk(path):
-        os.chmod(root, stat.S_IRWXU)
-    shutil.rmtree(path)
 
 
 def _env() -> dict[str, str]:

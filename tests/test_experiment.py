@@ -145,6 +145,16 @@ def test_void_once_is_rerun_and_then_counts(world, assay_home: Path, tmp_path: P
     assert sorted((t["attempt"], t["outcome"]) for t in t1) == [(0, "delivered"), (0, "void"), (1, "delivered")]
 
 
+def test_a_session_killed_by_the_host_is_void_and_rerun(world, assay_home: Path, tmp_path: Path):
+    factory, _ = world
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "oom": {"fixture/t3": "sigkill-once,right", "*": "right"}})
+    result = experiment(assay_home, factory, sc, "--candidate-model", "oom", "--json")
+    assert result.returncode == 0, result.stderr
+    t3 = [t for t in trial_records(assay_home) if t["task"] == "fixture/t3" and t["arm"] == "candidate"]
+    assert sorted((t["attempt"], t["outcome"], t["void_cause"]) for t in t3) == [
+        (0, "delivered", None), (0, "void", "host_kill"), (1, "delivered", None)]
+
+
 def test_plan_limit_pauses_and_running_again_finishes(world, assay_home: Path, tmp_path: Path):
     factory, _ = world
     sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "limited": {"fixture/t1": "plan_limit", "*": "sleep:0.2,right"}})

@@ -194,11 +194,6 @@ def test_a_success_result_with_a_failing_exit_code_is_a_fail() -> None:
     assert decode(ClaudeDecoder(), lines(*SUCCESS), FAILED).outcome is Outcome.FAILED
 
 
-def test_a_stopped_session_is_stopped_whatever_it_said() -> None:
-    stopped = ProcessResult(exit_code=-15, backend="none", duration=3.0, stopped=True)
-    assert decode(ClaudeDecoder(), lines(*SUCCESS), stopped).outcome is Outcome.STOPPED
-
-
 # --- the session's command, environment and home ---------------------------------------------
 
 

@@ -408,19 +408,21 @@ def suites(assay_home: Path, source: Source) -> Path:
 
 
 def test_cli_prepares_a_verified_copy(cli, suites: Path, source: Source, tmp_path: Path):
+    """A code-review task's copy ends at its change under review, exactly as its Trials' do."""
+    change = source.later["later commit"]
     result = cli("tasks", "prepare", "reviews/bug-1", "--dest", str(tmp_path / "trial"), "--json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["path"] == str(tmp_path / "trial") and report["origin"] is None
-    assert (report["base"], report["base_ref"], report["repository"]) == (source.base, "main~2", str(source.path))
+    assert (report["base"], report["base_ref"], report["repository"]) == (change, change, str(source.path))
     assert report["cache"].startswith(str(suites / "evals" / "cache")) and report["cache_built"] is True
     assert set(report["timings"]) == {"cache", "copy_and_verify"}
-    assert stored_objects(tmp_path / "trial") == ancestry(source.path, source.base)
+    assert stored_objects(tmp_path / "trial") == ancestry(source.path, change)
 
-    again = cli("tasks", "prepare", "reviews/bug-1", TMPDIR=str(tmp_path))
+    again = cli("tasks", "prepare", "specs/s1", TMPDIR=str(tmp_path))
     assert again.returncode == 0, again.stderr
     printed = Path(again.stdout.strip())
-    assert printed.name == "bug-1" and out(printed, "rev-parse", "HEAD") == source.base
+    assert printed.name == "s1" and out(printed, "rev-parse", "HEAD") == source.base
 
 
 def test_cli_gives_spec_review_tasks_an_origin(cli, suites: Path, tmp_path: Path):

@@ -12,6 +12,7 @@ import sys
 import typer
 
 import assay
+from assay import formats
 from assay import plugin_manager as plugin_loading
 from assay.cli import output
 from assay.cli import experiment_cmd, harnesses_cmd, plugins_cmd, prompts_cmd, proposals_cmd, sandbox_cmd, suites_cmd, tasks_cmd, verdict_cmd
@@ -57,6 +58,6 @@ def main(argv: list[str] | None = None) -> None:
     except output.UserError as e:
         print(f"assay: error: {e}", file=sys.stderr)
         sys.exit(e.code)
-    except plugin_loading.PluginError as e:
+    except (plugin_loading.PluginError, formats.FormatError) as e:
         print(f"assay: error: {e}", file=sys.stderr)
         sys.exit(2)

@@ -22,7 +22,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
             for name, offered in sorted(plugins.offered(hook).items()):
                 for prompt in getattr(offered.value, "prompts", ()):
                     source = prompt.source(factory)
-                    rows.append({"name": prompt.name, "for": f"{plugin_loading.OFFERINGS[hook][0]} {name}",
+                    rows.append({"name": prompt.name, "for": f"{plugin_loading.OFFERINGS[hook]} {name}",
                                  "plugin": offered.plugin, "file": str(source), "inputs": list(prompt.inputs),
                                  "overridden": source != prompt.default})
         if json_:

@@ -43,7 +43,8 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
         timings: dict[str, float] = {}
         try:
             start = time.perf_counter()
-            cached = timesafe.prepare_cache(home, task.repository, task.base)
+            commit = evaltasks.repository_commit(task, plugins.suite_kinds()[task.kind])
+            cached = timesafe.prepare_cache(home, task.repository, commit)
             timings["cache"] = time.perf_counter() - start
             start = time.perf_counter()
             path = timesafe.trial_copy(cached, dest, origin=origin, verify=True)
@@ -56,7 +57,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
         emit_json({
             "task": task.id, "kind": task.kind, "path": str(path),
             "origin": str(timesafe.origin_path(path)) if origin else None,
-            "repository": task.repository, "base": cached.base, "base_ref": task.base,
+            "repository": task.repository, "base": cached.base, "base_ref": commit,
             "cache": str(cached.path), "cache_built": cached.built,
             "timings": {name: round(seconds, 4) for name, seconds in timings.items()},
         })

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from assay import hookimpl
+from assay import files, hookimpl
 from assay.evaltasks import EvalTask
 from assay.git import GitError, git
 from assay.protocols import GradingContext, Invocation
@@ -39,9 +38,8 @@ class CodeGrader:
         return [self._score(task, view, False, why, []) for view in trials if (why := empty(task, view))]
 
     async def _grade_process(self, task: EvalTask, view: TrialView, context: GradingContext) -> Score:
-        record = view.record
         folder = view.folder / EVIDENCE
-        shutil.rmtree(folder, ignore_errors=True)
+        files.remove_tree(folder)
         folder.mkdir()
         clone = folder / "head"
         git("clone", "--quiet", "--no-hardlinks", str(view.repository), str(clone), cwd=folder)
@@ -56,13 +54,13 @@ class CodeGrader:
         invocation = Invocation(
             argv=tuple(task.criteria["test_command"]), cwd=clone,
             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8"},
-            read_write=(clone, home),
+            read_write=(clone, home), log_dir=folder,
         )
         result = await context.backend.run(invocation, timeout=context.timeout, on_line=lines.append)
         output = "".join(line if line.endswith("\n") else line + "\n" for line in lines) + result.stderr_tail
-        (folder / "test-output.txt").write_text(output)
-        (folder / "notes.txt").write_text("\n".join(notes))
-        shutil.rmtree(clone, ignore_errors=True)
+        files.write_text(folder / "test-output.txt", output)
+        files.write_text(folder / "notes.txt", "\n".join(notes))
+        files.remove_tree(clone)
         command = " ".join(task.criteria["test_command"])
         if result.timed_out:
             why = f"`{command}` timed out after {context.timeout:.0f}s on the committed HEAD"

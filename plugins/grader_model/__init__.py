@@ -9,11 +9,10 @@ for again once, then the Scores are left pending with the reason.
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from assay import hookimpl
+from assay import files, hookimpl
 from assay.evaltasks import EvalTask
 from assay.git import git
 from assay.plugins.grader_model import packet
@@ -49,9 +48,8 @@ class ModelGrader:
             return self._pending(task, trials, f"the model Grader's Harness '{seat[0]}' is not installed")
         workspace = context.workspace
         labelled = packet.labels_for(trials, context.seed, task.id)
-        (workspace / "labels.json").parent.mkdir(parents=True, exist_ok=True)
-        (workspace / "labels.json").write_text(json.dumps(
-            {label: f"{v.record.task}:{v.record.arm}-{v.record.index}" for label, v in labelled.items()}, indent=2))
+        files.write_json(workspace / "labels.json",  # the only key to the blinding: never inside the packet
+                         {label: f"{v.record.task}:{v.record.arm}-{v.record.index}" for label, v in labelled.items()})
         folder = workspace / "packet"
         names = [n for pair in context.arm_models for n in pair if n]
         review_context = _diff_under_review(task, trials)
@@ -74,7 +72,7 @@ class ModelGrader:
     async def _session(self, task: EvalTask, seat: tuple[str, str], folder: Path, home: Path,
                        context: GradingContext, note: str):
         harness = context.harnesses[seat[0]]
-        shutil.rmtree(home, ignore_errors=True)
+        files.remove_tree(home)
         (home / "home").mkdir(parents=True)
         prompt = PROMPT.render({"packet": packet.PACKET_FILE, "schema": json.dumps(packet.SCHEMA, indent=2)}) + note
         request = SessionRequest(repository=folder, home=home / "home", prompt=prompt, binary=harness.locate(),

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from assay import files
 from assay.evaltasks import EvalTask
 from assay.git import GitError, git
 from assay.records import TrialView
@@ -84,7 +85,7 @@ def write_packet(folder: Path, task: EvalTask, labelled: dict[str, TrialView], n
     for label, view in labelled.items():
         body = scrub(submission(task, view), names).strip() or "(empty)"
         parts.append(f"## Submission {label}\n\n{body}\n")
-    (folder / PACKET_FILE).write_text("\n".join(parts))
+    files.write_text(folder / PACKET_FILE, "\n".join(parts))
     (folder / ANSWER_FILE).unlink(missing_ok=True)
 
 

@@ -80,8 +80,17 @@ def freeze(manifest: Manifest, builds: Path) -> tuple[str, Path]:
     folder = builds / digest
     if (folder / "frozen.json").is_file():
         return digest, folder
+    with files.exclusive_lock(builds / f".{digest}.lock", wait=True):  # another Experiment may freeze it
+        if not (folder / "frozen.json").is_file():
+            _write_frozen(manifest, digest, body, entries, provenance, folder)
+    return digest, folder
+
+
+def _write_frozen(manifest: Manifest, digest: str, body: dict[str, Any], entries: list[dict[str, Any]],
+                  provenance: dict[str, Any], folder: Path) -> None:
+    builds = folder.parent
     work = builds / f".{digest}.partial"
-    shutil.rmtree(work, ignore_errors=True)
+    files.remove_tree(work)
     for entry in entries:
         dest = work / entry["where"] / entry["path"]
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -94,9 +103,8 @@ def freeze(manifest: Manifest, builds: Path) -> tuple[str, Path]:
     files.write_json(work / "frozen.json", {
         "name": manifest.name, "manifest": str(manifest.path), "digest": digest, **body, "provenance": provenance,
     })
-    shutil.rmtree(folder, ignore_errors=True)
+    files.remove_tree(folder)
     os.replace(work, folder)
-    return digest, folder
 
 
 def verify(folder: Path) -> Mapping[str, Any]:

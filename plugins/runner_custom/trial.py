@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 
+from assay import files
 from assay.git import git
 from assay.plugins.runner_custom.freeze import verify
 from assay.protocols import Invocation, Outcome, ProcessResult, SessionOutcome, TrialContext, VoidCause
@@ -38,11 +39,11 @@ class CustomRunnerArm:
         output.mkdir()
         branch = git("rev-parse", "--abbrev-ref", "HEAD", cwd=ctx.repository)
         request = ctx.folder / "request.json"
-        request.write_text(json.dumps({
+        files.write_json(request, {
             "version": REQUEST_VERSION, "repository": str(ctx.repository), "issue_file": str(issue),
             "base": ctx.task.base, "branch": branch, "runner_dir": str(bundle), "output_dir": str(output),
             "home": str(ctx.home), "task": ctx.task.id,
-        }, indent=2))
+        })
         argv = tuple(a.replace("{runner_dir}", str(bundle)).replace("{request}", str(request)) for a in frozen["command"])
         invocation = Invocation(
             argv=argv, cwd=ctx.repository,

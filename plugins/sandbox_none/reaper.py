@@ -65,7 +65,8 @@ def main(argv: list[str]) -> int:
             break
     _reap_leftovers()
     if os.WIFSIGNALED(status):  # end the same way, so the backend sees what the session saw
-        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+        if os.WTERMSIG(status) != signal.SIGKILL:  # SIGKILL's handler can't be set (nor caught)
+            signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
         os.kill(os.getpid(), os.WTERMSIG(status))
     return os.waitstatus_to_exitcode(status)
 
