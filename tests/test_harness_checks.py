@@ -43,6 +43,15 @@ def need(*binaries: str) -> None:
             pytest.skip(f"the real `{binary}` is not on PATH (npm install -g {INSTALL[binary]})")
 
 
+@pytest.fixture(autouse=True)
+def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty user home: the tester's own Claude and Codex settings don't reach these sessions."""
+    (tmp_path / "user-home").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "user-home"))
+    for key in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+        monkeypatch.delenv(key, raising=False)
+
+
 def check(home: Path, *args: str, **env: str) -> tuple[int, dict[str, dict[str, dict]]]:
     """``assay harnesses check ARGS --json``: its exit code and each Harness's checks by name."""
     done = run_cli(home, "harnesses", "check", *args, "--json", **env)
