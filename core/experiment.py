@@ -198,13 +198,21 @@ def record(exp: ExperimentDir, plan: Plan) -> Setup:
         formats.write(exp.bar_file, plan.bar)
         return plan.setup
     recorded = exp.setup()
-    if recorded.tasks != plan.setup.tasks:
-        raise PlanError(f"Experiment {plan.id}: its suites' Eval tasks changed since it started; start a new one")
     differences = bar_differences(exp.bar(), plan.bar)
     if differences:
         raise PlanError(
             f"Experiment {plan.id}: the Bar was recorded before its first Trial and can't change "
             f"({'; '.join(differences)})"
+        )
+    if recorded.tasks != plan.setup.tasks:
+        raise PlanError(
+            f"Experiment {plan.id}: its suites' Eval tasks changed since its first Trial; the same Arms "
+            f"and suites name the same Experiment, so move {exp.path} aside to start it afresh"
+        )
+    if recorded.sandbox != plan.setup.sandbox:
+        raise PlanError(
+            f"Experiment {plan.id}: its Trials ran in the '{recorded.sandbox}' sandbox; resume it with "
+            f"--sandbox {recorded.sandbox} so every Trial of one Verdict runs alike"
         )
     return recorded
 
@@ -223,21 +231,25 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
     try:
         with exclusive_lock(exp.lock_file), contextlib.ExitStack() as scripted:
             setup = record(exp, plan)
-            if exp.verdict_file.exists():
-                return exp, formats.read(exp.verdict_file, results.ExperimentVerdict).verdict
+            finished = _finished(exp)
+            if finished is not None:
+                return exp, finished
             command = Command.start(home, "experiment", plan.id, arms=arms_summary(setup), bar=plan.bar)
-            with command.stage("arms"):
-                runtimes = {arm: _runtime(home, plan, setup.arm(arm), arm, command) for arm in ARMS}
-                if plan.scripts:
-                    runtimes = scripted.enter_context(_scripted(plan, runtimes, exp, command))
-            prompts = {arm: _prompts(plugins, plan, runtimes[arm]) for arm in ARMS}
-            run = ExperimentRun(
-                home=home, plugins=plugins, exp=exp, setup=setup, bar=plan.bar, tasks=plan.tasks,
-                prompts=prompts, runtimes=runtimes, backend=plan.backend, workers=workers,
-                command=command, report=report,
-            )
             try:
+                with command.stage("arms"):
+                    runtimes = {arm: _runtime(home, plan, setup.arm(arm), arm, command) for arm in ARMS}
+                    if plan.scripts:
+                        runtimes = scripted.enter_context(_scripted(plan, runtimes, exp, command))
+                prompts = {arm: _prompts(plugins, plan, runtimes[arm]) for arm in ARMS}
+                run = ExperimentRun(
+                    home=home, plugins=plugins, exp=exp, setup=setup, bar=plan.bar, tasks=plan.tasks,
+                    prompts=prompts, runtimes=runtimes, backend=plan.backend, workers=workers,
+                    command=command, report=report,
+                )
                 outcome = trio.run(run.run)
+            except KeyboardInterrupt:  # before the run could take the signal itself
+                command.finish("stopped", "stopped", "stopped; run the same command again to resume")
+                raise
             except Exception as e:
                 cause = _root_cause(e)
                 command.log("".join(traceback.format_exception(e)))
@@ -249,6 +261,15 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
             return exp, outcome
     except Locked:
         raise PlanError(f"Experiment {plan.id} is already running in another process") from None
+
+
+def _finished(exp: ExperimentDir) -> str | None:
+    """The Verdict of a finished Experiment; None while anything is left to run or grade
+    (a Score left pending by a Grader is graded again on the next run)."""
+    if not exp.verdict_file.exists():
+        return None
+    done = formats.read(exp.verdict_file, results.ExperimentVerdict)
+    return None if done.pending else done.verdict
 
 
 def _runtime(home: AssayHome, plan: Plan, setup: ArmSetup, arm: Arm, command: Command) -> ArmRuntime:

@@ -23,11 +23,15 @@ Arm = Literal["baseline", "candidate"]
 ARMS: tuple[Arm, Arm] = ("baseline", "candidate")
 
 
-def _share(name: str):
-    def check(_inst: object, _attr: object, value: float) -> None:
-        if not 0.0 <= value <= 1.0:
-            raise ValueError(f"{name} must be between 0 and 1, got {value}")
+def _rule(test, expected: str):
+    """An attrs validator for a Bar part, its message naming the part and what was expected."""
+    def check(_inst: object, attribute: attrs.Attribute, value: float) -> None:
+        if not test(value):
+            raise ValueError(f"bar.{attribute.name} must be {expected}, got {value!r}")
     return check
+
+
+_SHARE = _rule(lambda v: 0.0 <= v <= 1.0, "between 0 and 1")
 
 
 @attrs.frozen
@@ -41,17 +45,17 @@ class Bar:
     FORMAT: ClassVar[int] = 2
     UPGRADES: ClassVar[dict] = {1: dict}
 
-    margin: float = attrs.field(default=0.10, validator=_share("margin"))
-    level: float = attrs.field(default=0.95, validator=_share("level"))
-    prior_weight: float = 1.0
-    seed: int = 20261129
-    draws: int = 20_000
+    margin: float = attrs.field(default=0.10, validator=_SHARE)
+    level: float = attrs.field(default=0.95, validator=_rule(lambda v: 0.0 < v < 1.0, "strictly between 0 and 1"))
+    prior_weight: float = attrs.field(default=1.0, validator=_rule(lambda v: v > 0, "above 0"))
+    seed: int = attrs.field(default=20261129, validator=_rule(lambda v: v >= 0, "0 or more"))
+    draws: int = attrs.field(default=20_000, validator=_rule(lambda v: v >= 100, "at least 100"))
     trials_per_task: Mapping[str, int] = attrs.field(
         factory=lambda: {"code-review": 3, "process": 3, "spec-review": 1}
     )
-    timeout_seconds: float = 3600.0
-    void_reruns: int = 2
-    max_dropped_share: float = 0.10
+    timeout_seconds: float = attrs.field(default=3600.0, validator=_rule(lambda v: v > 0, "above 0 seconds"))
+    void_reruns: int = attrs.field(default=2, validator=_rule(lambda v: v >= 0, "0 or more"))
+    max_dropped_share: float = attrs.field(default=0.10, validator=_SHARE)
     model_graders: tuple[str, ...] = ()  # "harness:model" seats, tried in order
 
 

@@ -164,6 +164,21 @@ def experiment_verdict(
     )
 
 
+def wrong_finding_kinds(plugins: Any) -> list[str]:
+    """The suite kinds whose Trials report findings, so wrong findings are judged too."""
+    return [name for name, kind in plugins.suite_kinds().items() if getattr(kind, "wrong_findings", False)]
+
+
+def read_verdict(exp: ExperimentDir) -> dict[str, Any] | None:
+    """``verdict.json`` as plain data (its format checked), or None before there is one."""
+    from assay import formats
+
+    if not exp.verdict_file.exists():
+        return None
+    return {k: v for k, v in formats.unstructure(formats.read(exp.verdict_file, ExperimentVerdict)).items()
+            if k != "format"}
+
+
 def waiting_text(result: ExperimentVerdict) -> str:
     """What a person must still do before the Verdict is final ("" when it is)."""
     waiting = [item["trial"] for item in result.recheck if not item["rechecked"]]
@@ -247,9 +262,7 @@ def describe(exp: ExperimentDir, command: Any | None) -> dict[str, Any]:
                            "wrong_finding": score.wrong_finding} if score and record is state.last else None),
                 "folder": str(exp.attempt_folder(slot, record.attempt)),
             })
-    verdict = None
-    if exp.verdict_file.exists():
-        verdict = {k: v for k, v in _read_json(exp.verdict_file).items() if k != "format"}
+    verdict = read_verdict(exp)
     return {
         "id": exp.id,
         "state": effective_state(command) if command else "created",
@@ -273,9 +286,3 @@ def describe(exp: ExperimentDir, command: Any | None) -> dict[str, Any]:
         "outcomes": outcomes,
         "verdict": verdict,
     }
-
-
-def _read_json(path: Any) -> dict[str, Any]:
-    import json
-
-    return json.loads(path.read_text())

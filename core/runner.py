@@ -105,21 +105,23 @@ class ExperimentRun:
     _repo_locks: dict[str, trio.Lock] = attrs.field(factory=dict, init=False)
     _cached: dict[str, Any] = attrs.field(factory=dict, init=False)
     _queue: SlotQueue | None = attrs.field(default=None, init=False)
-    _trial_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
+    _work: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
 
     async def run(self) -> str:
         """Run to the end, a pause or a Stop; returns the Experiment's outcome."""
         async with trio.open_nursery() as root:
             root.start_soon(self._watch_signals)
-            with self.command.stage("trials"):
-                await self._trials()
+            with self._work:  # a Stop cuts Trials and grading short alike; both resume
+                with self.command.stage("trials"):
+                    await self._trials()
+                if not self.paused:
+                    with self.command.stage("grade"):
+                        await self._grade()
             root.cancel_scope.cancel()
         if self.stopped:
             return "stopped"
         if self.paused:
             return "paused"
-        with self.command.stage("grade"):
-            await self._grade()
         with self.command.stage("verdict"):
             return self._verdict()
 
@@ -128,8 +130,8 @@ class ExperimentRun:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async for signum in signals:
                 self.stopped = True
-                self.command.log(f"Stop received ({signal.Signals(signum).name}): cutting in-flight Trials short")
-                self._trial_scope.cancel()
+                self.command.log(f"Stop received ({signal.Signals(signum).name}): cutting in-flight work short")
+                self._work.cancel()
                 return
 
     # --- Trials -------------------------------------------------------------------------------
@@ -144,10 +146,9 @@ class ExperimentRun:
         self.counts.done = len(states) - len(todo)
         self.report("start", self.counts)
         queue = self._queue = SlotQueue(todo)
-        with self._trial_scope:
-            async with trio.open_nursery() as nursery:
-                for _ in range(self.workers):
-                    nursery.start_soon(self._worker, queue)
+        async with trio.open_nursery() as nursery:
+            for _ in range(self.workers):
+                nursery.start_soon(self._worker, queue)
 
     async def _worker(self, queue: SlotQueue) -> None:
         while (item := await queue.get()) is not None:
@@ -286,9 +287,7 @@ class ExperimentRun:
     # --- The Verdict --------------------------------------------------------------------------
 
     def _verdict(self) -> str:
-        kinds = self.plugins.suite_kinds()
-        wrong = [name for name, kind in kinds.items() if getattr(kind, "wrong_findings", False)]
-        result = results.experiment_verdict(self.exp, self.setup, self.bar, wrong)
+        result = results.experiment_verdict(self.exp, self.setup, self.bar, results.wrong_finding_kinds(self.plugins))
         formats.write(self.exp.verdict_file, result)
         return result.verdict
 

@@ -159,7 +159,6 @@ def chance_of_clear_verdict(n_tasks: int, trials_per_task: int, bar: Bar) -> flo
     Uses the same normal approximation as the "how many more" search; see the module doc.
     """
     k = _check_k(trials_per_task)
-    _check_bar(bar)
     if n_tasks < 0:
         raise ValueError(f"n_tasks must be 0 or more, got {n_tasks}")
     rng = np.random.default_rng([bar.seed, 2])
@@ -175,14 +174,12 @@ def credible_interval(counts: Sequence[int], *, bar: Bar) -> tuple[float, float]
     difference value (-1 .. +1, as ``Verdict.counts``): re-checks a recorded Verdict's interval."""
     if len(counts) < 3 or len(counts) % 2 == 0 or any(c < 0 for c in counts):
         raise ValueError(f"counts must be 2k+1 (k >= 1) numbers of tasks, 0 or more; got {list(counts)}")
-    _check_bar(bar)
     k = len(counts) // 2
     return _interval(np.asarray(counts) + _prior(k, bar), _values(k), bar)
 
 
 def _judge(pairs: Sequence[TaskPair], k: int, bar: Bar, *, measure: Measure) -> Verdict:
     k = _check_k(k)
-    _check_bar(bar)
     _check_pairs(pairs, k)
     used = [p for p in pairs if not p.void]
     dropped = tuple(p.task for p in pairs if p.void)
@@ -219,20 +216,6 @@ def _check_k(k: int) -> int:
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"trials_per_task must be a whole number of 1 or more, got {k!r}")
     return k
-
-
-def _check_bar(bar: Bar) -> None:
-    """Bar's own validators cover the margin; these are the Verdict's other needs."""
-    if not 0.0 < bar.level < 1.0:
-        raise ValueError(f"bar.level must be strictly between 0 and 1, got {bar.level}")
-    if not bar.prior_weight > 0:
-        raise ValueError(f"bar.prior_weight must be above 0, got {bar.prior_weight}")
-    if bar.seed < 0:
-        raise ValueError(f"bar.seed must be 0 or more, got {bar.seed}")
-    if bar.draws < 100:
-        raise ValueError(f"bar.draws must be at least 100, got {bar.draws}")
-    if not 0.0 <= bar.max_dropped_share <= 1.0:
-        raise ValueError(f"bar.max_dropped_share must be between 0 and 1, got {bar.max_dropped_share}")
 
 
 def _check_pairs(pairs: Sequence[TaskPair], k: int) -> None:

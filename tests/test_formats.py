@@ -24,8 +24,8 @@ text = st.text(max_size=40)
 times = st.datetimes(timezones=st.just(dt.timezone.utc))
 bars = st.builds(
     Bar,
-    margin=st.floats(0, 1), level=st.floats(0, 1), prior_weight=st.floats(0.01, 10),
-    seed=st.integers(0, 2**63 - 1), draws=st.integers(1, 10**6),
+    margin=st.floats(0, 1), level=st.floats(0.01, 0.99), prior_weight=st.floats(0.01, 10),
+    seed=st.integers(0, 2**63 - 1), draws=st.integers(100, 10**6),
     trials_per_task=st.dictionaries(st.sampled_from(["process", "code-review", "spec-review"]), st.integers(1, 5)),
     timeout_seconds=st.floats(1, 10**5), void_reruns=st.integers(0, 5), max_dropped_share=st.floats(0, 1),
 )

@@ -248,14 +248,18 @@ def test_everything_that_shaped_it_is_recorded_and_reads_back() -> None:
         ([TaskPair("t1"), TaskPair("t1")], 3, BAR, "task 't1': appears more than once"),
         ([TaskPair("")], 3, BAR, "empty id"),
         ([TaskPair("t1")], 0, BAR, "trials_per_task"),
-        ([TaskPair("t1")], 3, Bar(level=1.0), "bar.level"),
-        ([TaskPair("t1")], 3, Bar(prior_weight=0.0), "bar.prior_weight"),
-        ([TaskPair("t1")], 3, Bar(draws=10), "bar.draws"),
     ],
 )
 def test_bad_input_is_refused_naming_the_task_and_field(pairs, k, bar, message) -> None:
     with pytest.raises(ValueError, match=message):
         compute_verdict(pairs, trials_per_task=k, bar=bar)
+
+
+@pytest.mark.parametrize(("part", "value"), [("level", 1.0), ("prior_weight", 0.0), ("draws", 10), ("seed", -1),
+                                             ("margin", 1.5), ("max_dropped_share", -0.1)])
+def test_a_bar_that_cant_shape_a_verdict_is_refused_when_made(part, value) -> None:
+    with pytest.raises(ValueError, match=f"bar.{part} must be"):
+        Bar(**{part: value})
 
 
 # --- assay verdict FILE ----------------------------------------------------------------------

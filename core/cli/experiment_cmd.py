@@ -21,7 +21,9 @@ from assay import commands, formats
 from assay import plugin_manager as plugin_loading
 from assay.cli.output import JsonOpt, emit_json, fail, table
 from assay.home import AssayHome
+from assay.files import Locked, exclusive_lock
 from assay.records import ARMS, Bar, Recheck
+from assay.results import read_verdict
 
 EXIT_PAUSED = 3
 
@@ -40,7 +42,7 @@ def _bar(**overrides: Any) -> Bar:
     try:
         return Bar(**given)
     except (ValueError, TypeError) as e:
-        fail(f"Bar: {e}")
+        fail(str(e))
 
 
 Candidate = Annotated[Optional[str], typer.Argument(help="The Candidate: a branch or commit of the Factory (omit with --candidate-runner).")]
@@ -221,7 +223,7 @@ def _announce(plan: Any, bar: Bar, json_: bool) -> None:
 
 
 def _conclude(exp: Any, outcome: str, json_: bool) -> None:
-    verdict = json.loads(exp.verdict_file.read_text()) if exp.verdict_file.exists() else None
+    verdict = read_verdict(exp)
     if json_:
         line = {"id": exp.id, "outcome": outcome,
                 "verdict": verdict["verdict"] if verdict else None,
@@ -262,7 +264,8 @@ def _verdict_line(verdict: dict) -> str:
         if group.get("reason"):
             text += f"\n  {group['reason']}"
         if group.get("more_tasks") is not None:
-            text += f"\n  About {group['more_tasks']} more Eval tasks would settle it."
+            more = f"More than {group['more_tasks']}" if group.get("more_tasks_over_cap") else f"About {group['more_tasks']}"
+            text += f"\n  {more} more Eval tasks would settle it."
     for group in verdict.get("wrong_findings", []):
         text += f"\n  Wrong findings: {group['verdict']}, interval [{group['interval'][0]:+.3f}, {group['interval'][1]:+.3f}]"
     waiting = [item["trial"] for item in verdict.get("recheck", []) if not item["rechecked"]]
@@ -311,7 +314,7 @@ def experiments(
     for path in sorted(home.experiments.glob("*/setup.json")) if home.experiments.is_dir() else []:
         exp = ExperimentDir(path.parent)
         setup, command = exp.setup(), _command(home, exp.id)
-        verdict = json.loads(exp.verdict_file.read_text()) if exp.verdict_file.exists() else None
+        verdict = read_verdict(exp)
         rows.append({
             "id": exp.id, "state": commands.effective_state(command) if command else "created",
             "outcome": command.outcome if command else None,
@@ -371,25 +374,30 @@ def _recheck_command(plugins: plugin_loading.Plugins):
         slot = exp.find_slot(setup, trial)
         if slot is None:
             fail(f"Experiment {exp.id} has no Trial '{trial}' (the form is SUITE/TASK:ARM-N)")
-        if exp.score(slot) is None:
-            fail(f"Trial {trial} has no Score yet to recheck")
-        formats.write(exp.recheck_file(slot), Recheck(slot.task, slot.arm, slot.index, passed, why,
-                                                      os.environ.get("USER", "unknown"), commands.now()))
-        wrong = [n for n, k in plugins.suite_kinds().items() if getattr(k, "wrong_findings", False)]
-        result = experiment_verdict(exp, setup, bar, wrong)
-        formats.write(exp.verdict_file, result)
-        command = _command(home, exp.id)
-        if command is not None and command.state == "done":
-            formats.write(commands.record_path(home, "experiment", exp.id), attrs.evolve(
-                command, outcome=result.verdict, summary=f"Verdict {result.verdict}",
-                waiting=results.waiting_text(result)))
+        try:
+            with exclusive_lock(exp.lock_file):  # never beside a run of the same Experiment
+                if not exp.verdict_file.exists():
+                    fail(f"Experiment {exp.id} has no Verdict yet: run it to the end first")
+                if exp.score(slot) is None:
+                    fail(f"Trial {trial} has no Score yet to recheck")
+                formats.write(exp.recheck_file(slot), Recheck(slot.task, slot.arm, slot.index, passed, why,
+                                                              os.environ.get("USER", "unknown"), commands.now()))
+                result = experiment_verdict(exp, setup, bar, results.wrong_finding_kinds(plugins))
+                formats.write(exp.verdict_file, result)
+                command = _command(home, exp.id)
+                if command is not None and command.state == "done":
+                    formats.write(commands.record_path(home, "experiment", exp.id), attrs.evolve(
+                        command, outcome=result.verdict, summary=f"Verdict {result.verdict}",
+                        waiting=results.waiting_text(result)))
+        except Locked:
+            fail(f"Experiment {exp.id} is running; recheck it once it ends", code=1)
         waiting = [item["trial"] for item in result.recheck if not item["rechecked"]]
         if json_:
             emit_json({"id": exp.id, "trial": trial, "passed": passed, "verdict": result.verdict,
                        "interval": result.interval, "final": result.final, "waiting": waiting})
             return
         typer.echo(f"Rechecked {trial}: {'pass' if passed else 'fail'}.")
-        typer.echo(_verdict_line(json.loads(exp.verdict_file.read_text())))
+        typer.echo(_verdict_line(results.read_verdict(exp)))
         typer.echo("The Verdict is final." if result.final else f"Still to recheck: {', '.join(waiting) or 'none'}"
                    + ("; pending Scores: " + ", ".join(result.pending) if result.pending else ""))
 

@@ -94,7 +94,10 @@ def _bar(path: Path, raw: Any) -> Bar:
     for name in ("margin", "level", "max_dropped_share"):
         if name in raw and not 0 <= raw[name] <= 1:
             fail(f"{path}: field 'bar.{name}': {raw[name]!r} is outside 0 to 1")
-    return Bar(**{name: raw[name] for name in (*_BAR_NUMBERS, *_BAR_WHOLE) if name in raw})
+    try:
+        return Bar(**{name: raw[name] for name in (*_BAR_NUMBERS, *_BAR_WHOLE) if name in raw})
+    except ValueError as e:
+        fail(f"{path}: field '{str(e).split()[0]}': {e}")
 
 
 def _task(path: Path, index: int, raw: Any, k: int) -> dict[str, Any]:
