@@ -206,3 +206,29 @@ def test_prompts_are_listed_and_render_with_their_inputs(assay_home, tmp_path):
     (factory / "prompts" / "process.md").write_text("Our own words: $issue on $branch\n")
     overridden = {r["name"]: r for r in json.loads(run_cli(assay_home, "prompts", "--json", "--factory", str(factory)).stdout)}
     assert overridden["process.md"]["overridden"] is True and overridden["process.md"]["file"].startswith(str(factory))
+
+
+def test_a_resume_grades_again_the_scores_left_pending(assay_home, tmp_path, factory):
+    make_code_review_suite(assay_home, tasks=1)
+    sc = scenario(tmp_path / "s.json", REVIEWS)
+    args = ("reviews", "--trials-per-task", "1", "--model-grader", "fake-judge:broken-until-fixed")
+    first = experiment(assay_home, factory, sc, *args)
+    assert first.returncode == 0, first.stderr
+    assert json.loads((exp_path(assay_home) / "verdict.json").read_text())["pending"] == ["reviews/bug-1"]
+    (exp_path(assay_home) / "grading" / "reviews__bug-1" / "packet" / ".judge-fixed").write_text("")
+    again = experiment(assay_home, factory, sc, *args)
+    assert again.returncode == 0, again.stderr
+    verdict = json.loads((exp_path(assay_home) / "verdict.json").read_text())
+    assert verdict["pending"] == [] and {s["pending"] for s in scores(assay_home).values()} == {None}
+    trials = list(exp_path(assay_home).glob("trials/*/*/attempt-*/trial.json"))
+    assert len(trials) == 2, "no Trial ran again; only the grading did"
+
+
+def test_a_recheck_before_there_is_a_verdict_is_refused(assay_home, tmp_path, factory):
+    make_code_review_suite(assay_home, tasks=1)
+    sc = scenario(tmp_path / "s.json", {"opus-7": {"*": "plan_limit"}, "sonnet-9": {"*": "report:x"}})
+    paused = experiment(assay_home, factory, sc, "reviews", "--trials-per-task", "1", "--workers", "1")
+    assert paused.returncode == 3
+    exp_id = json.loads(paused.stdout.splitlines()[-1])["id"]
+    refused = run_cli(assay_home, "recheck", exp_id, "reviews/bug-1:candidate-0", "--pass", "--why", "x", plugins=PLUGINS)
+    assert refused.returncode == 2 and "has no Verdict yet" in refused.stderr

@@ -37,8 +37,7 @@ def test_swapping_the_arms_mirrors_the_interval(suite: tuple[int, list[TaskPair]
     bar = Bar(seed=seed)
     v = compute_verdict(pairs, trials_per_task=k, bar=bar)
     swapped = compute_verdict([TaskPair(p.task, p.candidate, p.baseline, p.void) for p in pairs], trials_per_task=k, bar=bar)
-    if v.counts == v.counts[::-1]:  # the same input: the interval is symmetric up to draw noise
-        assert swapped.interval == v.interval
+    if v.counts == v.counts[::-1]:  # a symmetric input: its interval is symmetric up to draw noise
         assert abs(v.interval[0] + v.interval[1]) < 0.05
     else:  # the same draws, negated: an exact mirror
         assert swapped.interval == (-v.interval[1], -v.interval[0])

@@ -2,7 +2,8 @@
 """A fake model Grader: reads packet.md in its folder, writes scores.json.
 
 Each submission passes when it says FOUND, is a wrong finding when it says FALSE-ALARM, and is
-borderline when it says MAYBE. Model "sloppy" answers badly once, "broken" always. It prints a
+borderline when it says MAYBE. Model "sloppy" answers badly once, "broken" always, and
+"broken-until-fixed" until a file .judge-fixed appears beside the packet. It prints a
 JSON result line like the fake agent, so the fake Harness's decoder reads it.
 """
 
@@ -21,7 +22,8 @@ def main() -> int:
                "wrong_finding": "FALSE-ALARM" in body, "borderline": "MAYBE" in body}
               for label, body in zip(sections[::2], sections[1::2])]
     once = Path(".sloppy-once")
-    if model == "broken" or (model == "sloppy" and not once.exists()):
+    broken = model == "broken" or (model == "broken-until-fixed" and not Path(".judge-fixed").exists())
+    if broken or (model == "sloppy" and not once.exists()):
         once.write_text("1")
         Path("scores.json").write_text(json.dumps({"scores": [{"label": "A"}]}))
     else:
