@@ -133,3 +133,27 @@ class Reading:
         if process.exit_code not in (0, None) or not self.ended:
             return f"exited {process.exit_code}" + ("" if self.ended else " without a final event")
         return ""
+
+
+class EventDecoder:
+    """What every JSON-lines Harness decoder shares: one JSON object per line (anything else is
+    skipped), read into a :class:`Reading`, judged once the process ends. A subclass reads one
+    event in ``_event``."""
+
+    def __init__(self) -> None:
+        self._reading = Reading()
+
+    @property
+    def plan_limit(self) -> bool:
+        return self._reading.plan_limit
+
+    def feed(self, line: str) -> None:
+        event = json_object(line)
+        if event is not None:
+            self._event(event)
+
+    def _event(self, event: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def finish(self, process: ProcessResult) -> SessionOutcome:
+        return self._reading.judge(process)

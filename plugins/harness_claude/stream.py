@@ -10,23 +10,16 @@ from __future__ import annotations
 from typing import Any
 
 from assay.protocols import ProcessResult, SessionOutcome, VoidCause
-from assay.streams import Reading, cause_in_text, int_fields, json_object
+from assay.streams import EventDecoder, cause_in_text, int_fields
 
 
 
-class ClaudeDecoder:
+class ClaudeDecoder(EventDecoder):
     def __init__(self) -> None:
-        self._reading = Reading()
+        super().__init__()
         self._last_text: str | None = None
 
-    @property
-    def plan_limit(self) -> bool:
-        return self._reading.plan_limit
-
-    def feed(self, line: str) -> None:
-        event = json_object(line)
-        if event is None:
-            return
+    def _event(self, event: dict[str, Any]) -> None:
         if isinstance(event.get("session_id"), str) and event.get("parent_tool_use_id") is None:
             self._reading.session_id = event["session_id"]
         handler = _HANDLERS.get(event.get("type"))
@@ -36,7 +29,7 @@ class ClaudeDecoder:
     def finish(self, process: ProcessResult) -> SessionOutcome:
         if not self._reading.final_message:
             self._reading.final_message = self._last_text
-        return self._reading.judge(process)
+        return super().finish(process)
 
     def _system(self, event: dict[str, Any]) -> None:
         if event.get("subtype") != "api_retry":

@@ -9,22 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.protocols import ProcessResult, SessionOutcome
-from assay.streams import Reading, cause_in_text, int_fields, json_object
+from assay.streams import EventDecoder, cause_in_text, int_fields
 
 
-class CodexDecoder:
-    def __init__(self) -> None:
-        self._reading = Reading()
-
-    @property
-    def plan_limit(self) -> bool:
-        return self._reading.plan_limit
-
-    def feed(self, line: str) -> None:
-        event = json_object(line)
-        if event is None:
-            return
+class CodexDecoder(EventDecoder):
+    def _event(self, event: dict[str, Any]) -> None:
         r = self._reading
         kind = event.get("type")
         if kind == "thread.started" and isinstance(event.get("thread_id"), str):
@@ -40,9 +29,6 @@ class CodexDecoder:
         elif kind == "turn.completed":
             r.ended = True
             r.tokens = int_fields(event.get("usage"))
-
-    def finish(self, process: ProcessResult) -> SessionOutcome:
-        return self._reading.judge(process)
 
     def _item(self, kind: str, item: Any) -> None:
         if not isinstance(item, dict):
