@@ -19,6 +19,7 @@ import cattrs
 from cattrs.gen import make_dict_structure_fn
 
 from assay import files
+from assay.protocols import Outcome, VoidCause
 
 T = TypeVar("T")
 
@@ -34,6 +35,8 @@ def _make_converter() -> cattrs.Converter:
     c.register_unstructure_hook(Path, str)
     c.register_structure_hook(Path, lambda v, _: Path(v))
     c.register_unstructure_hook(enum.Enum, lambda e: e.value)
+    for str_enum in (Outcome, VoidCause):  # str comes before Enum in their MRO: name them
+        c.register_unstructure_hook(str_enum, lambda e: e.value)
     # Class-level constants (FORMAT, UPGRADES) are ClassVars, so attrs never sees them as fields.
     c.register_structure_hook_factory(
         attrs.has, lambda cls: make_dict_structure_fn(cls, c, _cattrs_forbid_extra_keys=True)

@@ -21,6 +21,8 @@ def test_demo_runs_end_to_end_and_its_results_are_listable(assay_home: Path):
 
     listing = json.loads(run_cli(assay_home, "experiments", "--json").stdout)
     assert [(e["id"], e["verdict"]["verdict"]) for e in listing] == [(exp_id, "pass")]
+    text = run_cli(assay_home, "experiments", exp_id).stdout
+    assert "stopped_to_ask" in text and "Outcome." not in text, "outcomes print as their values"
     shown = json.loads(run_cli(assay_home, "experiments", exp_id, "--json").stdout)
     assert len(shown["trials"]) == 48
     assert shown["arms"]["candidate"]["runner"] == "demo-careful"
