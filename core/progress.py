@@ -25,11 +25,16 @@ def reporter(*, quiet: bool = False) -> tuple[Callable[[str, Any], None], Callab
         from rich.console import Console
         from rich.live import Live
 
-        live = Live(console=Console(stderr=True), refresh_per_second=4, transient=False)
+        latest: list[Any] = []
+        live = Live(
+            console=Console(stderr=True), refresh_per_second=4, transient=False,
+            # redrawn on every refresh, so the elapsed time ticks between Trials too
+            get_renderable=lambda: _line(latest[-1], time.monotonic() - began) if latest else "",
+        )
         live.start()
 
         def report_live(event: str, counts: Any) -> None:
-            live.update(_line(counts, time.monotonic() - began))
+            latest[:] = [counts]
 
         return report_live, live.stop
 

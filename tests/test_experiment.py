@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -382,3 +383,31 @@ def test_resuming_in_another_sandbox_is_refused(world, assay_home: Path, tmp_pat
         pytest.skip(f"bwrap can't run here: {other.stderr.strip()}")
     assert other.returncode == 2
     assert "its Trials ran in the 'none' sandbox; resume it with --sandbox none" in other.stderr
+
+
+def test_on_a_terminal_progress_is_a_live_line(world, assay_home: Path, tmp_path: Path):
+    import pty
+
+    factory, _ = world
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "sleep:0.3,right"}})
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "assay", "experiment", "change", "--factory", str(factory), "--suite", "fixture",
+         "--sandbox", "none"], stdin=follower, stdout=follower, stderr=follower, close_fds=True,
+        env=cli_env(assay_home, PLUGINS, FAKE_SCENARIO=str(sc), TERM="xterm", COLUMNS="120"))
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal closed: the command ended
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(leader)
+    assert proc.wait(timeout=60) == 0
+    text = seen.decode(errors="replace")
+    assert "\x1b[2K" in text, "the line is redrawn in place"
+    assert "16/16 done" in re.sub(r"\x1b\[[0-9;]*m", "", text) and "elapsed" in text
+    assert "Verdict: " in text
