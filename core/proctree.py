@@ -64,12 +64,6 @@ def snapshot() -> dict[int, Proc]:
     return out
 
 
-def alive(pid: int) -> bool:
-    """Whether ``pid`` still runs (a zombie has finished: it only waits to be reaped)."""
-    proc = read_proc(pid)
-    return proc is not None and not proc.zombie
-
-
 def become_subreaper() -> None:
     """Make the calling process adopt its orphaned descendants (Linux ``PR_SET_CHILD_SUBREAPER``).
 

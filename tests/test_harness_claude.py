@@ -16,7 +16,7 @@ from assay import credentials
 from assay.harnesskit import HarnessNotInstalled, parse_version
 from assay.plugins.harness_claude import ClaudeHarness, command
 from assay.plugins.harness_claude.stream import ClaudeDecoder
-from assay.proctree import alive
+from assay.commands import is_alive as alive
 from assay.protocols import HarnessBinary, Outcome, ProcessResult, VoidCause
 from tests.fakes.fake_cli import calls, install
 from tests.harness_fixtures import (

@@ -15,7 +15,7 @@ import trio
 
 from assay import plugin_manager
 from assay.plugins.sandbox_none.backend import NoneBackend
-from assay.proctree import alive
+from assay.commands import is_alive as alive
 from assay.protocols import Invocation, ProcessResult
 from tests.fakes.fake_cli import install
 
