@@ -100,6 +100,9 @@ def plan(
         loaded = [evaltasks.load_suite(home, name, plugins.suite_kinds()) for name in dict.fromkeys(suites)]
         sources = {arm: _source(plugins, setup, loaded) for arm, setup in zip(ARMS, (base_arm, cand_arm))}
         played = _scripts(scripts or {}, sources)
+        if played and (bar.model_graders or any("model" in plugins.suite_kinds()[s.kind].graders for s in loaded)):
+            raise PlanError("--scripted-provider: model Graders would make real model calls; a scripted "
+                            "Experiment runs only suites its code Graders decide, with no --model-grader")
         if played:
             base_arm, cand_arm = played["baseline"].mark(base_arm), played["candidate"].mark(cand_arm)
         backend = _backend(plugins, sandbox, sandbox_fallback)

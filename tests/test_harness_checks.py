@@ -55,7 +55,7 @@ def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def check(home: Path, *args: str, **env: str) -> tuple[int, dict[str, dict[str, dict]]]:
     """``assay harnesses check ARGS --json``: its exit code and each Harness's checks by name."""
     done = run_cli(home, "harnesses", "check", *args, "--json", **env)
-    assert done.returncode in (0, 1), done.stderr
+    assert done.returncode in (0, 1, 3), done.stderr
     reports = json.loads(done.stdout)
     return done.returncode, {r["harness"]: {c["name"]: c for c in r["checks"]} for r in reports}
 
@@ -72,7 +72,7 @@ def test_both_real_clis_pass_every_check(assay_home: Path) -> None:
     assert code == 0
     claude, codex = reports["claude"], reports["codex"]
     assert claude["hosts"]["summary"] == "only allowed hosts were contacted (api.anthropic.com:443)"
-    assert codex["hosts"]["summary"] == "only allowed hosts were contacted (api.openai.com:443)"
+    assert "api.openai.com:443" in codex["hosts"]["summary"] and "chatgpt.com" not in codex["hosts"]["summary"]
     assert any("github.com:443" in line and "refused" in line for line in codex["hosts"]["evidence"])
     assert any(line.startswith("cost: $") for line in claude["stream"]["evidence"])
     for checks in (claude, codex):
@@ -117,7 +117,8 @@ def test_a_broken_setup_fails_the_check_it_breaks(
 def test_a_harness_that_cant_be_routed_is_skipped_with_the_reason(assay_home: Path) -> None:
     code, reports = check(assay_home, "fake-agent", plugins="fake_agent_plugin")
     checks = reports["fake-agent"]
-    assert code == 0 and statuses(checks) == dict.fromkeys(ALL_CHECKS, "skip")
+    assert code == 3, "nothing was checked: never a silent pass"
+    assert statuses(checks) == dict.fromkeys(ALL_CHECKS, "skip")
     assert (bwrap_reason() or "can't be routed to a scripted provider") in checks["session"]["summary"]
 
 

@@ -119,3 +119,17 @@ def test_a_scripted_experiment_is_refused_before_any_trial_unless_both_arms_can_
                    *options, plugins=PLUGINS)
     assert done.returncode == 2 and refusal in done.stderr
     assert not (assay_home / "evals" / "experiments").exists()
+
+
+def test_a_scripted_experiment_never_reaches_a_real_model_grader(tmp_path: Path, assay_home: Path) -> None:
+    for binary in ("claude", "codex"):
+        if shutil.which(binary) is None:
+            pytest.skip(f"the real `{binary}` is not on PATH")
+    factory = make_factory(tmp_path)
+    make_process_suite(assay_home, tasks=1)
+    (tmp_path / "fix.toml").write_text(FIX)
+    done = run_cli(assay_home, "experiment", "change", "--factory", str(factory), "--suite", "proc",
+                   "--baseline-harness", "codex", "--candidate-harness", "claude", "--sandbox", "none",
+                   "--scripted-provider", str(tmp_path / "fix.toml"), "--model-grader", "claude:opus")
+    assert done.returncode == 2 and "model Graders would make real model calls" in done.stderr
+    assert not (assay_home / "evals" / "experiments").exists()

@@ -14,6 +14,9 @@ from assay.home import AssayHome
 from assay.protocols import Harness
 
 
+EXIT_NOTHING_RAN = 3
+
+
 def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
     harnesses = typer.Typer(invoke_without_command=True)
     app.add_typer(harnesses, name="harnesses")
@@ -57,6 +60,8 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
             _show_checks(reports)
         if any(report.failed for report in reports):
             raise typer.Exit(1)
+        if all(check.status == "skip" for report in reports for check in report.checks):
+            raise typer.Exit(EXIT_NOTHING_RAN)  # nothing was checked: never a silent pass
 
     @app.command("setup")
     def setup_command() -> None:

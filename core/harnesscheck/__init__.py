@@ -13,7 +13,6 @@ evidence.
 from __future__ import annotations
 
 import secrets
-import shutil
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
@@ -21,9 +20,10 @@ from pathlib import Path
 import attrs
 import trio
 
+from assay import files
 from assay.harnesscheck.bench import Bench, Session
 from assay.harnesscheck.checks import (
-    CHECKS, Check, commit_script, hello_script, judge_fresh_home, judge_hosts, judge_plan_limit, judge_server_error,
+    CHECKS, Check, commit_script, failed, hello_script, judge_fresh_home, judge_hosts, judge_plan_limit, judge_server_error,
     judge_session, judge_stop, judge_stream, judge_web_tools, plan_limit_script, server_error_script, skipped,
     stop_script,
 )
@@ -72,9 +72,15 @@ def check_harnesses(plugins: Plugins, home: AssayHome, names: Sequence[str] = ()
             reports.append(HarnessReport(name, None, None, tuple(skipped(check, why or "") for check in CHECKS)))
             continue
         folder = home.logs / "harness-check" / name
-        shutil.rmtree(folder, ignore_errors=True)
+        files.remove_tree(folder)
         run = partial(check_harness, harness, binary, backend, folder, timeout=timeout, assay_home=home.root)
-        reports.append(HarnessReport(name, binary.version, str(folder), trio.run(run)))
+        try:
+            checks = trio.run(run)
+        except Exception as e:  # one Harness breaking the check must not hide the others' reports
+            why = f"the check itself broke: {type(e).__name__}: {e}"
+            checks = (failed(CHECKS[0], why, fix="see the session logs in " + str(folder)),
+                      *(skipped(check, why) for check in CHECKS[1:]))
+        reports.append(HarnessReport(name, binary.version, str(folder), checks))
     return reports
 
 

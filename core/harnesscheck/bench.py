@@ -9,7 +9,6 @@ scripted provider of its own, so its requests, and its proxy's log, can be read 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import attrs
 import trio
 
-from assay import proctree
+from assay import files, proctree
 from assay.evaltasks import EvalTask
 from assay.git import IDENTITY, git
 from assay.protocols import PROXY_LOG, ArmRuntime, HarnessBinary, RoutableHarness, SessionOutcome, TrialContext
@@ -61,7 +60,7 @@ class Session:
     def proxy(self) -> list[dict[str, Any]]:
         """The sandbox proxy's log of this session's connections (empty if it made none)."""
         path = self.folder / PROXY_LOG
-        return [json.loads(line) for line in path.read_text().splitlines() if line] if path.exists() else []
+        return files.read_lines(path)
 
 
 class Bench:

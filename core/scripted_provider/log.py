@@ -8,13 +8,12 @@ there. Secrets never reach the file: credential headers keep only their scheme. 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from assay import files
 from assay.scripted_provider import anthropic, openai
 from assay.scripted_provider.wire import Api
 
@@ -36,18 +35,16 @@ def redact(headers: Mapping[str, str]) -> dict[str, str]:
 
 
 class LogWriter:
-    """Appends entries to the JSONL file; safe to share between the server's threads."""
+    """Appends entries to the JSONL file, one ``write`` each (``files.append_line``), so the
+    server's threads never interleave and a reader sees whole lines or skips a torn last one."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
         path.touch()
 
     def write(self, entry: dict[str, Any]) -> None:
-        line = json.dumps({"time": dt.datetime.now(dt.timezone.utc).isoformat(), **entry}) + "\n"
-        with self._lock, self.path.open("a") as f:
-            f.write(line)
+        files.append_line(self.path, {"time": dt.datetime.now(dt.timezone.utc).isoformat(), **entry})
 
 
 class ProviderLog:
@@ -58,7 +55,7 @@ class ProviderLog:
         self._apis = {api.name: api for api in apis}
 
     def entries(self) -> list[dict[str, Any]]:
-        return [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
+        return files.read_lines(self.path)  # a line still being written is skipped, not an error
 
     def model_requests(self, api: str | None = None) -> list[dict[str, Any]]:
         """Requests to a model endpoint (``anthropic``, ``openai``, or either), in arrival order."""

@@ -116,15 +116,15 @@ class ScriptedProviders:
         """A provider playing ``script`` to ``harness``'s sessions, logging to ``log``, for the block."""
         provider = ScriptedProvider(script, log)
         backend = self.backend
-        if isinstance(backend, UpstreamRouting):
-            socket = self.folder / f"{uuid.uuid4().hex[:12]}.sock"
-            provider.start(unix=socket, tls=self._tls(harness.api_host))
-            route = ProviderRoute(f"https://{harness.api_host}", API_KEY, self.folder / "ca.pem")
-            backend = backend.with_upstreams({harness.api_host: socket})
-        else:
-            provider.start()
-            route = ProviderRoute(provider.url, API_KEY)
-        with provider:
+        with contextlib.ExitStack() as running:  # the server stops whatever fails after it started
+            if isinstance(backend, UpstreamRouting):
+                socket = self.folder / f"{uuid.uuid4().hex[:12]}.sock"
+                running.enter_context(provider.start(unix=socket, tls=self._tls(harness.api_host)))
+                route = ProviderRoute(f"https://{harness.api_host}", API_KEY, self.folder / "ca.pem")
+                backend = backend.with_upstreams({harness.api_host: socket})
+            else:
+                running.enter_context(provider.start())
+                route = ProviderRoute(provider.url, API_KEY)
             yield Served(provider, RoutedHarness(harness, route), backend)
 
     def _tls(self, host: str) -> ssl.SSLContext:

@@ -38,6 +38,8 @@ class CodexHarness:
         its catalog, for which Codex offers its classic function tools (``exec_command``)."""
         request = attrs.evolve(request, model=command.scripted_model(request.model))
         invocation = self._invocation(request, login=False, settings=command.route_settings(route))
+        # only the scripted API: no tunnel to the real login host from an offline check
+        invocation = attrs.evolve(invocation, hosts=(self.api_host,))
         return routed(invocation, route, command.route_environment(route))
 
     def _invocation(self, request: SessionRequest, *, login: bool, settings: tuple[str, ...] = ()) -> Invocation:
