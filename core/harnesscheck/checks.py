@@ -188,7 +188,11 @@ def judge_stop(stop: Session, grace: float) -> Check:
                       [f"folder: {stop.folder}"])
     s = stop.stopped
     evidence = [f"ended {s.after:.2f} s after the Stop (grace per stop signal: {grace:g} s)",
-                "its background process before the Stop: " + ("; ".join(s.before) or "not seen (the CLI ended it)")]
+                "its background process before the Stop: " + ("; ".join(s.before) or "never seen")]
+    if not s.before:  # nothing was running to be stopped: the check would prove nothing
+        return failed("stop", "the session's background process was never seen running before the Stop",
+                      "read its session.log: the scripted command should start a background job before the Stop",
+                      evidence)
     if s.left:
         return failed("stop", f"{len(s.left)} process(es) still running after the Stop: {'; '.join(s.left)}",
                       "nothing a session starts may outlive it: the sandbox must run it in a PID namespace, and "
