@@ -138,6 +138,7 @@ class ScriptedProvider:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    timeout = 10  # a client that stops sending can't hold stop() up for long
 
     def do_POST(self) -> None:
         provider: ScriptedProvider = self.server.provider  # type: ignore[attr-defined]
@@ -200,12 +201,12 @@ class _TLSMixin:
 
 
 class _TCPServer(_TLSMixin, socketserver.ThreadingMixIn, socketserver.TCPServer):
-    daemon_threads = True
+    daemon_threads = False  # server_close() joins every handler: nothing outlives stop()
     allow_reuse_address = True
 
 
 class _UnixServer(_TLSMixin, socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
+    daemon_threads = False
 
 
 def _parse(raw: bytes) -> Any:
