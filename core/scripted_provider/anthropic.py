@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from assay.scripted_provider.script import WINDOWS, RateLimit, ServerError, Turn, Usage
-from assay.scripted_provider.wire import Answer, new_id, pieces
+from assay.scripted_provider.wire import Answer, list_field, new_id, pieces
 
 name = "anthropic"
 path = "/v1/messages"
@@ -23,7 +23,7 @@ def tool_results(body: Any) -> int:
     """``tool_result`` blocks across all messages (the last message is not always the user's)."""
     return sum(
         1
-        for message in _list(body, "messages")
+        for message in list_field(body, "messages")
         for block in (message.get("content") if isinstance(message, dict) else None) or ()
         if isinstance(block, dict) and block.get("type") == "tool_result"
     )
@@ -34,7 +34,7 @@ def session(headers: Mapping[str, str]) -> str | None:
 
 
 def offered_tools(body: Any) -> list[str]:
-    return [str(t.get("name") or t.get("type")) for t in _list(body, "tools") if isinstance(t, dict)]
+    return [str(t.get("name") or t.get("type")) for t in list_field(body, "tools") if isinstance(t, dict)]
 
 
 def turn(turn: Turn, body: Any) -> Answer:
@@ -124,7 +124,3 @@ def _limit_headers(status: str, utilization: float, step: RateLimit | None = Non
 def _error(kind: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": message}}
 
-
-def _list(body: Any, key: str) -> list[Any]:
-    value = body.get(key) if isinstance(body, dict) else None
-    return value if isinstance(value, list) else []

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from assay.scripted_provider.script import RateLimit, ServerError, Turn, Usage
-from assay.scripted_provider.wire import Answer, new_id, pieces
+from assay.scripted_provider.wire import Answer, list_field, new_id, pieces
 
 name = "openai"
 path = "/v1/responses"
@@ -21,7 +21,7 @@ path = "/v1/responses"
 
 def tool_results(body: Any) -> int:
     """Tool outputs in the input (``function_call_output`` and the other ``*_call_output`` items)."""
-    return sum(1 for item in _list(body, "input")
+    return sum(1 for item in list_field(body, "input")
                if isinstance(item, dict) and str(item.get("type", "")).endswith("_call_output"))
 
 
@@ -32,12 +32,12 @@ def session(headers: Mapping[str, str]) -> str | None:
 def offered_tools(body: Any) -> list[str]:
     """Tool names, or the type of a built-in tool (``web_search``); a namespace's tools as ``ns.tool``."""
     names: list[str] = []
-    for tool in _list(body, "tools"):
+    for tool in list_field(body, "tools"):
         if not isinstance(tool, dict):
             continue
         label = str(tool.get("name") or tool.get("type"))
         names.append(label)
-        names += [f"{label}.{t.get('name') or t.get('type')}" for t in _list(tool, "tools") if isinstance(t, dict)]
+        names += [f"{label}.{t.get('name') or t.get('type')}" for t in list_field(tool, "tools") if isinstance(t, dict)]
     return names
 
 
@@ -108,7 +108,3 @@ def _usage(usage: Usage) -> dict[str, Any]:
             "output_tokens": usage.output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": total_in + usage.output_tokens}
 
-
-def _list(body: Any, key: str) -> list[Any]:
-    value = body.get(key) if isinstance(body, dict) else None
-    return value if isinstance(value, list) else []

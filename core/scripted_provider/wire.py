@@ -61,5 +61,11 @@ def pieces(text: str, size: int = 24) -> list[str]:
     return [text[i:i + size] for i in range(0, len(text), size)] or [""]
 
 
+def list_field(body: Any, key: str) -> list[Any]:
+    """``body[key]`` when ``body`` is an object and that is a list, else ``[]`` (CLIs' requests vary)."""
+    value = body.get(key) if isinstance(body, dict) else None
+    return value if isinstance(value, list) else []
+
+
 def new_id(prefix: str) -> str:
     return f"{prefix}{uuid.uuid4().hex[:24]}"
