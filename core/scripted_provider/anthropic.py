@@ -123,4 +123,3 @@ def _limit_headers(status: str, utilization: float, step: RateLimit | None = Non
 
 def _error(kind: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": message}}
-

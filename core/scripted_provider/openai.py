@@ -107,4 +107,3 @@ def _usage(usage: Usage) -> dict[str, Any]:
     return {"input_tokens": total_in, "input_tokens_details": {"cached_tokens": usage.cache_read_tokens},
             "output_tokens": usage.output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": total_in + usage.output_tokens}
-
