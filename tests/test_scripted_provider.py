@@ -344,6 +344,7 @@ def test_toml_and_json_scripts_read_the_same(tmp_path: Path) -> None:
     ({"format": 1, "turns": [{"calls": []}]}, "at least one call"),
     ({"format": 1, "turns": [{"calls": [{"shell": "x", "name": "Bash"}]}]}, "exactly one of 'shell' or 'name'"),
     ({"format": 1, "turns": [{"text": "a", "times": 2}]}, "'times' applies only"),
+    ({"format": 1, "turns": [{"server_error": {"status": 500}, "plan_limit_warning": True}]}, "applies only to model turns"),
     ({"format": 1, "turns": [{"server_error": {"status": 404}}]}, "must be >= 500"),
     ({"format": 1, "turns": [{"rate_limit": {"window": "hourly"}}]}, "window"),
     ({"format": 1, "turns": [{"text": "a", "delay": -1}]}, "must not be negative"),

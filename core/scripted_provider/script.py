@@ -101,6 +101,8 @@ class Turn:
             raise ValueError("'calls' must list at least one call")
         if self.times != 1 and self.is_model_turn:
             raise ValueError("'times' applies only to rate_limit and server_error steps")
+        if self.plan_limit_warning and not self.is_model_turn:
+            raise ValueError("'plan_limit_warning' applies only to model turns (calls or text)")
 
     @property
     def kind(self) -> str:
