@@ -100,6 +100,8 @@ def plan(
         loaded = [evaltasks.load_suite(home, name, plugins.suite_kinds()) for name in dict.fromkeys(suites)]
         sources = {arm: _source(plugins, setup, loaded) for arm, setup in zip(ARMS, (base_arm, cand_arm))}
         played = _scripts(scripts or {}, sources)
+        if not played:  # a scripted run brings its own stand-in login
+            _logins_present(home, sources, (base_arm, cand_arm))
         if played and (bar.model_graders or any("model" in plugins.suite_kinds()[s.kind].graders for s in loaded)):
             raise PlanError("--scripted-provider: model Graders would make real model calls; a scripted "
                             "Experiment runs only suites its code Graders decide, with no --model-grader")
@@ -147,6 +149,15 @@ def _source(plugins: Plugins, setup: ArmSetup, suites: Sequence[Suite]) -> Harne
                 f"a Custom-runner Arm runs only {', '.join(kind.suite_kinds)} suites; '{suite.name}' is a {suite.kind} suite"
             )
     return kind
+
+
+def _logins_present(home: AssayHome, sources: Mapping[Arm, Harness | ArmKind], arms: Sequence[ArmSetup]) -> None:
+    """Refuse an Arm whose Harness has no login here: its every Trial would only be void."""
+    for arm, setup in zip(ARMS, arms):
+        source = sources[arm]
+        if hasattr(source, "login_present") and not source.login_present(home.root):
+            raise PlanError(f"the {arm.title()}'s Harness '{setup.harness}' has no login on this machine "
+                            f"(`assay harnesses` shows each; `assay setup` stores Claude Code's token)")
 
 
 def _scripts(paths: Mapping[Arm, Path], sources: Mapping[Arm, Harness | ArmKind]) -> dict[Arm, ArmScript]:

@@ -28,6 +28,29 @@ def factory(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.fixture(autouse=True)
+def logins(assay_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Claude token in ASSAY_HOME's credentials and a Codex auth.json, as a user's machine has them."""
+    from assay import credentials
+
+    credentials.put(assay_home / "credentials.toml", credentials.CLAUDE_TOKEN, "sk-ant-oat-test")
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    (codex_home / "auth.json").write_text("{}")
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
+
+
+def test_an_arm_whose_harness_has_no_login_is_refused_before_any_trial(assay_home, tmp_path, factory):
+    (assay_home / "credentials.toml").unlink()
+    bin_dir = tmp_path / "bin"
+    install(bin_dir, "claude", {"version": "2.1.197 (Claude Code)", "steps": steps(claude.SUCCESS)})
+    make_suite(assay_home, tasks=1)
+    refused = experiment(assay_home, factory, bin_dir, "--candidate-model", "other")
+    assert refused.returncode == 2
+    assert "the Baseline's Harness 'claude' has no login on this machine" in refused.stderr
+    assert not (assay_home / "evals" / "experiments").exists()
+
+
 def experiment(home: Path, factory: Path, bin_dir: Path, *args: str):
     return run_cli(home, "experiment", "HEAD", "--factory", str(factory), "--suite", "fixture",
                    "--sandbox", "none", "--trials-per-task", "1", "--json", *args, plugins=PLUGINS,

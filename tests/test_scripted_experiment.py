@@ -97,6 +97,11 @@ def test_claude_code_against_codex_scripted_end_to_end(
         assert sum(1 for line in log.read_text().splitlines() if json.loads(line)["api"]) == 2 * count
 
     # The same Arms against their real providers are another Experiment: nothing of this one carries over.
+    from assay import credentials
+
+    credentials.put(assay_home / "credentials.toml", credentials.CLAUDE_TOKEN, "sk-ant-oat-test")  # real logins
+    (tmp_path / "user-home" / ".codex").mkdir()
+    (tmp_path / "user-home" / ".codex" / "auth.json").write_text("{}")
     real = json.loads(run_cli(assay_home, "evals", "prepare-arms", *arms, "--json", **home).stdout)
     assert real["id"] != result["id"] and real["arms"]["candidate"]["scripted_provider"] is None
     listed = run_cli(assay_home, "experiments").stdout
