@@ -23,11 +23,11 @@ import time
 from pathlib import Path
 
 import attrs
-
-from assay import experiment, plugin_manager
-from assay.arms import ArmFlags
-from assay.home import AssayHome
-from assay.records import Bar
+from assay.engine import start
+from assay.engine.arms import ArmFlags
+from assay.hooks import plugin_manager
+from assay.storage.home import AssayHome
+from assay.storage.records import Bar
 
 HERE = Path(__file__).parent
 
@@ -77,12 +77,12 @@ def run(tasks: int, workers: int) -> tuple[float, int]:
         home, factory = world(Path(tmp), tasks)
         sys.path.insert(0, str(HERE))
         plugins = plugin_manager.load(modules=["instant_plugin"])
-        plan = experiment.plan(
+        plan = start.plan(
             home, plugins, factory_path=factory, suites=["bench"], bar=attrs.evolve(Bar(), timeout_seconds=60),
             candidate=ArmFlags("HEAD", model="b"), baseline=ArmFlags("HEAD"), sandbox="none",
         )
         started = time.perf_counter()
-        _, outcome = experiment.start(home, plugins, plan, workers=workers, report=lambda *a: None)
+        _, outcome = start.start(home, plugins, plan, workers=workers, report=lambda *a: None)
         wall = time.perf_counter() - started
         trials = len(list(home.experiments.glob("*/trials/*/*/attempt-*/trial.json")))
         assert outcome in ("pass", "fail", "inconclusive"), outcome

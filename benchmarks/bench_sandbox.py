@@ -31,12 +31,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import trio
-
+from assay.hooks.protocols import Invocation
 from assay.plugins.sandbox_bwrap import memory, mounts
 from assay.plugins.sandbox_bwrap.backend import ISOLATION, BwrapBackend
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, resolver
 from assay.plugins.sandbox_none.backend import NoneBackend
-from assay.protocols import Invocation
 
 TARGET_MS = 25.0
 TRUE = "/usr/bin/true"

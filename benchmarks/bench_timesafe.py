@@ -27,8 +27,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from assay import timesafe
-from assay.home import AssayHome
+from assay.evaltasks import timesafe
+from assay.storage.home import AssayHome
 
 COMMITS = 6000
 BASE_AT = 5000

@@ -26,9 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-
 from assay import verdict
-from assay.records import Bar
+from assay.storage.records import Bar
 from assay.verdict import TaskPair, chance_of_clear_verdict, compute_verdict, credible_interval
 
 BAR = Bar(seed=7)

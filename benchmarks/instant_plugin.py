@@ -8,8 +8,8 @@ import os
 import shutil
 
 from assay import hookimpl
-from assay.protocols import HarnessBinary, Invocation, Outcome, SessionOutcome
-from assay.records import Score
+from assay.hooks.protocols import HarnessBinary, Invocation, SessionOutcome
+from assay.storage.records import Outcome, Score
 
 LINE = json.dumps({"type": "result"})
 

@@ -11,11 +11,16 @@ from pathlib import Path
 
 import attrs
 import trio
-
-from assay.plugins.sandbox_none.backend import NoneBackend
-from assay.protocols import (
-    Harness, HarnessBinary, Invocation, ProcessResult, SessionOutcome, SessionRequest, StreamDecoder,
+from assay.hooks.protocols import (
+    Harness,
+    HarnessBinary,
+    Invocation,
+    ProcessResult,
+    SessionOutcome,
+    SessionRequest,
+    StreamDecoder,
 )
+from assay.plugins.sandbox_none.backend import NoneBackend
 
 STREAMS = Path(__file__).parent / "fixtures" / "streams"
 FAST = NoneBackend(grace=0.5, poll=0.05, drain=1.0)

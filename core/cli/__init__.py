@@ -1,21 +1,87 @@
 """The ``assay`` command line: built by :func:`make_app` from the loaded plugins.
 
-Each command group lives in its own module with a ``register(app, plugins)`` function. Command
-modules import heavy libraries (numpy, trio) inside the commands that need them, so
-``assay --help`` and light commands start fast.
+Each command group lives in its own module with a ``register(app, plugins)`` function, and that
+module is imported only when one of its commands runs (or its ``--help`` is asked for): the
+root group knows every built-in command's name and one-line help from :data:`COMMANDS`, so
+``assay --help`` and light commands never import the engine, trio or numpy.
 """
 
 from __future__ import annotations
 
+import difflib
+import importlib
 import sys
-
-import typer
+from typing import Any
 
 import assay
-from assay import formats
-from assay import plugin_manager as plugin_loading
+import click
+import typer
 from assay.cli import output
-from assay.cli import experiment_cmd, harnesses_cmd, plugins_cmd, prompts_cmd, proposals_cmd, sandbox_cmd, suites_cmd, tasks_cmd, verdict_cmd
+from assay.hooks import plugin_manager as plugin_loading
+from assay.hooks.loaded import PluginError, Plugins
+from typer.core import TyperGroup
+
+# Every built-in command: the module (in assay.cli) whose register() adds it, and its line in
+# ``assay --help``. Plugins' commands (the assay_commands hook) are added eagerly after these.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "plugins": ("plugins_cmd", "List the installed plugins, what each offers, and what broke."),
+    "suites": ("suites_cmd", "List and check the Eval suites; which suites a change touches."),
+    "tasks": ("tasks_cmd", "Work with single Eval tasks (SUITE/TASK)."),
+    "proposals": ("proposals_cmd", "List the proposed Eval tasks waiting for approval."),
+    "approve": ("proposals_cmd", "Validate a proposed Eval task and move it into its suite."),
+    "prompts": ("prompts_cmd", "List the prompt files in force and where each comes from."),
+    "harnesses": ("harnesses_cmd", "List the Harnesses (binary, version, login); check them live."),
+    "setup": ("harnesses_cmd", "Store the Claude Code login token for sessions."),
+    "sandbox": ("sandbox_cmd", "The sandbox Trials run in: which backends work here."),
+    "evals": ("experiment_cmd", "Prepare what Experiments run on."),
+    "experiment": ("experiment_cmd", "Compare the Baseline and the Candidate on Eval suites."),
+    "experiments": ("experiment_cmd", "List Experiments, or show one with every Trial."),
+    "stop": ("experiment_cmd", "Stop a running Experiment; nothing is left running."),
+    "inbox": ("experiment_cmd", "Commands that need you, and those that are done."),
+    "recheck": ("experiment_cmd", "Record your recheck of a Trial's Score."),
+    "verdict": ("verdict_cmd", "Compute a Verdict from per-task pass counts."),
+}
+
+
+class LazyGroup(TyperGroup):
+    """The root group: built-in commands are listed from :data:`COMMANDS` and loaded on use."""
+
+    plugins: Plugins  # set on the subclass that make_app builds
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in COMMANDS and cmd_name not in self.commands:
+            self._load(COMMANDS[cmd_name][0])
+        return self.commands.get(cmd_name)
+
+    def _load(self, module_name: str) -> None:
+        module = importlib.import_module(f"assay.cli.{module_name}")
+        app = typer.Typer(rich_markup_mode=None)
+        module.register(app, self.plugins)
+        app.callback()(lambda: None)  # a callback makes it a group even with one command
+        for name, command in typer.main.get_group(app).commands.items():
+            self.commands.setdefault(name, command)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return click.Group.resolve_command(self, ctx, args)
+        except click.UsageError as e:
+            close = difflib.get_close_matches(args[0], self.list_commands(ctx)) if args else []
+            if close:
+                e.message = f"{e.message.rstrip('.')}. Did you mean {', '.join(map(repr, close))}?"
+            raise
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in COMMANDS:
+                rows.append((name, COMMANDS[name][1]))
+            elif not self.commands[name].hidden:
+                rows.append((name, self.commands[name].get_short_help_str(formatter.width)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 def _version(value: bool) -> None:
@@ -24,9 +90,10 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-def make_app(plugins: plugin_loading.Plugins) -> typer.Typer:
+def make_app(plugins: Plugins) -> typer.Typer:
     app = typer.Typer(
         name="assay",
+        cls=type("AssayGroup", (LazyGroup,), {"plugins": plugins}),
         help="Measure a change to your AI coding agents before it ships: Baseline vs Candidate "
         "on private Eval tasks, graded blind, with a Bayesian Verdict against a Bar fixed in advance.",
         no_args_is_help=True,
@@ -41,10 +108,15 @@ def make_app(plugins: plugin_loading.Plugins) -> typer.Typer:
     ) -> None:
         """Measure a change to your AI coding agents before it ships."""
 
-    for module in (plugins_cmd, suites_cmd, verdict_cmd, experiment_cmd, harnesses_cmd, tasks_cmd, sandbox_cmd, proposals_cmd, prompts_cmd):
-        module.register(app, plugins)
     plugins.manager.hook.assay_commands(app=app, plugins=plugins)
     return app
+
+
+def _is_input_error(e: Exception) -> bool:
+    """A plugin or file-format error: the user's input, reported in one line. The formats module
+    (and cattrs) is only loaded by commands that read records, so look for it, don't import it."""
+    formats: Any = sys.modules.get("assay.storage.formats")
+    return isinstance(e, PluginError) or (formats is not None and isinstance(e, formats.FormatError))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -58,6 +130,8 @@ def main(argv: list[str] | None = None) -> None:
     except output.UserError as e:
         print(f"assay: error: {e}", file=sys.stderr)
         sys.exit(e.code)
-    except (plugin_loading.PluginError, formats.FormatError) as e:
+    except Exception as e:
+        if not _is_input_error(e):
+            raise
         print(f"assay: error: {e}", file=sys.stderr)
         sys.exit(2)

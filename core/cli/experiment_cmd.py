@@ -16,14 +16,13 @@ from typing import Annotated, Any, Optional
 
 import attrs
 import typer
-
-from assay import commands, formats
-from assay import plugin_manager as plugin_loading
 from assay.cli.output import JsonOpt, emit_json, fail, table
-from assay.home import AssayHome
-from assay.files import Locked, exclusive_lock
-from assay.records import ARMS, Bar, Recheck
-from assay.results import read_verdict
+from assay.engine.results import read_verdict
+from assay.hooks import plugin_manager as plugin_loading
+from assay.storage import commands, formats
+from assay.storage.files import Locked, exclusive_lock
+from assay.storage.home import AssayHome
+from assay.storage.records import ARMS, Bar, Recheck
 
 EXIT_PAUSED = 3
 
@@ -68,8 +67,8 @@ CandidateRunner = _arm_option("candidate", "runner", "A Custom runner for the {a
 def _plan(plugins: plugin_loading.Plugins, home: AssayHome, bar: Bar, trials_per_task: int | None,
           sandbox: str | None, factory: Path, suites: list[str], arms: dict[str, Any],
           sandbox_fallback: bool = False, scripts: dict[str, Path] | None = None) -> Any:
-    from assay import experiment as experiments_core
-    from assay.arms import ArmFlags
+    from assay.engine import start as experiments_core
+    from assay.engine.arms import ArmFlags
 
     try:
         return experiments_core.plan(
@@ -148,8 +147,8 @@ def _arm_scripts(values: list[str]) -> dict[str, Path]:
 
 def run_plan(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, workers: int, json_: bool) -> None:
     """Announce, run with live progress, and print the result (shared with ``assay demo``)."""
-    from assay import experiment as experiments_core
-    from assay.progress import reporter
+    from assay.cli.progress import reporter
+    from assay.engine import start as experiments_core
 
     _announce(plan, plan.bar, json_)
     report, close = reporter(quiet=json_)
@@ -184,7 +183,7 @@ def _evals_app(plugins: plugin_loading.Plugins) -> typer.Typer:
         json_: bool = JsonOpt,
     ) -> None:
         """Resolve and freeze both Arms (Factory builds, Custom-runner manifests) without running a Trial."""
-        from assay.experiment import prepare_arms as prepare
+        from assay.engine.start import prepare_arms as prepare
 
         home = AssayHome.from_env()
         plan = _plan(plugins, home, Bar(), None, None, factory, suite, locals(), sandbox_fallback=True)
@@ -236,7 +235,7 @@ def _conclude(exp: Any, outcome: str, json_: bool) -> None:
 
 
 def _print_result(exp: Any, outcome: str, verdict: dict | None) -> None:
-    from assay.results import task_results
+    from assay.engine.results import task_results
 
     setup, bar = exp.setup(), exp.bar()
     typer.echo("")
@@ -277,7 +276,7 @@ def _verdict_line(verdict: dict) -> str:
 
 
 def _find(home: AssayHome, ref: str) -> Any:
-    from assay.experiments import ExperimentDir
+    from assay.engine.folder import ExperimentDir
 
     matches = sorted(p for p in home.experiments.glob(f"{ref}*") if (p / "setup.json").exists()) if home.experiments.is_dir() else []
     if not matches:
@@ -297,7 +296,7 @@ def experiments(
     json_: bool = JsonOpt,
 ) -> None:
     """List Experiments, or show one: Arms, Bar, per-task pairs, every Trial, minutes, the Verdict."""
-    from assay.results import describe
+    from assay.engine.results import describe
 
     home = AssayHome.from_env()
     if id:
@@ -308,7 +307,7 @@ def experiments(
         else:
             _show(data)
         return
-    from assay.experiments import ExperimentDir
+    from assay.engine.folder import ExperimentDir
 
     rows = []
     for path in sorted(home.experiments.glob("*/setup.json")) if home.experiments.is_dir() else []:
@@ -365,8 +364,8 @@ def _recheck_command(plugins: plugin_loading.Plugins):
         json_: bool = JsonOpt,
     ) -> None:
         """Record your recheck of a Trial's Score beside the Grader's; the Verdict follows it."""
-        from assay import results
-        from assay.results import experiment_verdict
+        from assay.engine import results
+        from assay.engine.results import experiment_verdict
 
         home = AssayHome.from_env()
         exp = _find(home, experiment)

@@ -6,13 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import typer
-
-from assay import credentials, formats
-from assay import plugin_manager as plugin_loading
 from assay.cli.output import JsonOpt, emit_json, fail, table
-from assay.home import AssayHome
-from assay.protocols import Harness
-
+from assay.hooks import plugin_manager as plugin_loading
+from assay.hooks.protocols import Harness
+from assay.sessions import credentials
+from assay.storage import formats
+from assay.storage.home import AssayHome
 
 EXIT_NOTHING_RAN = 3
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-
-from assay import plugin_manager as plugin_loading
 from assay.cli.output import JsonOpt, emit_json, table
+from assay.hooks import plugin_manager as plugin_loading
 
 
 def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:

@@ -7,11 +7,10 @@ nothing moved); 2 no such proposal, or it couldn't be moved.
 from __future__ import annotations
 
 import typer
-
-from assay import evaltasks, proposals
-from assay import plugin_manager as plugin_loading
 from assay.cli.output import JsonOpt, emit_json, fail, table
-from assay.home import AssayHome
+from assay.evaltasks import manifests, proposals
+from assay.hooks import plugin_manager as plugin_loading
+from assay.storage.home import AssayHome
 
 
 def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
@@ -48,7 +47,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
             approval = proposals.approve(home, plugins.suite_kinds(), proposal)
         except proposals.ProposalError as e:
             fail(str(e))
-        except evaltasks.ManifestError as e:
+        except manifests.ManifestError as e:
             if json_:
                 emit_json({"proposal": proposal, "approved": False,
                            "problems": [_problem_json(q) for q in e.problems]})
@@ -66,7 +65,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
         typer.echo(f"Approved {approval.suite}/{approval.task} (by {approval.by}): {folder}")
 
 
-def _problem_json(problem: evaltasks.Problem) -> dict[str, str]:
+def _problem_json(problem: manifests.Problem) -> dict[str, str]:
     return {"file": str(problem.file), "field": problem.field, "message": problem.message}
 
 

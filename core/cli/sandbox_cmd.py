@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import typer
-
-from assay import plugin_manager as plugin_loading
 from assay.cli.output import JsonOpt, emit_json, table
-from assay.protocols import SandboxBackend
+from assay.hooks import plugin_manager as plugin_loading
+from assay.hooks.protocols import SandboxBackend
 
 DEFAULT = "bwrap"  # what an Experiment uses unless told otherwise, wherever it works
 

@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-
-from assay import evaltasks, touched
-from assay import plugin_manager as plugin_loading
 from assay.cli.output import JsonOpt, emit_json, fail, table
-from assay.factory import Factory, FactoryError
-from assay.git import GitError
-from assay.home import AssayHome
+from assay.engine import touched
+from assay.engine.factory import Factory, FactoryError
+from assay.evaltasks import manifests
+from assay.hooks import plugin_manager as plugin_loading
+from assay.storage.git import GitError
+from assay.storage.home import AssayHome
 
 
 def _arm_flag(arm: str, what: str) -> Any:
@@ -30,8 +30,8 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
         if ctx.invoked_subcommand is not None:
             return
         home = AssayHome.from_env()
-        suites, problems = evaltasks.check_all(home, plugins.suite_kinds())
-        bad = sorted({p.file.parent.name if p.file.name == evaltasks.SUITE_FILE else p.file.parent.parent.name for p in problems})
+        suites, problems = manifests.check_all(home, plugins.suite_kinds())
+        bad = sorted({p.file.parent.name if p.file.name == manifests.SUITE_FILE else p.file.parent.parent.name for p in problems})
         if json_:
             emit_json([
                 {"name": s.name, "kind": s.kind, "tasks": [t.name for t in s.tasks],
@@ -52,7 +52,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
     def suites_check(json_: bool = JsonOpt) -> None:
         """Validate every suite.toml and task.toml; report every problem, exit 1 if any."""
         home = AssayHome.from_env()
-        suites, problems = evaltasks.check_all(home, plugins.suite_kinds())
+        suites, problems = manifests.check_all(home, plugins.suite_kinds())
         if json_:
             emit_json({
                 "suites": len(suites), "tasks": sum(len(s.tasks) for s in suites),
@@ -92,9 +92,9 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
                 baseline_flags={"harness": baseline_harness, "model": baseline_model, "effort": baseline_effort},
                 candidate_flags={"harness": candidate_harness, "model": candidate_model, "effort": candidate_effort},
             )
-        except (FactoryError, GitError, evaltasks.ManifestError) as e:
+        except (FactoryError, GitError, manifests.ManifestError) as e:
             fail(str(e))
-        names = evaltasks.list_suite_names(home)
+        names = manifests.list_suite_names(home)
         if json_:
             by_name = {t.suite: t for t in touches}
             emit_json([

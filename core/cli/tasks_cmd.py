@@ -7,11 +7,10 @@ import time
 from pathlib import Path
 
 import typer
-
-from assay import evaltasks, timesafe
-from assay import plugin_manager as plugin_loading
 from assay.cli.output import JsonOpt, emit_json, fail
-from assay.home import AssayHome
+from assay.evaltasks import manifests, timesafe
+from assay.hooks import plugin_manager as plugin_loading
+from assay.storage.home import AssayHome
 
 
 def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
@@ -34,8 +33,8 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
         home = AssayHome.from_env()
         kinds = plugins.suite_kinds()
         try:
-            task = evaltasks.find_task(home, task_ref, kinds)
-        except evaltasks.ManifestError as e:
+            task = manifests.find_task(home, task_ref, kinds)
+        except manifests.ManifestError as e:
             fail(str(e))
         origin = kinds[task.kind].needs_origin
         if dest is None:
@@ -43,7 +42,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
         timings: dict[str, float] = {}
         try:
             start = time.perf_counter()
-            commit = evaltasks.repository_commit(task, plugins.suite_kinds()[task.kind])
+            commit = manifests.repository_commit(task, plugins.suite_kinds()[task.kind])
             cached = timesafe.prepare_cache(home, task.repository, commit)
             timings["cache"] = time.perf_counter() - start
             start = time.perf_counter()

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 import typer
-
-from assay import plugin_manager as plugin_loading
 from assay.cli.output import JsonOpt, emit_json, fail
-from assay.records import Bar
+from assay.hooks import plugin_manager as plugin_loading
+from assay.storage import formats
+from assay.storage.records import Bar
 
 if TYPE_CHECKING:
     from assay.verdict import TaskPair, Verdict
@@ -49,7 +49,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
         except ValueError as e:
             fail(f"{file}: {e}")
         if json_:
-            emit_json({**result.to_json(), **({"wrong_findings": wrong.to_json()} if wrong else {})})
+            emit_json({**formats.unstructure(result), **({"wrong_findings": formats.unstructure(wrong)} if wrong else {})})
             return
         for line in _describe(result) + (["", *_describe(wrong)] if wrong else []):
             typer.echo(line)

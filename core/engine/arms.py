@@ -1,4 +1,4 @@
-"""Arms: resolving each side of an Experiment, and running one Trial's session for it.
+"""Arms: resolving each side of an Experiment before its first Trial.
 
 An Arm is a Factory commit plus Harness, Model and Effort (a Custom runner joins later through
 the same :class:`ArmRuntime` shape). Everything is resolved and checked before the first Trial,
@@ -10,11 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import attrs
-
-from assay.factory import Factory
-from assay.plugin_manager import PluginError, Plugins
-from assay.protocols import Harness, HarnessBinary, ProcessResult, SessionOutcome, SessionRequest, TrialContext
-from assay.records import Arm, ArmSetup
+from assay.engine.factory import Factory
+from assay.hooks.loaded import PluginError, Plugins
+from assay.hooks.protocols import Harness
+from assay.storage.records import Arm, ArmSetup
 
 
 class ArmError(ValueError):
@@ -107,35 +106,3 @@ def _prepare_runner(plugins: Plugins, assay_home: Path, arm: str, ref: str) -> A
         raise ArmError(f"{arm.title()}: {e}") from None
     except (ValueError, OSError) as e:
         raise ArmError(f"{arm.title()}: {e}") from None
-
-
-@attrs.frozen
-class HarnessArm:
-    """A Factory Arm: its Harness, fixed binary, Model and Effort, and materialised Factory."""
-
-    harness: Harness
-    setup: ArmSetup
-    build: Path | None
-
-    async def run(self, ctx: TrialContext) -> tuple[SessionOutcome, ProcessResult]:
-        request = SessionRequest(
-            repository=ctx.repository, home=ctx.home, prompt=ctx.prompt,
-            binary=HarnessBinary(self.setup.harness_path or "", self.setup.harness_version or ""),
-            model=self.setup.model, effort=self.setup.effort, factory=self.build, assay_home=ctx.assay_home,
-        )
-        invocation = attrs.evolve(
-            self.harness.invocation(request),  # the Trial's own folder keeps the sandbox's logs
-            log_dir=ctx.folder,
-        )
-        if ctx.writable:
-            invocation = attrs.evolve(invocation, read_write=(*invocation.read_write, *ctx.writable))
-        decoder = self.harness.decoder()
-
-        def on_line(line: str) -> None:
-            ctx.log.write(line if line.endswith("\n") else line + "\n")
-            decoder.feed(line)
-            if decoder.plan_limit:
-                ctx.on_plan_limit()
-
-        process = await ctx.backend.run(invocation, timeout=ctx.timeout, on_line=on_line)
-        return decoder.finish(process), process

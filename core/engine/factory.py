@@ -14,10 +14,9 @@ import tomllib
 from pathlib import Path
 
 import attrs
-
-from assay import files
-from assay.git import GitError, git, git_bytes, is_repository, resolve_commit
-from assay.home import AssayHome
+from assay.storage import files
+from assay.storage.git import GitError, git, git_bytes, is_repository, resolve_commit
+from assay.storage.home import AssayHome
 
 FACTORY_FILE = "assay.toml"
 

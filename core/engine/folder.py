@@ -19,10 +19,21 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import attrs
-
-from assay import files, formats
-from assay.protocols import Outcome, VoidCause
-from assay.records import ARMS, Arm, ArmSetup, Bar, Recheck, Score, Setup, TaskSetup, TrialRecord, TrialView
+from assay.storage import files, formats
+from assay.storage.records import (
+    ARMS,
+    Arm,
+    ArmSetup,
+    Bar,
+    Outcome,
+    Recheck,
+    Score,
+    Setup,
+    TaskSetup,
+    TrialRecord,
+    TrialView,
+    VoidCause,
+)
 
 
 def experiment_id(baseline: ArmSetup, candidate: ArmSetup, suites: Sequence[str]) -> str:

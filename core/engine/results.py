@@ -13,10 +13,8 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any, ClassVar
 
 import attrs
-
-from assay.experiments import ExperimentDir, Slot
-from assay.records import ARMS, Bar, Setup
-
+from assay.engine.folder import ExperimentDir, Slot
+from assay.storage.records import ARMS, Bar, Setup
 
 MEMORY_CAP_FINDING = 2  # memory-cap voids of one Arm that make a finding: it keeps hitting the cap
 
@@ -171,7 +169,7 @@ def wrong_finding_kinds(plugins: Any) -> list[str]:
 
 def read_verdict(exp: ExperimentDir) -> dict[str, Any] | None:
     """``verdict.json`` as plain data (its format checked), or None before there is one."""
-    from assay import formats
+    from assay.storage import formats
 
     if not exp.verdict_file.exists():
         return None
@@ -233,8 +231,8 @@ def combine(groups: Sequence[Any]) -> ExperimentVerdict:
 
 def describe(exp: ExperimentDir, command: Any | None) -> dict[str, Any]:
     """Everything ``assay experiments ID --json`` shows (the Console reads the same)."""
-    from assay import formats
-    from assay.commands import effective_state
+    from assay.storage import formats
+    from assay.storage.commands import effective_state
 
     setup, bar = exp.setup(), exp.bar()
     trials, minutes = [], {arm: 0.0 for arm in ARMS}

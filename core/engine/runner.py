@@ -14,25 +14,23 @@ from typing import Any
 
 import attrs
 import trio
-
-from assay import evaltasks, formats, results, timesafe
-from assay.commands import Command, now
-from assay.evaltasks import EvalTask
-from assay.experiments import ExperimentDir, Slot, SlotState, task_dirname
-from assay.git import git
-from assay.home import AssayHome
-from assay.plugin_manager import Plugins
-from assay.protocols import (
+from assay.engine import results
+from assay.engine.folder import ExperimentDir, Slot, SlotState, task_dirname
+from assay.evaltasks import manifests, timesafe
+from assay.hooks.loaded import Plugins
+from assay.hooks.protocols import (
     ArmRuntime,
     GradingContext,
-    Outcome,
     ProcessResult,
     SandboxBackend,
     SessionOutcome,
     TrialContext,
-    VoidCause,
 )
-from assay.records import Arm, Bar, Score, Setup, TrialRecord
+from assay.storage import formats
+from assay.storage.commands import Command, now
+from assay.storage.git import git
+from assay.storage.home import AssayHome
+from assay.storage.records import Arm, Bar, EvalTask, Outcome, Score, Setup, TrialRecord, VoidCause
 
 # Outcomes that are fails without asking a Grader: the session itself didn't deliver.
 SELF_EVIDENT_FAILS = {Outcome.FAILED, Outcome.TIMEOUT, Outcome.STOPPED_TO_ASK}
@@ -188,7 +186,7 @@ class ExperimentRun:
         It ends at the base, or for kinds that review a change, at the change under review.
         """
         kind = self.plugins.suite_kinds()[task.kind]
-        commit = evaltasks.repository_commit(task, kind)
+        commit = manifests.repository_commit(task, kind)
         lock = self._repo_locks.setdefault(task.id, trio.Lock())
         async with lock:
             if task.id not in self._cached:

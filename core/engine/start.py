@@ -15,19 +15,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import attrs
-
-from assay import evaltasks, formats, results, touched
-from assay.arms import RUNNER_KIND, ArmError, ArmFlags, HarnessArm, resolve_arms
-from assay.commands import Command, now
-from assay.evaltasks import EvalTask, ManifestError, Suite
-from assay.experiments import ExperimentDir, bar_differences, experiment_id
-from assay.factory import Factory, FactoryError
-from assay.files import Locked, exclusive_lock
-from assay.home import AssayHome
-from assay.plugin_manager import PluginError, Plugins
-from assay.prompts import PromptError
-from assay.protocols import ArmKind, ArmRuntime, Harness, NotYetImplemented, SandboxBackend, SuiteKind
-from assay.records import ARMS, Arm, ArmSetup, Bar, Setup, TaskSetup
+from assay.engine import results, touched
+from assay.engine.arms import RUNNER_KIND, ArmError, ArmFlags, resolve_arms
+from assay.engine.factory import Factory, FactoryError
+from assay.engine.folder import ExperimentDir, bar_differences, experiment_id
+from assay.evaltasks import manifests
+from assay.evaltasks.manifests import ManifestError
+from assay.evaltasks.prompts import PromptError
+from assay.hooks.loaded import PluginError, Plugins
+from assay.hooks.protocols import ArmKind, ArmRuntime, Harness, NotYetImplemented, SandboxBackend, SuiteKind
+from assay.sessions.harness_arm import HarnessArm
+from assay.storage import formats
+from assay.storage.commands import Command, now
+from assay.storage.files import Locked, exclusive_lock
+from assay.storage.home import AssayHome
+from assay.storage.records import ARMS, Arm, ArmSetup, Bar, EvalTask, Setup, Suite, TaskSetup
 
 if TYPE_CHECKING:
     from assay.scripted_provider.experiment import ArmScript
@@ -97,7 +99,7 @@ def plan(
         chosen_because: list[str] = []
         if not suites:
             suites, chosen_because = _touched(home, plugins, factory, base_arm, cand_arm, baseline, candidate)
-        loaded = [evaltasks.load_suite(home, name, plugins.suite_kinds()) for name in dict.fromkeys(suites)]
+        loaded = [manifests.load_suite(home, name, plugins.suite_kinds()) for name in dict.fromkeys(suites)]
         sources = {arm: _source(plugins, setup, loaded) for arm, setup in zip(ARMS, (base_arm, cand_arm))}
         played = _scripts(scripts or {}, sources)
         if not played:  # a scripted run brings its own stand-in login
@@ -133,7 +135,7 @@ def _touched(home: AssayHome, plugins: Plugins, factory: Factory | None, base: A
     flags = [{"harness": f.harness, "model": f.model, "effort": f.effort} for f in (baseline, candidate)]
     touches = touched.touched_suites(home, kinds, factory, base.commit, cand.commit,
                                      baseline_flags=flags[0], candidate_flags=flags[1])
-    lines = touched.explain(touches, evaltasks.list_suite_names(home))
+    lines = touched.explain(touches, manifests.list_suite_names(home))
     if not touches:
         raise NothingTouched(lines)
     return [t.suite for t in touches], lines
@@ -238,8 +240,7 @@ def arms_summary(setup: Setup) -> dict[str, ArmSetup]:
 def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report) -> tuple[ExperimentDir, str]:
     """Run (or resume) the Experiment; returns its folder and outcome."""
     import trio
-
-    from assay.runner import ExperimentRun
+    from assay.engine.runner import ExperimentRun
 
     exp = ExperimentDir(home.experiments / plan.id)
     try:

@@ -12,12 +12,11 @@ from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
 
 import attrs
-
-from assay import evaltasks
-from assay.factory import Factory
-from assay.git import git_bytes
-from assay.home import AssayHome
-from assay.protocols import SuiteKind
+from assay.engine.factory import Factory
+from assay.evaltasks import manifests
+from assay.hooks.protocols import SuiteKind
+from assay.storage.git import git_bytes
+from assay.storage.home import AssayHome
 
 
 @attrs.frozen
@@ -81,11 +80,11 @@ def changed_paths(factory: Factory, baseline: str, candidate: str) -> list[str]:
 
 def effective_defaults(factory: Factory, commit: str, flags: Mapping[str, str | None]) -> dict[str, str | None]:
     """Harness, Model and Effort as an Arm runs them: its flag if given, else ``assay.toml`` at its commit."""
-    unknown = set(flags) - set(evaltasks.ARM_DEFAULTS)
+    unknown = set(flags) - set(manifests.ARM_DEFAULTS)
     if unknown:
-        raise ValueError(f"unknown Arm flag(s): {', '.join(sorted(unknown))} (expected: {', '.join(evaltasks.ARM_DEFAULTS)})")
+        raise ValueError(f"unknown Arm flag(s): {', '.join(sorted(unknown))} (expected: {', '.join(manifests.ARM_DEFAULTS)})")
     config = factory.config(commit)
-    return {name: flags.get(name) or getattr(config, name) for name in evaltasks.ARM_DEFAULTS}
+    return {name: flags.get(name) or getattr(config, name) for name in manifests.ARM_DEFAULTS}
 
 
 def read_suite_dependencies(home: AssayHome, kinds: Mapping[str, SuiteKind]) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
@@ -93,16 +92,16 @@ def read_suite_dependencies(home: AssayHome, kinds: Mapping[str, SuiteKind]) -> 
 
     Only the suite manifests decide the choice, so a broken task in a suite the change doesn't
     touch never blocks it; a broken ``suite.toml`` does (the choice can't be made without it)
-    and raises :class:`evaltasks.ManifestError` with every problem.
+    and raises :class:`manifests.ManifestError` with every problem.
     """
-    problems: list[evaltasks.Problem] = []
+    problems: list[manifests.Problem] = []
     found = {}
-    for name in evaltasks.list_suite_names(home):
-        manifest = evaltasks.read_suite_manifest(home.suites / name, kinds, problems)
+    for name in manifests.list_suite_names(home):
+        manifest = manifests.read_suite_manifest(home.suites / name, kinds, problems)
         if manifest is not None:
             found[name] = (manifest["depends_on"], manifest["defaults"])
     if problems:
-        raise evaltasks.ManifestError(problems)
+        raise manifests.ManifestError(problems)
     return found
 
 
@@ -120,8 +119,8 @@ def touched_suites(
 
     ``baseline`` and ``candidate`` are refs or commits of the Factory; the flags map
     ``harness``/``model``/``effort`` to a per-Arm value (None or absent: the Factory's default).
-    Raises :class:`assay.factory.FactoryError` for a ref the Factory lacks or a broken
-    ``assay.toml``, and :class:`evaltasks.ManifestError` for a broken ``suite.toml``.
+    Raises :class:`assay.engine.factory.FactoryError` for a ref the Factory lacks or a broken
+    ``assay.toml``, and :class:`manifests.ManifestError` for a broken ``suite.toml``.
     """
     base_commit, cand_commit = factory.commit(baseline), factory.commit(candidate)
     paths = changed_paths(factory, base_commit, cand_commit) if base_commit != cand_commit else []

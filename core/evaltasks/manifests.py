@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-
-from assay.home import AssayHome
-from assay.protocols import SuiteKind
+from assay.hooks.protocols import SuiteKind
+from assay.storage.home import AssayHome
+from assay.storage.records import EvalTask, Suite
 
 SUITE_FILE = "suite.toml"
 TASK_FILE = "task.toml"
@@ -39,38 +39,6 @@ class ManifestError(ValueError):
     def __init__(self, problems: list[Problem]):
         self.problems = problems
         super().__init__("; ".join(map(str, problems)))
-
-
-@attrs.frozen
-class EvalTask:
-    """One Eval task: a repository at a base commit, inputs and success criteria."""
-
-    suite: str
-    name: str
-    kind: str
-    folder: Path
-    repository: str  # an absolute path or a URL
-    base: str
-    change: str | None = None
-    inputs: Mapping[str, Path] = attrs.field(factory=dict)
-    criteria: Mapping[str, Any] = attrs.field(factory=dict)
-
-    @property
-    def id(self) -> str:
-        return f"{self.suite}/{self.name}"
-
-
-@attrs.frozen
-class Suite:
-    """An Eval suite: tasks of one kind, plus the Factory paths and Arm defaults it depends on."""
-
-    name: str
-    folder: Path
-    kind: str
-    depends_on: tuple[str, ...]
-    defaults: tuple[str, ...]
-    tasks: tuple[EvalTask, ...]
-    description: str = ""
 
 
 def repository_commit(task: EvalTask, kind: SuiteKind) -> str:

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import ClassVar
 
 import attrs
-
-from assay import evaltasks, formats
-from assay.evaltasks import Problem
-from assay.home import AssayHome
-from assay.protocols import SuiteKind
+from assay.evaltasks import manifests
+from assay.evaltasks.manifests import Problem
+from assay.hooks.protocols import SuiteKind
+from assay.storage import formats
+from assay.storage.home import AssayHome
 
 PROPOSAL_FILE = "proposal.toml"
 APPROVAL_FILE = "approved.json"
@@ -84,12 +84,12 @@ def approve(home: AssayHome, kinds: Mapping[str, SuiteKind], name: str, *, user:
     The folder is finished first (``approved.json`` written) and then renamed into the suite in
     one step, so a suite never holds half a task. ``proposal.toml`` is removed after the rename:
     a process killed in between leaves it inside the approved task, where it is harmless
-    (suites read only ``task.toml``). ``user`` is who approves (default ``$USER``). Raises :class:`evaltasks.ManifestError` with every problem
+    (suites read only ``task.toml``). ``user`` is who approves (default ``$USER``). Raises :class:`manifests.ManifestError` with every problem
     if the proposal is invalid (nothing moved), :class:`ProposalError` if it can't be found or moved.
     """
     proposal = check_proposal(home, kinds, name)
     if not proposal.valid:
-        raise evaltasks.ManifestError(list(proposal.problems))
+        raise manifests.ManifestError(list(proposal.problems))
     assert proposal.suite is not None and proposal.origin is not None  # a valid proposal has both
     approval = Approval(
         suite=proposal.suite, task=name, origin=proposal.origin,
@@ -151,14 +151,14 @@ def _check_task(home: AssayHome, kinds: Mapping[str, SuiteKind], folder: Path, s
                 problems: list[Problem]) -> None:
     """The task against its target suite's kind, as it will stand once moved there."""
     suite_folder = home.suites / suite
-    if "/" in suite or suite.startswith(".") or not (suite_folder / evaltasks.SUITE_FILE).is_file():
-        known = ", ".join(evaltasks.list_suite_names(home)) or "none"
+    if "/" in suite or suite.startswith(".") or not (suite_folder / manifests.SUITE_FILE).is_file():
+        known = ", ".join(manifests.list_suite_names(home)) or "none"
         problems.append(Problem(folder / PROPOSAL_FILE, "suite", f"unknown suite '{suite}' (known: {known})"))
         return
-    manifest = evaltasks.read_suite_manifest(suite_folder, kinds, problems)
+    manifest = manifests.read_suite_manifest(suite_folder, kinds, problems)
     if manifest is None or manifest["kind"] is None:
         return
-    task = evaltasks.read_task(suite, kinds[manifest["kind"]], folder, problems)
+    task = manifests.read_task(suite, kinds[manifest["kind"]], folder, problems)
     dest = suite_folder / folder.name
     if os.path.lexists(dest):
         problems.append(Problem(dest, "(task)", f"suite '{suite}' already has a task '{folder.name}'; "
@@ -169,7 +169,7 @@ def _check_task(home: AssayHome, kinds: Mapping[str, SuiteKind], folder: Path, s
 
 def _check_repository_moves(folder: Path, dest: Path, repository: str, problems: list[Problem]) -> None:
     """A relative repository path that leaves the task folder would name another place once moved."""
-    raw = tomllib.loads((folder / evaltasks.TASK_FILE).read_text())["repository"]
+    raw = tomllib.loads((folder / manifests.TASK_FILE).read_text())["repository"]
     if "://" in raw or raw.startswith("git@") or Path(raw).is_absolute():
         return
     if Path(repository).is_relative_to(folder.resolve()):
@@ -177,7 +177,7 @@ def _check_repository_moves(folder: Path, dest: Path, repository: str, problems:
     after = (dest / raw).resolve()
     if str(after) != repository:
         problems.append(Problem(
-            folder / evaltasks.TASK_FILE, "repository",
+            folder / manifests.TASK_FILE, "repository",
             f"'{raw}' leaves the task folder and would name {after} once approved instead of "
             f"{repository}; use an absolute path or keep the repository inside the task folder",
         ))

@@ -24,9 +24,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import attrs
-
-from assay.files import Locked, exclusive_lock, remove_tree
-from assay.home import AssayHome
+from assay.storage.files import Locked, exclusive_lock, remove_tree
+from assay.storage.home import AssayHome
 
 
 class TimeSafeError(RuntimeError):
@@ -372,7 +371,7 @@ def _write_ref(gitdir: Path, name: str, commit: str) -> None:
 
 
 def _is_url(repository: str) -> bool:
-    """The same rule the task manifest uses (assay.evaltasks.read_task)."""
+    """The same rule the task manifest uses (assay.evaltasks.manifests.read_task)."""
     return "://" in repository or repository.startswith("git@")
 
 

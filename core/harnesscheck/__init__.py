@@ -1,7 +1,7 @@
 """``assay harnesses check``: the live checks of each Harness's real CLI, offline, in the sandbox.
 
 For each installed Harness that can be routed to a scripted provider
-(:class:`assay.protocols.RoutableHarness`), five sessions of the real binary run one after
+(:class:`assay.hooks.protocols.RoutableHarness`), five sessions of the real binary run one after
 another as Trials do — in the bwrap sandbox, out through its relay and proxy — each against a
 scripted provider of its own, and eight checks (:data:`checks.CHECKS`) are judged from what they
 left. When the first session never reaches its provider, the sessions after it would only fail
@@ -19,18 +19,31 @@ from pathlib import Path
 
 import attrs
 import trio
-
-from assay import files
 from assay.harnesscheck.bench import Bench, Session
 from assay.harnesscheck.checks import (
-    CHECKS, Check, commit_script, failed, hello_script, judge_fresh_home, judge_hosts, judge_plan_limit, judge_server_error,
-    judge_session, judge_stop, judge_stream, judge_web_tools, plan_limit_script, server_error_script, skipped,
+    CHECKS,
+    Check,
+    commit_script,
+    failed,
+    hello_script,
+    judge_fresh_home,
+    judge_hosts,
+    judge_plan_limit,
+    judge_server_error,
+    judge_session,
+    judge_stop,
+    judge_stream,
+    judge_web_tools,
+    plan_limit_script,
+    server_error_script,
+    skipped,
     stop_script,
 )
-from assay.home import AssayHome
-from assay.plugin_manager import Plugins
-from assay.protocols import HarnessBinary, RoutableHarness, SandboxBackend, UpstreamRouting
+from assay.hooks.loaded import Plugins
+from assay.hooks.protocols import HarnessBinary, RoutableHarness, SandboxBackend, UpstreamRouting
 from assay.scripted_provider.routing import ScriptedProviders
+from assay.storage import files
+from assay.storage.home import AssayHome
 
 BACKEND = "bwrap"
 DEFAULT_GRACE = 10.0  # a backend's seconds per stop signal, where it does not say

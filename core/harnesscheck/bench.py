@@ -2,7 +2,7 @@
 
 A session gets what a Trial gets — a folder of its own holding a fresh repository and a fresh
 home, the Harness's invocation run by the sandbox backend and its stream read by the Harness's
-decoder through the very code an Experiment runs (:class:`assay.arms.HarnessArm`) — plus a
+decoder through the very code an Experiment runs (:class:`assay.sessions.harness_arm.HarnessArm`) — plus a
 scripted provider of its own, so its requests, and its proxy's log, can be read back alone.
 """
 
@@ -15,14 +15,13 @@ from typing import Any
 
 import attrs
 import trio
-
-from assay import files, proctree
-from assay.evaltasks import EvalTask
-from assay.git import IDENTITY, git
-from assay.protocols import PROXY_LOG, ArmRuntime, HarnessBinary, RoutableHarness, SessionOutcome, TrialContext
-from assay.records import ArmSetup
+from assay.hooks.protocols import PROXY_LOG, ArmRuntime, HarnessBinary, RoutableHarness, SessionOutcome, TrialContext
 from assay.scripted_provider import ProviderLog, Script
 from assay.scripted_provider.routing import ScriptedProviders
+from assay.sessions import proctree
+from assay.storage import files
+from assay.storage.git import IDENTITY, git
+from assay.storage.records import ArmSetup, EvalTask
 
 
 @attrs.frozen

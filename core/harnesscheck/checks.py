@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Literal
 
 import attrs
-
-from assay.git import GitError, git
 from assay.harnesscheck.bench import Session
-from assay.protocols import Outcome, RoutableHarness, VoidCause
+from assay.hooks.protocols import RoutableHarness
 from assay.scripted_provider import Call, RateLimit, Script, ServerError, Turn, Usage
+from assay.storage.git import GitError, git
+from assay.storage.records import Outcome, VoidCause
 
 Status = Literal["pass", "fail", "skip"]
 # Every check, in the order they are reported, with what a pass proves.

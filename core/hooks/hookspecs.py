@@ -1,7 +1,7 @@
 """Every hook a plugin can implement, in one place.
 
 Hooks stay synchronous and only *register* things: each returns objects that satisfy a
-Protocol from :mod:`assay.protocols`, and the work (often async, under trio) lives on those
+Protocol from :mod:`assay.hooks.protocols`, and the work (often async, under trio) lives on those
 objects. A plugin implements any subset; an implementation may take any subset of a hook's
 arguments, so hooks can gain arguments without breaking plugins.
 """
@@ -15,9 +15,8 @@ import pluggy
 
 if TYPE_CHECKING:
     import typer
-
-    from assay.plugin_manager import Plugins
-    from assay.protocols import ArmKind, Grader, Harness, Runner, SandboxBackend, SuiteKind
+    from assay.hooks.loaded import Plugins
+    from assay.hooks.protocols import ArmKind, Grader, Harness, Runner, SandboxBackend, SuiteKind
 
 PROJECT = "assay"
 hookspec = pluggy.HookspecMarker(PROJECT)

@@ -8,47 +8,19 @@ hands is what lets the same Harness run bare, under bwrap, or later on a remote 
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TextIO, runtime_checkable
 
 import attrs
+from assay.storage.records import Outcome, VoidCause
 
 if TYPE_CHECKING:
-    from assay.evaltasks import EvalTask
-    from assay.records import ArmSetup, Score, TrialView
+    from assay.storage.records import ArmSetup, EvalTask, Score, TrialView
 
 
 class NotYetImplemented(RuntimeError):
     """Raised by a plugin object that registers (``implemented = False``) before it works."""
-
-
-class VoidCause(str, enum.Enum):
-    """Why a Trial failed for a reason outside its Arm (DESIGN.md, "Void Trial")."""
-
-    SANDBOX_FAILED = "sandbox_failed"
-    PROVIDER_UNREACHABLE = "provider_unreachable"
-    LOGIN_FAILED = "login_failed"
-    SERVER_ERROR = "server_error"
-    PLAN_LIMIT = "plan_limit"
-    HOST_KILL = "host_kill"  # SIGKILLed from outside (the kernel's OOM killer, a person), not by assay
-    MEMORY_CAP = "memory_cap"
-    REPOSITORY_CHANGED = "repository_changed"  # a review that edited or committed its repository
-    # The only causes a Custom runner may claim for itself (custom-runners ticket).
-    SESSION_UNAVAILABLE = "session_unavailable"
-    USAGE_LIMIT = "usage_limit"
-    RATE_LIMIT = "rate_limit"
-
-
-class Outcome(str, enum.Enum):
-    """How a session ended, before any Grader looks at it."""
-
-    DELIVERED = "delivered"
-    FAILED = "failed"
-    STOPPED_TO_ASK = "stopped_to_ask"
-    TIMEOUT = "timeout"
-    VOID = "void"
 
 
 @attrs.frozen

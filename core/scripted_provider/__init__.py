@@ -9,7 +9,14 @@ ships rather than a fake. The protocol and script format: docs/scripted-provider
 
 from assay.scripted_provider.log import ProviderLog
 from assay.scripted_provider.script import (
-    Call, RateLimit, Script, ServerError, Turn, Usage, load_script, parse_script,
+    Call,
+    RateLimit,
+    Script,
+    ServerError,
+    Turn,
+    Usage,
+    load_script,
+    parse_script,
 )
 from assay.scripted_provider.server import ScriptedProvider
 

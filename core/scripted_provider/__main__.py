@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-
-from assay.formats import FormatError
 from assay.scripted_provider.script import load_script
 from assay.scripted_provider.server import ScriptedProvider
+from assay.storage.formats import FormatError
 
 
 def serve(

@@ -16,13 +16,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import attrs
-
-from assay import formats
-from assay.arms import HarnessArm
-from assay.protocols import ArmRuntime, RoutableHarness, SandboxBackend
-from assay.records import ARMS, Arm, ArmSetup
+from assay.hooks.protocols import ArmRuntime, RoutableHarness, SandboxBackend
 from assay.scripted_provider.routing import ScriptedProviders
 from assay.scripted_provider.script import Script, load_script
+from assay.sessions.harness_arm import HarnessArm
+from assay.storage import formats
+from assay.storage.records import ARMS, Arm, ArmSetup
 
 
 @attrs.frozen

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from assay import files
 from assay.scripted_provider import anthropic, openai
 from assay.scripted_provider.wire import Api
+from assay.storage import files
 
 SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "cookie", "chatgpt-account-id"})
 # Claude's WebSearch/WebFetch, Codex's web_search, Anthropic's server tools (web_search_20250305, web_fetch_…).

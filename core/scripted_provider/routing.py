@@ -24,16 +24,24 @@ from types import TracebackType
 
 import attrs
 import trustme
-
-from assay.arms import HarnessArm
-from assay.protocols import (
-    HarnessBinary, Invocation, ProcessResult, ProviderRoute, RoutableHarness, SandboxBackend,
-    SessionOutcome, SessionRequest, StreamDecoder, TrialContext, UpstreamRouting,
+from assay.hooks.protocols import (
+    HarnessBinary,
+    Invocation,
+    ProcessResult,
+    ProviderRoute,
+    RoutableHarness,
+    SandboxBackend,
+    SessionOutcome,
+    SessionRequest,
+    StreamDecoder,
+    TrialContext,
+    UpstreamRouting,
 )
-from assay.records import ArmSetup
 from assay.scripted_provider.log import ProviderLog
 from assay.scripted_provider.script import Script
 from assay.scripted_provider.server import ScriptedProvider
+from assay.sessions.harness_arm import HarnessArm
+from assay.storage.records import ArmSetup
 
 # The stand-in credential every routed session sends: shaped like a Claude OAuth token (which Claude
 # Code then takes without checking it); the provider takes anything.

@@ -19,9 +19,8 @@ from typing import Any, ClassVar
 
 import attrs
 import cattrs
+from assay.storage import formats
 from cattrs.v import format_exception
-
-from assay import formats
 
 # Claude's names for the usage windows, and the short forms its per-window headers use.
 WINDOWS = {"five_hour": "5h", "seven_day": "7d"}

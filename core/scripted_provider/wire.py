@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 import attrs
-
 from assay.scripted_provider.script import RateLimit, ServerError, Turn
 
 

@@ -11,7 +11,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from assay import files
+from assay.storage import files
 
 CLAUDE_TOKEN = ("claude", "oauth_token")
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")

@@ -17,8 +17,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import attrs
-
-from assay.protocols import HarnessBinary, Invocation, ProviderRoute
+from assay.hooks.protocols import HarnessBinary, Invocation, ProviderRoute
 
 # Passed through from the caller when set; everything else is left behind.
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME")

@@ -13,8 +13,8 @@ import re
 from typing import Any
 
 import attrs
-
-from assay.protocols import Outcome, ProcessResult, SessionOutcome, VoidCause
+from assay.hooks.protocols import ProcessResult, SessionOutcome
+from assay.storage.records import Outcome, VoidCause
 
 
 def json_object(line: str) -> dict[str, Any] | None:

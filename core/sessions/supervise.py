@@ -2,7 +2,7 @@
 
 Every local sandbox backend keeps the same promise, so they share this: stdout reaches the
 caller line by line, stderr's tail is kept, every process the session starts is tracked
-(:mod:`assay.proctree`), and at the end a session still running gets its stop signals, each with
+(:mod:`assay.sessions.proctree`), and at the end a session still running gets its stop signals, each with
 a grace period, before whatever is left is killed. A backend supplies only what differs: the
 command line, set-up in the child before ``exec``, file descriptors it inherits, where a stop
 signal goes, and when to end the session early.
@@ -17,9 +17,8 @@ from typing import ClassVar
 
 import attrs
 import trio
-
-from assay.proctree import ProcessTree, become_subreaper
-from assay.protocols import ProcessResult
+from assay.hooks.protocols import ProcessResult
+from assay.sessions.proctree import ProcessTree, become_subreaper
 
 
 def _never() -> bool:

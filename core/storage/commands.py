@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-
-from assay import files, formats
-from assay.home import AssayHome
-from assay.records import CommandRecord, Stage
+from assay.storage import files, formats
+from assay.storage.home import AssayHome
+from assay.storage.records import CommandRecord, Stage
 
 NEEDS_YOU = {"fail", "inconclusive", "paused", "errored", "stopped"}
 

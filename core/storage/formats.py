@@ -16,10 +16,9 @@ from typing import Any, TypeVar
 
 import attrs
 import cattrs
+from assay.storage import files
+from assay.storage.records import Outcome, VoidCause
 from cattrs.gen import make_dict_structure_fn
-
-from assay import files
-from assay.protocols import Outcome, VoidCause
 
 T = TypeVar("T")
 

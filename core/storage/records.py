@@ -1,4 +1,8 @@
-"""Records that reach disk under an Experiment's folder. Each names its ``FORMAT``.
+"""Records that reach disk under an Experiment's folder, and the values they hold. Each names its ``FORMAT``.
+
+Also here, because every layer above reads them: how a session ended (:class:`Outcome`, :class:`VoidCause`)
+and an Eval task as read from its manifest (:class:`EvalTask`; reading and checking manifests is
+:mod:`assay.evaltasks.manifests`).
 
 Format history:
 - Bar 1, TrialRecord 1, Score 1, Setup 1, CommandRecord 1: first versions.
@@ -11,13 +15,72 @@ Format history:
 from __future__ import annotations
 
 import datetime as dt
+import enum
 from collections.abc import Mapping
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import attrs
 
-from assay.protocols import Outcome, VoidCause
+
+class VoidCause(str, enum.Enum):
+    """Why a Trial failed for a reason outside its Arm (DESIGN.md, "Void Trial")."""
+
+    SANDBOX_FAILED = "sandbox_failed"
+    PROVIDER_UNREACHABLE = "provider_unreachable"
+    LOGIN_FAILED = "login_failed"
+    SERVER_ERROR = "server_error"
+    PLAN_LIMIT = "plan_limit"
+    HOST_KILL = "host_kill"  # SIGKILLed from outside (the kernel's OOM killer, a person), not by assay
+    MEMORY_CAP = "memory_cap"
+    REPOSITORY_CHANGED = "repository_changed"  # a review that edited or committed its repository
+    # The only causes a Custom runner may claim for itself (custom-runners ticket).
+    SESSION_UNAVAILABLE = "session_unavailable"
+    USAGE_LIMIT = "usage_limit"
+    RATE_LIMIT = "rate_limit"
+
+
+class Outcome(str, enum.Enum):
+    """How a session ended, before any Grader looks at it."""
+
+    DELIVERED = "delivered"
+    FAILED = "failed"
+    STOPPED_TO_ASK = "stopped_to_ask"
+    TIMEOUT = "timeout"
+    VOID = "void"
+
+
+@attrs.frozen
+class EvalTask:
+    """One Eval task: a repository at a base commit, inputs and success criteria."""
+
+    suite: str
+    name: str
+    kind: str
+    folder: Path
+    repository: str  # an absolute path or a URL
+    base: str
+    change: str | None = None
+    inputs: Mapping[str, Path] = attrs.field(factory=dict)
+    criteria: Mapping[str, Any] = attrs.field(factory=dict)
+
+    @property
+    def id(self) -> str:
+        return f"{self.suite}/{self.name}"
+
+
+@attrs.frozen
+class Suite:
+    """An Eval suite: tasks of one kind, plus the Factory paths and Arm defaults it depends on."""
+
+    name: str
+    folder: Path
+    kind: str
+    depends_on: tuple[str, ...]
+    defaults: tuple[str, ...]
+    tasks: tuple[EvalTask, ...]
+    description: str = ""
+
 
 Arm = Literal["baseline", "candidate"]
 ARMS: tuple[Arm, Arm] = ("baseline", "candidate")

@@ -44,12 +44,10 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal, Protocol
 
 import attrs
 import numpy as np
-
-from assay.records import Bar
 
 Outcome = Literal["pass", "fail", "inconclusive"]
 Measure = Literal["pass share", "wrong findings"]
@@ -61,6 +59,26 @@ SIMULATIONS = 4000
 MORE_TASKS_CAP = 1000
 """"How many more" looks no further than this many extra Eval tasks."""
 _BLOCK = 100  # extra tasks simulated per step of the search, which stops once settled
+
+
+class Bar(Protocol):
+    """The parts of the Bar a Verdict reads; the Bar record (``assay.storage.records.Bar``) is one.
+
+    Named here, not imported, so the Verdict depends on nothing else in assay.
+    """
+
+    @property
+    def margin(self) -> float: ...
+    @property
+    def level(self) -> float: ...
+    @property
+    def prior_weight(self) -> float: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def draws(self) -> int: ...
+    @property
+    def max_dropped_share(self) -> float: ...
 
 
 @attrs.frozen
@@ -130,11 +148,6 @@ class Verdict:
             return ""
         return f"more than {self.more_tasks}" if self.more_tasks_over_cap else f"about {self.more_tasks}"
 
-    def to_json(self) -> dict[str, Any]:
-        """The JSON form: what is written to disk and what ``assay verdict --json`` prints."""
-        from assay import formats  # cattrs: only paid for by callers that write JSON
-
-        return formats.unstructure(self)
 
 
 def compute_verdict(pairs: Sequence[TaskPair], *, trials_per_task: int, bar: Bar) -> Verdict:

@@ -12,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import attrs
-
 from assay import hookimpl
 
 RUNNERS = Path(__file__).parent / "runners"
@@ -22,7 +21,7 @@ HASTY = "demo-hasty"
 
 @attrs.frozen
 class DemoRunner:
-    """A named Custom runner shipped with assay (satisfies :class:`assay.protocols.Runner`)."""
+    """A named Custom runner shipped with assay (satisfies :class:`assay.hooks.protocols.Runner`)."""
 
     name: str
     manifest: Path

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import typer
-
 from assay import hookimpl
 from assay.cli.output import JsonOpt, fail
-from assay.home import AssayHome
-from assay.plugin_manager import Plugins
-from assay.records import Bar
+from assay.hooks.loaded import Plugins
+from assay.storage.home import AssayHome
+from assay.storage.records import Bar
 
 
 def demo_command(plugins: Plugins):
@@ -21,20 +20,20 @@ def demo_command(plugins: Plugins):
         The Baseline is demo-hasty and the Candidate demo-careful: two scripted Custom runners
         on 8 small buggy projects, 3 Trials each, graded by their tests on the committed HEAD.
         """
-        from assay import experiment
-        from assay.arms import ArmFlags
         from assay.cli.experiment_cmd import run_plan
+        from assay.engine import start
+        from assay.engine.arms import ArmFlags
         from assay.plugins.demo import CAREFUL, HASTY
         from assay.plugins.demo.suite import install_demo_suite
 
         home = AssayHome.from_env()
         try:
             suite = install_demo_suite(home)
-            plan = experiment.plan(
+            plan = start.plan(
                 home, plugins, factory_path=None, suites=[suite], bar=Bar(), sandbox_fallback=True,
                 candidate=ArmFlags(runner=CAREFUL), baseline=ArmFlags(runner=HASTY),
             )
-        except (experiment.PlanError, OSError, RuntimeError) as e:
+        except (start.PlanError, OSError, RuntimeError) as e:
             fail(str(e))
         if plan.setup.sandbox != "bwrap" and not json_:
             typer.echo("warning: bwrap can't run here, so the demo's Trials run without a sandbox "

@@ -21,8 +21,8 @@ import subprocess
 import tomllib
 from pathlib import Path
 
-from assay import files
-from assay.home import AssayHome
+from assay.storage import files
+from assay.storage.home import AssayHome
 
 SUITE_NAME = "assay-demo"
 TASKS = Path(__file__).parent / "tasks"

@@ -16,12 +16,12 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from assay import files, hookimpl
-from assay.evaltasks import EvalTask
-from assay.git import GitError, git
-from assay.protocols import GradingContext, Invocation
-from assay.records import Score, TrialView
-from assay.timesafe import origin_path
+from assay import hookimpl
+from assay.evaltasks.timesafe import origin_path
+from assay.hooks.protocols import GradingContext, Invocation
+from assay.storage import files
+from assay.storage.git import GitError, git
+from assay.storage.records import EvalTask, Score, TrialView
 
 EVIDENCE = "grade"
 

@@ -12,13 +12,13 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from assay import files, hookimpl
-from assay.evaltasks import EvalTask
-from assay.git import git
+from assay import hookimpl
+from assay.evaltasks.prompts import PromptFile
+from assay.hooks.protocols import GradingContext, SessionRequest
 from assay.plugins.grader_model import packet
-from assay.prompts import PromptFile
-from assay.protocols import GradingContext, Outcome, SessionRequest
-from assay.records import Score, TrialView
+from assay.storage import files
+from assay.storage.git import git
+from assay.storage.records import EvalTask, Outcome, Score, TrialView
 
 PROMPT = PromptFile("grader.md", Path(__file__).parent / "prompts" / "grader.md", ("packet", "schema"))
 ATTEMPTS = 2

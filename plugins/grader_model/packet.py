@@ -13,11 +13,10 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from assay import files
-from assay.evaltasks import EvalTask
-from assay.git import GitError, git
-from assay.records import TrialView
-from assay.timesafe import origin_path
+from assay.evaltasks.timesafe import origin_path
+from assay.storage import files
+from assay.storage.git import GitError, git
+from assay.storage.records import EvalTask, TrialView
 
 PACKET_FILE = "packet.md"
 ANSWER_FILE = "scores.json"

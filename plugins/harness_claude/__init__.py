@@ -2,7 +2,7 @@
 
 Implements ``assay_harnesses``. The login is a long-lived token (``assay setup``) passed as
 ``CLAUDE_CODE_OAUTH_TOKEN``; web search and fetch are denied; a Stop sends SIGTERM. It can be
-routed to a scripted provider (:class:`assay.protocols.RoutableHarness`).
+routed to a scripted provider (:class:`assay.hooks.protocols.RoutableHarness`).
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import signal
 from pathlib import Path
 
 from assay import hookimpl
-from assay.harnesskit import install_root, locate_binary, routed
+from assay.hooks.protocols import HarnessBinary, Invocation, ProviderRoute, SessionRequest
 from assay.plugins.harness_claude import command
 from assay.plugins.harness_claude.stream import ClaudeDecoder
-from assay.protocols import HarnessBinary, Invocation, ProviderRoute, SessionRequest
+from assay.sessions.harnesskit import install_root, locate_binary, routed
 
 
 class ClaudeHarness:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from assay import credentials
-from assay.harnesskit import copy_factory_skills, copy_user_files, session_env
-from assay.home import AssayHome
-from assay.protocols import ProviderRoute, SessionRequest
+from assay.hooks.protocols import ProviderRoute, SessionRequest
+from assay.sessions import credentials
+from assay.sessions.harnesskit import copy_factory_skills, copy_user_files, session_env
+from assay.storage.home import AssayHome
 
 # Unattended and fully trusted: the sandbox around the session is the boundary, not Claude's prompts.
 PERMISSION_MODE = "bypassPermissions"

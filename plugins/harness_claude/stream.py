@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.protocols import ProcessResult, SessionOutcome, VoidCause
-from assay.streams import EventDecoder, cause_in_text, int_fields
-
+from assay.hooks.protocols import ProcessResult, SessionOutcome
+from assay.sessions.streams import EventDecoder, cause_in_text, int_fields
+from assay.storage.records import VoidCause
 
 
 class ClaudeDecoder(EventDecoder):

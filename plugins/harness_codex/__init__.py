@@ -2,7 +2,7 @@
 
 Implements ``assay_harnesses``. The login is the user's own ``auth.json``, bound read-write in
 place; web search is disabled; a Stop sends SIGINT (Codex interrupts its turn), then SIGTERM. It
-can be routed to a scripted provider (:class:`assay.protocols.RoutableHarness`).
+can be routed to a scripted provider (:class:`assay.hooks.protocols.RoutableHarness`).
 """
 
 from __future__ import annotations
@@ -11,12 +11,11 @@ import signal
 from pathlib import Path
 
 import attrs
-
 from assay import hookimpl
-from assay.harnesskit import install_root, locate_binary, routed
+from assay.hooks.protocols import HarnessBinary, Invocation, ProviderRoute, SessionRequest
 from assay.plugins.harness_codex import command
 from assay.plugins.harness_codex.stream import CodexDecoder
-from assay.protocols import HarnessBinary, Invocation, ProviderRoute, SessionRequest
+from assay.sessions.harnesskit import install_root, locate_binary, routed
 
 
 class CodexHarness:

@@ -6,8 +6,8 @@ import json
 import os
 from pathlib import Path
 
-from assay.harnesskit import copy_factory_skills, copy_user_files, session_env
-from assay.protocols import ProviderRoute, SessionRequest
+from assay.hooks.protocols import ProviderRoute, SessionRequest
+from assay.sessions.harnesskit import copy_factory_skills, copy_user_files, session_env
 
 # What a production session reads from CODEX_HOME besides its login, sessions and state.
 USER_FILES = ("AGENTS.md", "AGENTS.override.md", "config.toml", "hooks.json", "rules", "prompts")

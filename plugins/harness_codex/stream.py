@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.streams import EventDecoder, cause_in_text, int_fields
+from assay.sessions.streams import EventDecoder, cause_in_text, int_fields
 
 
 class CodexDecoder(EventDecoder):

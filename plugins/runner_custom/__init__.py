@@ -12,11 +12,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from assay import hookimpl
-from assay.home import AssayHome
 from assay.plugins.runner_custom.freeze import freeze
 from assay.plugins.runner_custom.manifest import RunnerError, read_manifest
 from assay.plugins.runner_custom.trial import CustomRunnerArm
-from assay.records import ArmSetup
+from assay.storage.home import AssayHome
+from assay.storage.records import ArmSetup
 
 
 class CustomRunnerKind:

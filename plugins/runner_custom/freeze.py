@@ -16,9 +16,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from assay import files
-from assay.git import GitError, git
 from assay.plugins.runner_custom.manifest import HOME_PREFIX, RUNNER_DIR, Manifest, RunnerError
+from assay.storage import files
+from assay.storage.git import GitError, git
 
 
 class Tampered(RuntimeError):

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-
-from assay import files
-from assay.git import git
+from assay.hooks.protocols import Invocation, ProcessResult, SessionOutcome, TrialContext
 from assay.plugins.runner_custom.freeze import verify
-from assay.protocols import Invocation, Outcome, ProcessResult, SessionOutcome, TrialContext, VoidCause
+from assay.storage import files
+from assay.storage.git import git
+from assay.storage.records import Outcome, VoidCause
 
 REQUEST_VERSION = 1
 RESULT_VERSION = 1

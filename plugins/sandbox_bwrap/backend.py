@@ -20,13 +20,13 @@ from pathlib import Path
 
 import attrs
 import trio
-
+from assay.hooks.protocols import PROXY_LOG, Invocation, ProcessResult, SandboxCheck
 from assay.plugins.sandbox_bwrap import memory, mounts
 from assay.plugins.sandbox_bwrap.handshake import Handshake
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, resolver, upstream_table
-from assay.proctree import ProcessTree
-from assay.protocols import PROXY_LOG, Invocation, ProcessResult, SandboxCheck, VoidCause
-from assay.supervise import Supervisor
+from assay.sessions.proctree import ProcessTree
+from assay.sessions.supervise import Supervisor
+from assay.storage.records import VoidCause
 
 RELAY = Path(__file__).with_name("relay.py")
 INSIDE = Path("/run/assay")  # where the relay and the proxy's socket folder appear in the sandbox

@@ -15,7 +15,6 @@ import os
 
 import attrs
 import trio
-
 from assay.plugins.sandbox_bwrap.memory import TrialCap
 
 

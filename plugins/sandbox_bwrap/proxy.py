@@ -22,9 +22,8 @@ from pathlib import Path
 
 import attrs
 import trio
-
-from assay.commands import now
-from assay.files import append_line
+from assay.storage.commands import now
+from assay.storage.files import append_line
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], Awaitable[Sequence[str]]]

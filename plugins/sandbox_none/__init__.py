@@ -2,7 +2,7 @@
 
 For tests and for machines without bwrap. It isolates nothing (no network limit, no memory
 cap), but it keeps the one promise every backend makes: when the session ends — normally, at
-its timeout, or by a Stop — nothing it started is left running (:mod:`assay.supervise`, and
+its timeout, or by a Stop — nothing it started is left running (:mod:`assay.sessions.supervise`, and
 ``reaper.py``, which adopts and kills what the session orphans).
 """
 

@@ -7,9 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import attrs
-
-from assay.protocols import Invocation, ProcessResult, SandboxCheck
-from assay.supervise import Supervisor
+from assay.hooks.protocols import Invocation, ProcessResult, SandboxCheck
+from assay.sessions.supervise import Supervisor
 
 REAPER = Path(__file__).with_name("reaper.py")
 

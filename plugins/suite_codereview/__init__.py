@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from assay import hookimpl
-from assay.evaltasks import EvalTask
-from assay.prompts import PromptFile
+from assay.evaltasks.prompts import PromptFile
+from assay.storage.records import EvalTask
 
 PROMPT = PromptFile("code-review.md", Path(__file__).parent / "prompts" / "code-review.md", ("base", "change", "reports"))
 REPORTS = "reports"  # inside the Trial's fresh home

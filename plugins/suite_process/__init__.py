@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from assay import hookimpl
-from assay.evaltasks import EvalTask
-from assay.prompts import PromptFile
+from assay.evaltasks.prompts import PromptFile
+from assay.storage.records import EvalTask
 
 PROMPT = PromptFile("process.md", Path(__file__).parent / "prompts" / "process.md", ("branch", "issue"))
 

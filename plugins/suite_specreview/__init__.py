@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from assay import hookimpl
-from assay.evaltasks import EvalTask
-from assay.prompts import PromptFile
+from assay.evaltasks.prompts import PromptFile
+from assay.storage.records import EvalTask
 
 PROMPT = PromptFile("spec-review.md", Path(__file__).parent / "prompts" / "spec-review.md", ("branch", "spec"))
 FINDINGS = "findings.md"

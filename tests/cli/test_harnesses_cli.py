@@ -8,10 +8,10 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from assay.cli import make_app
+from assay.hooks import plugin_manager
 from typer.testing import CliRunner
 
-from assay import plugin_manager
-from assay.cli import make_app
 from tests.fakes.fake_cli import install
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests import test_harness_claude as claude
-from tests import test_harness_codex as codex
+from tests.plugins import test_harness_claude as claude
+from tests.plugins import test_harness_codex as codex
 from tests.conftest import run_cli
 from tests.experiment_fixtures import PLUGINS, git, make_suite
 from tests.fakes.fake_cli import install
@@ -31,7 +31,7 @@ def factory(tmp_path: Path) -> Path:
 @pytest.fixture(autouse=True)
 def logins(assay_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A Claude token in ASSAY_HOME's credentials and a Codex auth.json, as a user's machine has them."""
-    from assay import credentials
+    from assay.sessions import credentials
 
     credentials.put(assay_home / "credentials.toml", credentials.CLAUDE_TOKEN, "sk-ant-oat-test")
     codex_home = tmp_path / "codex-home"

@@ -194,7 +194,7 @@ def test_prompts_are_listed_and_render_with_their_inputs(assay_home, tmp_path):
     assert result.returncode == 0, result.stderr
     rows = {r["name"]: r for r in json.loads(result.stdout)}
     assert {"code-review.md", "spec-review.md", "process.md", "grader.md"} <= set(rows)
-    from assay.prompts import PromptFile
+    from assay.evaltasks.prompts import PromptFile
 
     for row in rows.values():
         prompt = PromptFile(row["name"], Path(row["file"]), tuple(row["inputs"]))

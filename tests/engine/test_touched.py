@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
+from assay.engine.factory import Factory
+from assay.engine.touched import DefaultChange, PathMatch, Touch, glob_matches, touched_suites
+from assay.hooks import plugin_manager
+from assay.storage.home import AssayHome
 
-from assay import plugin_manager
-from assay.factory import Factory
-from assay.home import AssayHome
-from assay.touched import DefaultChange, PathMatch, Touch, glob_matches, touched_suites
 from tests.experiment_fixtures import git
 
 SUITES = {

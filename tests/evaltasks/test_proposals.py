@@ -7,8 +7,9 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from assay import formats
-from assay.proposals import Approval
+from assay.evaltasks.proposals import Approval
+from assay.storage import formats
+
 from tests.experiment_fixtures import BUGGY, make_process_suite, make_repo
 
 TASK = ('repository = "repo"\nbase = "{base}"\n[inputs]\nissue = "issue.md"\n'

@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-
-from assay import timesafe
-from assay.home import AssayHome
-from assay.timesafe import LeakError, TimeSafeError
+from assay.evaltasks import timesafe
+from assay.evaltasks.timesafe import LeakError, TimeSafeError
+from assay.storage.home import AssayHome
 
 GIT_ENV = {
     **os.environ,

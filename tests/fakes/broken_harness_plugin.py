@@ -16,10 +16,9 @@ import re
 import subprocess
 
 import attrs
-
 from assay import hookimpl
-from assay.plugin_manager import load
-from assay.protocols import Invocation, ProviderRoute, RoutableHarness, SessionRequest
+from assay.hooks.plugin_manager import load
+from assay.hooks.protocols import Invocation, ProviderRoute, RoutableHarness, SessionRequest
 
 WEB_OFF = re.compile(r"WebSearch|web_search")
 

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from assay import hookimpl
-from assay.protocols import HarnessBinary, Invocation, Outcome, SessionOutcome, VoidCause
-from assay.records import Score
+from assay.hooks.protocols import HarnessBinary, Invocation, SessionOutcome
+from assay.storage.records import Outcome, Score, VoidCause
 
 AGENT = Path(__file__).with_name("fake_agent.py")
 JUDGE = Path(__file__).with_name("fake_judge.py")

@@ -1,7 +1,7 @@
 """A plugin that registers a Grader it marks as not yet implemented."""
 
 from assay import hookimpl
-from assay.protocols import NotYetImplemented
+from assay.hooks.protocols import NotYetImplemented
 
 
 class Someday:

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 import trio
-
-from assay.files import read_lines
 from assay.plugins.sandbox_bwrap.backend import BwrapBackend
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, resolver, upstream_table
+from assay.storage.files import read_lines
+
 from tests.conftest import run_cli
 
 INSTALL = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex"}

@@ -11,11 +11,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from assay.hooks import plugin_manager
 
-from assay import plugin_manager
 from tests.conftest import run_cli
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BUILTINS = {"harness_claude", "harness_codex", "grader_code", "suite_codereview", "suite_specreview"}
 
 
@@ -145,7 +145,7 @@ def test_wheel_holds_every_plugin_and_works_from_anywhere(tmp_path: Path, assay_
     names = set(zipfile.ZipFile(wheel).namelist())
     for plugin in BUILTINS:
         assert f"assay/plugins/{plugin}/__init__.py" in names
-    assert "assay/hookspecs.py" in names
+    assert "assay/hooks/hookspecs.py" in names
     python = _venv(tmp_path / "venv")
     _pip(python, "--force-reinstall", str(wheel))
     where = subprocess.run(

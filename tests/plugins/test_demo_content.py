@@ -17,10 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from assay.home import AssayHome
 from assay.plugins import demo
 from assay.plugins.demo import suite as demo_suite
+from assay.storage.home import AssayHome
 
 TASKS = demo_suite.task_names()
 SHORTCUT_TASKS = sorted(p.name for p in (demo.RUNNERS / "shortcuts").iterdir())

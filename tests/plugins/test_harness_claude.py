@@ -11,16 +11,24 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from assay import credentials
-from assay.harnesskit import HarnessNotInstalled, parse_version
+from assay.hooks.protocols import HarnessBinary, ProcessResult
 from assay.plugins.harness_claude import ClaudeHarness, command
 from assay.plugins.harness_claude.stream import ClaudeDecoder
-from assay.commands import is_alive as alive
-from assay.protocols import HarnessBinary, Outcome, ProcessResult, VoidCause
+from assay.sessions import credentials
+from assay.sessions.harnesskit import HarnessNotInstalled, parse_version
+from assay.storage.commands import is_alive as alive
+from assay.storage.records import Outcome, VoidCause
+
 from tests.fakes.fake_cli import calls, install
 from tests.harness_fixtures import (
-    FAILED, TIMED_OUT, decode, lines, offline, recorded, request, run_session,
+    FAILED,
+    TIMED_OUT,
+    decode,
+    lines,
+    offline,
+    recorded,
+    request,
+    run_session,
 )
 
 BINARY = HarnessBinary("/opt/claude/bin/claude", "2.1.197")

@@ -20,17 +20,18 @@ import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import assay
 import attrs
 import pytest
 import trio
-
-import assay
-from assay.files import read_lines
+from assay.hooks.protocols import Invocation, ProcessResult
 from assay.plugins.sandbox_bwrap import memory
 from assay.plugins.sandbox_bwrap.backend import PROXY_LOG, BwrapBackend
 from assay.plugins.sandbox_bwrap.mounts import installs
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, refusal, resolver
-from assay.protocols import Invocation, ProcessResult, VoidCause
+from assay.storage.files import read_lines
+from assay.storage.records import VoidCause
+
 from tests.conftest import run_cli
 from tests.experiment_fixtures import PLUGINS, make_factory, make_process_suite, make_runner, make_suite, scenario
 from tests.sandbox_fixtures import Remote, netns_unavailable, processes_running, remote_server

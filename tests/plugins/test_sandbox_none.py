@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 import trio
-
-from assay import plugin_manager
+from assay.hooks import plugin_manager
+from assay.hooks.protocols import Invocation, ProcessResult
 from assay.plugins.sandbox_none.backend import NoneBackend
-from assay.commands import is_alive as alive
-from assay.protocols import Invocation, ProcessResult
+from assay.storage.commands import is_alive as alive
+
 from tests.fakes.fake_cli import install
 
 FAST = NoneBackend(grace=0.3, poll=0.05, drain=1.0)

@@ -14,8 +14,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from assay.plugins.sandbox_bwrap.backend import BwrapBackend
+
 from tests.conftest import run_cli
 from tests.experiment_fixtures import PLUGINS, make_factory, make_process_suite
 
@@ -97,7 +97,7 @@ def test_claude_code_against_codex_scripted_end_to_end(
         assert sum(1 for line in log.read_text().splitlines() if json.loads(line)["api"]) == 2 * count
 
     # The same Arms against their real providers are another Experiment: nothing of this one carries over.
-    from assay import credentials
+    from assay.sessions import credentials
 
     credentials.put(assay_home / "credentials.toml", credentials.CLAUDE_TOKEN, "sk-ant-oat-test")  # real logins
     (tmp_path / "user-home" / ".codex").mkdir()

@@ -24,13 +24,23 @@ from typing import Any
 import attrs
 import pytest
 import trio
-
-from assay.formats import FormatError
-from assay.plugin_manager import load
-from assay.protocols import Invocation, Outcome, SessionOutcome, VoidCause
+from assay.hooks.plugin_manager import load
+from assay.hooks.protocols import Invocation, SessionOutcome
 from assay.scripted_provider import (
-    Call, ProviderLog, RateLimit, Script, ScriptedProvider, ServerError, Turn, Usage, load_script, parse_script,
+    Call,
+    ProviderLog,
+    RateLimit,
+    Script,
+    ScriptedProvider,
+    ServerError,
+    Turn,
+    Usage,
+    load_script,
+    parse_script,
 )
+from assay.storage.formats import FormatError
+from assay.storage.records import Outcome, VoidCause
+
 from tests.harness_fixtures import request, run_session
 
 COMMIT = "echo hello > out.txt && git add out.txt && git commit -q -m 'add out.txt' && echo committed"

@@ -13,12 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
+from assay.storage import files, formats
+from assay.storage.records import Bar, Outcome, Score, TrialRecord, VoidCause
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from assay import files, formats
-from assay.protocols import Outcome, VoidCause
-from assay.records import Bar, Score, TrialRecord
 
 text = st.text(max_size=40)
 times = st.datetimes(timezones=st.just(dt.timezone.utc))
@@ -96,7 +94,7 @@ def test_write_failing_at_any_step_leaves_the_old_file(tmp_path: Path, monkeypat
 WRITER = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from assay import files
+    from assay.storage import files
     path = Path(sys.argv[1])
     big = "x" * 200_000
     i = 0
@@ -134,7 +132,7 @@ def test_lock_is_exclusive_and_released_on_exit(tmp_path: Path):
     lock = tmp_path / "lock"
     with files.exclusive_lock(lock):
         holder = subprocess.run(
-            [sys.executable, "-c", f"from assay import files; from pathlib import Path\n"
+            [sys.executable, "-c", f"from assay.storage import files; from pathlib import Path\n"
              f"try:\n  files.exclusive_lock(Path({str(lock)!r})).__enter__()\nexcept files.Locked:\n  print('locked')"],
             capture_output=True, text=True,
         )

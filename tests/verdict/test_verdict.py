@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from assay import formats, verdict
-from assay.records import Bar
-from assay.verdict import TaskPair, Verdict, chance_of_clear_verdict, compute_verdict, credible_interval
+from assay import verdict
+from assay.storage import formats
+from assay.storage.records import Bar
+from assay.verdict import TaskPair, Verdict, chance_of_clear_verdict, compute_verdict, credible_interval, dirichlet
 
 BAR = Bar(seed=7)
 
@@ -214,7 +214,7 @@ def test_the_normal_approximation_tracks_the_draws() -> None:
     for counts in ([1, 3, 6, 10, 6, 3, 1], [0, 2, 5, 20, 8, 4, 1], [6, 18, 6], [2, 4, 4, 50, 8, 2, 0]):
         alpha = np.array(counts) + BAR.prior_weight / len(counts)
         values = np.linspace(-1, 1, len(counts))
-        lo, hi = verdict._normal_interval(alpha @ values, alpha @ values**2, alpha.sum(), BAR.level)
+        lo, hi = dirichlet._normal_interval(alpha @ values, alpha @ values**2, alpha.sum(), BAR.level)
         assert credible_interval(counts, bar=BAR) == pytest.approx((lo, hi), abs=0.01)
 
 
@@ -229,7 +229,7 @@ def test_same_inputs_give_the_same_verdict_bit_for_bit() -> None:
 def test_everything_that_shaped_it_is_recorded_and_reads_back() -> None:
     bar = Bar(seed=11, draws=5000, margin=0.05, level=0.9, prior_weight=2.0)
     v = judge(tasks((0, 10), (-1, 5), (1, 5)), bar=bar)
-    data = json.loads(json.dumps(v.to_json()))
+    data = json.loads(json.dumps(formats.unstructure(v)))
     assert data["format"] == Verdict.FORMAT == 1
     for name in ("seed", "draws", "margin", "level", "prior_weight", "max_dropped_share"):
         assert data[name] == getattr(bar, name)
@@ -296,7 +296,7 @@ def test_cli_matches_the_library_and_defaults_to_the_standing_bar(cli, tmp_path:
     result = cli("verdict", str(suite_file(tmp_path, (0, 10), (-1, 5), (1, 5))), "--json")
     out = json.loads(result.stdout)
     expected = compute_verdict(tasks((0, 10), (-1, 5), (1, 5)), trials_per_task=3, bar=Bar())
-    assert out == json.loads(json.dumps(expected.to_json()))
+    assert out == json.loads(json.dumps(formats.unstructure(expected)))
     assert out["verdict"] == "inconclusive" and isinstance(out["more_tasks"], int)
     assert (out["seed"], out["margin"]) == (Bar().seed, Bar().margin)
 

@@ -1,0 +1,46 @@
+"""One Trial's session of a Factory Arm: its Harness describes it, the sandbox runs it, its decoder reads it.
+
+The Experiment engine resolves Arms (:mod:`assay.engine.arms`); this is what runs one of them, and
+is shared with the tools that run real Harness sessions outside an Experiment (the scripted
+provider, ``assay harnesses check``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+from assay.hooks.protocols import Harness, HarnessBinary, ProcessResult, SessionOutcome, SessionRequest, TrialContext
+from assay.storage.records import ArmSetup
+
+
+@attrs.frozen
+class HarnessArm:
+    """A Factory Arm: its Harness, fixed binary, Model and Effort, and materialised Factory."""
+
+    harness: Harness
+    setup: ArmSetup
+    build: Path | None
+
+    async def run(self, ctx: TrialContext) -> tuple[SessionOutcome, ProcessResult]:
+        request = SessionRequest(
+            repository=ctx.repository, home=ctx.home, prompt=ctx.prompt,
+            binary=HarnessBinary(self.setup.harness_path or "", self.setup.harness_version or ""),
+            model=self.setup.model, effort=self.setup.effort, factory=self.build, assay_home=ctx.assay_home,
+        )
+        invocation = attrs.evolve(
+            self.harness.invocation(request),  # the Trial's own folder keeps the sandbox's logs
+            log_dir=ctx.folder,
+        )
+        if ctx.writable:
+            invocation = attrs.evolve(invocation, read_write=(*invocation.read_write, *ctx.writable))
+        decoder = self.harness.decoder()
+
+        def on_line(line: str) -> None:
+            ctx.log.write(line if line.endswith("\n") else line + "\n")
+            decoder.feed(line)
+            if decoder.plan_limit:
+                ctx.on_plan_limit()
+
+        process = await ctx.backend.run(invocation, timeout=ctx.timeout, on_line=on_line)
+        return decoder.finish(process), process

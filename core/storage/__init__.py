@@ -1,0 +1,8 @@
+"""Records and storage: what assay keeps on disk, and how it keeps it safe.
+
+The bottom layer: it knows nothing of running. ``home`` is the ``ASSAY_HOME`` layout; ``files``
+atomic writes, append-only logs and locks; ``formats`` the one cattrs converter with format
+numbers; ``records`` every record an Experiment keeps (the Bar, Setup, Trials, Scores) and the
+values they hold (Outcome, VoidCause, EvalTask); ``commands`` Command records, Command logs,
+the Activity log and the Inbox's states; ``git`` a strict wrapper around the real ``git``.
+"""
