@@ -28,9 +28,11 @@ from assay.hooks.protocols import (
 )
 from assay.storage import formats
 from assay.storage.commands import Command, now
-from assay.storage.git import git
+from assay.storage.git import GitError
 from assay.storage.home import AssayHome
 from assay.storage.records import Arm, Bar, EvalTask, Outcome, Score, Setup, TrialRecord, VoidCause
+from assay.storage.untrusted import capped_log
+from assay.storage.untrusted_git import inspected
 
 # Outcomes that are fails without asking a Grader: the session itself didn't deliver.
 SELF_EVIDENT_FAILS = {Outcome.FAILED, Outcome.TIMEOUT, Outcome.STOPPED_TO_ASK}
@@ -206,7 +208,7 @@ class ExperimentRun:
         before = _repository_state(repository) if review_only else None
         home = folder / "home"
         home.mkdir()
-        with open(folder / "session.log", "w") as log:
+        with capped_log(folder / "session.log") as log:
             ctx = TrialContext(
                 task=task, prompt=self.prompts[slot.arm][task.id], folder=folder, repository=repository, home=home,
                 backend=self.backend, timeout=self.bar.timeout_seconds, assay_home=self.home.root,
@@ -291,8 +293,13 @@ class ExperimentRun:
 
 
 def _repository_state(repository: Any) -> tuple[str, str]:
-    """HEAD and the working tree's status: what a review must leave as it found it."""
-    return git("rev-parse", "HEAD", cwd=repository), git("status", "--porcelain", "--untracked-files=all", cwd=repository)
+    """HEAD and the working tree's status: what a review must leave as it found it (read as
+    untrusted data; a repository that can't be read that way was changed)."""
+    try:
+        with inspected(repository) as repo:
+            return repo.head, repo.status()
+    except GitError as e:
+        return "", f"unreadable: {e}"
 
 
 def _sandbox_says(outcome: SessionOutcome, process: ProcessResult) -> SessionOutcome:

@@ -17,8 +17,9 @@ import attrs
 from assay.harnesscheck.bench import Session
 from assay.hooks.protocols import RoutableHarness
 from assay.scripted_provider import Call, RateLimit, Script, ServerError, Turn, Usage
-from assay.storage.git import GitError, git
+from assay.storage.git import GitError
 from assay.storage.records import Outcome, VoidCause
+from assay.storage.untrusted_git import inspected
 
 Status = Literal["pass", "fail", "skip"]
 # Every check, in the order they are reported, with what a pass proves.
@@ -106,8 +107,9 @@ def judge_session(first: Session, nonce: str) -> Check:
                       "see the hosts check and session.log: the CLI must go through HTTPS_PROXY and trust the "
                       "CA its route names (ProviderRoute.ca_file)", [f"folder: {first.folder}"])
     try:
-        content = git("show", f"HEAD:{CHECK_FILE}", cwd=first.repository)
-        commit = git("log", "-1", "--format=%h %s", cwd=first.repository)
+        with inspected(first.repository) as repo:  # the CLI's agent had it in its hands
+            content = repo.git("show", f"{repo.head}:{CHECK_FILE}")
+            commit = repo.git("log", "-1", "--format=%h %s", repo.head)
     except GitError:
         content = commit = ""
     if content != nonce:

@@ -19,6 +19,7 @@ import attrs
 import trio
 from assay.hooks.protocols import ProcessResult
 from assay.sessions.proctree import ProcessTree, become_subreaper
+from assay.storage.untrusted import MIB, LineBuffer
 
 
 def _never() -> bool:
@@ -36,9 +37,9 @@ class Supervisor:
     ``grace`` is how long each stop signal gets before the next (then SIGKILL for the whole
     tree); ``poll`` how often the tree is re-read while the session runs, so descendants that
     leave its session are still known when it ends; ``drain`` how long output may keep flowing
-    once the tree is dead. One gap remains without a PID namespace: a process that leaves the
-    session's own session and is orphaned less than ``poll`` before the leader exits normally
-    is never seen.
+    once the tree is dead; ``line_bytes`` how much of one stdout line is kept. One gap remains
+    without a PID namespace: a process that leaves the session's own session and is orphaned
+    less than ``poll`` before the leader exits normally is never seen.
     """
 
     name: ClassVar[str]
@@ -46,6 +47,7 @@ class Supervisor:
     poll: float = 0.5
     drain: float = 2.0
     stderr_bytes: int = 8192
+    line_bytes: int = 8 * MIB
 
     async def supervise(
         self,
@@ -81,7 +83,7 @@ class Supervisor:
         stdout_done, stderr_done = trio.Event(), trio.Event()
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_read_lines, proc.stdout, on_line, stdout_done)
+                nursery.start_soon(_read_lines, proc.stdout, on_line, self.line_bytes, stdout_done)
                 nursery.start_soon(_read_tail, proc.stderr, tail, self.stderr_bytes, stderr_done)
                 session = trio.move_on_after(timeout)
                 nursery.start_soon(self._keep_track, tree, end_early, session)
@@ -127,22 +129,20 @@ class Supervisor:
         await proc.wait()
 
 
-async def _read_lines(stream: trio.abc.ReceiveStream, on_line: Callable[[str], None], done: trio.Event) -> None:
+async def _read_lines(stream: trio.abc.ReceiveStream, on_line: Callable[[str], None], limit: int,
+                      done: trio.Event) -> None:
     """Call ``on_line`` with each line (newline stripped), the unterminated last one included.
 
-    ``done`` is set at the end of the stream, or at once if the reading is cancelled.
+    A line longer than ``limit`` bytes is cut to its head (marked), so a session that never
+    ends a line can't grow the host. ``done`` is set at the end of the stream, or at once if
+    the reading is cancelled.
     """
-    pending: list[bytes] = []
+    lines = LineBuffer(limit)
     try:
         async for chunk in stream:
-            *whole, rest = chunk.split(b"\n")
-            if whole:
-                whole[0] = b"".join([*pending, whole[0]])
-                pending = []
-                for raw in whole:
-                    on_line(_text(raw))
-            pending.append(rest)
-        last = b"".join(pending)
+            for raw in lines.feed(chunk):
+                on_line(_text(raw))
+        last = lines.finish()
         if last:
             on_line(_text(last))
     finally:

@@ -17,13 +17,18 @@ IDENTITY = {"GIT_AUTHOR_NAME": "assay", "GIT_AUTHOR_EMAIL": "assay@localhost",
             "GIT_COMMITTER_NAME": "assay", "GIT_COMMITTER_EMAIL": "assay@localhost"}
 
 
-def git(*args: str, cwd: Path, env: Mapping[str, str] | None = None, input: bytes | None = None) -> str:
-    """Run ``git ARGS`` in ``cwd`` and return stdout (stripped); raise :class:`GitError` on failure."""
-    return git_bytes(*args, cwd=cwd, env=env, input=input).decode().strip()
+def git(*args: str, cwd: Path, env: Mapping[str, str] | None = None, input: bytes | None = None,
+        inherit: bool = True) -> str:
+    """Run ``git ARGS`` in ``cwd`` and return stdout (stripped); raise :class:`GitError` on failure.
+
+    ``env`` is added to this process's environment, or with ``inherit=False`` is the whole of it.
+    """
+    return git_bytes(*args, cwd=cwd, env=env, input=input, inherit=inherit).decode().strip()
 
 
-def git_bytes(*args: str, cwd: Path, env: Mapping[str, str] | None = None, input: bytes | None = None) -> bytes:
-    full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", **(env or {})}
+def git_bytes(*args: str, cwd: Path, env: Mapping[str, str] | None = None, input: bytes | None = None,
+              inherit: bool = True) -> bytes:
+    full_env = {**(os.environ if inherit else {}), "GIT_TERMINAL_PROMPT": "0", **(env or {})}
     proc = subprocess.run(["git", *args], cwd=cwd, env=full_env, input=input, capture_output=True)
     if proc.returncode != 0:
         message = proc.stderr.decode(errors="replace").strip().splitlines()

@@ -21,9 +21,12 @@ from assay.evaltasks.timesafe import origin_path
 from assay.hooks.protocols import GradingContext, Invocation
 from assay.storage import files
 from assay.storage.git import GitError, git
+from assay.storage.untrusted import MIB, UntrustedFileError, read_texts
+from assay.storage.untrusted_git import UntrustedRepoError, inspected
 from assay.storage.records import EvalTask, Score, TrialView
 
 EVIDENCE = "grade"
+REPORTS_LIMIT = 4 * MIB  # all of a review's reports together
 
 
 class CodeGrader:
@@ -42,8 +45,15 @@ class CodeGrader:
         files.remove_tree(folder)
         folder.mkdir()
         clone = folder / "head"
-        git("clone", "--quiet", "--no-hardlinks", str(view.repository), str(clone), cwd=folder)
-        uncommitted = git("status", "--porcelain", "--untracked-files=all", cwd=view.repository)
+        try:
+            with inspected(view.repository) as repo:
+                if not repo.descends_from(task.base):
+                    return self._score(task, view, False, f"the committed HEAD {repo.head[:12]} does not descend "
+                                       f"from the base {task.base[:12]} in the Trial's own repository", [])
+                repo.clone(clone)
+                uncommitted = repo.status()
+        except GitError as e:
+            return self._score(task, view, False, f"its repository can't be graded: {e}", [])
         notes = [f"uncommitted files ignored:\n{uncommitted}"] if uncommitted else []
         new_tests = task.criteria.get("new_tests")
         if new_tests and not _adds_matching(clone, task.base, new_tests):
@@ -79,16 +89,21 @@ class CodeGrader:
 
 
 def _no_report(task: EvalTask, view: TrialView) -> str | None:
-    reports = view.folder / "home" / "reports"
-    if reports.is_dir() and any(p.is_file() and p.read_text().strip() for p in reports.glob("*.md")):
-        return None
+    try:
+        if any(text.strip() for text in read_texts(view.folder / "home" / "reports", root=view.folder,
+                                                   suffix=".md", limit=REPORTS_LIMIT)):
+            return None
+    except UntrustedFileError as e:
+        return f"its report can't be read: {e}"
     return "the review left no report (~/reports/*.md)"
 
 
 def _nothing_pushed(task: EvalTask, view: TrialView) -> str | None:
-    origin = origin_path(view.repository)
     try:
-        pushed = git("rev-list", "--count", f"{task.base}..HEAD", cwd=origin)
+        with inspected(origin_path(view.repository), bare=True) as origin:
+            pushed = origin.git("rev-list", "--count", f"{task.base}..{origin.head}")
+    except UntrustedRepoError as e:
+        return f"its origin can't be read: {e}"
     except GitError:
         return "the review pushed nothing to origin"
     return None if int(pushed or 0) > 0 else "the review pushed nothing to origin"

@@ -17,7 +17,9 @@ from assay.evaltasks.prompts import PromptFile
 from assay.hooks.protocols import GradingContext, SessionRequest
 from assay.plugins.grader_model import packet
 from assay.storage import files
-from assay.storage.git import git
+from assay.storage.git import GitError
+from assay.storage.untrusted import capped_log
+from assay.storage.untrusted_git import inspected
 from assay.storage.records import EvalTask, Outcome, Score, TrialView
 
 PROMPT = PromptFile("grader.md", Path(__file__).parent / "prompts" / "grader.md", ("packet", "schema"))
@@ -78,7 +80,7 @@ class ModelGrader:
         request = SessionRequest(repository=folder, home=home / "home", prompt=prompt, binary=harness.locate(),
                                  model=seat[1], assay_home=context.assay_home)
         decoder = harness.decoder()
-        with open(home / "session.log", "w") as log:
+        with capped_log(home / "session.log") as log:
             def on_line(line: str) -> None:
                 log.write(line if line.endswith("\n") else line + "\n")
                 decoder.feed(line)
@@ -93,7 +95,13 @@ class ModelGrader:
 def _diff_under_review(task: EvalTask, trials: Sequence[TrialView]) -> str:
     if task.kind != "code-review" or not task.change or not trials:
         return ""
-    return git("diff", task.base, task.change, cwd=trials[0].repository)
+    for view in trials:  # any Trial's copy holds the change; one that was tampered with is skipped
+        try:
+            with inspected(view.repository) as repo:
+                return repo.git("diff", task.base, task.change)
+        except GitError:
+            continue
+    return ""
 
 
 @hookimpl

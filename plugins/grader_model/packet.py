@@ -15,11 +15,14 @@ from pathlib import Path
 
 from assay.evaltasks.timesafe import origin_path
 from assay.storage import files
-from assay.storage.git import GitError, git
+from assay.storage.git import GitError
+from assay.storage.untrusted import MIB, UntrustedFileError, read_bytes, read_texts
+from assay.storage.untrusted_git import inspected
 from assay.storage.records import EvalTask, TrialView
 
 PACKET_FILE = "packet.md"
 ANSWER_FILE = "scores.json"
+SUBMISSION_LIMIT = 4 * MIB  # all of one Trial's reports together
 SCHEMA = {"scores": [{"label": "A", "pass": True, "why": "…", "wrong_finding": False, "borderline": False}]}
 
 # Lines that would tell a Grader who made a submission.
@@ -50,11 +53,15 @@ def scrub(text: str, names: Iterable[str]) -> str:
 def submission(task: EvalTask, view: TrialView) -> str:
     """What a Trial left to judge: its review report, its pushed findings, or its committed diff."""
     if task.kind == "code-review":
-        reports = view.folder / "home" / "reports"
-        return "\n\n".join(p.read_text() for p in sorted(reports.glob("*.md"))) if reports.is_dir() else ""
-    repo = origin_path(view.repository) if task.kind == "spec-review" else view.repository
+        try:
+            return "\n\n".join(read_texts(view.folder / "home" / "reports", root=view.folder, suffix=".md",
+                                           limit=SUBMISSION_LIMIT))
+        except UntrustedFileError as e:
+            return f"(its report can't be read: {e})"
+    spec = task.kind == "spec-review"
     try:
-        return git("diff", task.base, "HEAD", cwd=repo)
+        with inspected(origin_path(view.repository) if spec else view.repository, bare=spec) as repo:
+            return repo.git("diff", task.base, repo.head)
     except GitError:
         return ""
 
@@ -92,9 +99,11 @@ def read_answer(folder: Path, labels: Iterable[str]) -> tuple[dict[str, dict] | 
     """The Grader's answer by label, or None and what is wrong with it."""
     path = folder / ANSWER_FILE
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(read_bytes(path, root=folder, limit=MIB))
     except FileNotFoundError:
         return None, f"no {ANSWER_FILE} was written"
+    except UntrustedFileError as e:
+        return None, str(e)
     except ValueError as e:
         return None, f"{ANSWER_FILE} is not valid JSON ({e})"
     entries = data.get("scores") if isinstance(data, dict) else None

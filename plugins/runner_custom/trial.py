@@ -13,11 +13,14 @@ import attrs
 from assay.hooks.protocols import Invocation, ProcessResult, SessionOutcome, TrialContext
 from assay.plugins.runner_custom.freeze import verify
 from assay.storage import files
-from assay.storage.git import git
+from assay.storage.git import GitError, git
+from assay.storage.untrusted import MIB, UntrustedFileError, read_bytes
+from assay.storage.untrusted_git import TrialRepo, inspected
 from assay.storage.records import Outcome, VoidCause
 
 REQUEST_VERSION = 1
 RESULT_VERSION = 1
+RESULT_LIMIT = MIB
 RUNNER_VOID_CAUSES = {VoidCause.SESSION_UNAVAILABLE, VoidCause.USAGE_LIMIT, VoidCause.RATE_LIMIT}
 OUTCOMES = {"delivered": Outcome.DELIVERED, "stopped_to_ask": Outcome.STOPPED_TO_ASK, "failed": Outcome.FAILED}
 
@@ -54,22 +57,29 @@ class CustomRunnerArm:
         process = await ctx.backend.run(
             invocation, timeout=ctx.timeout, on_line=lambda line: ctx.log.write(line if line.endswith("\n") else line + "\n"),
         )
-        outcome = read_result(process, output / "result.json")
-        if outcome.outcome is Outcome.DELIVERED:
-            outcome = _check_commits(outcome, ctx.repository, ctx.task.base, frozen["git_exclude"])
-        return _note_uncommitted(outcome, ctx.repository), process
+        outcome = read_result(process, output / "result.json", ctx.folder)
+        try:
+            with inspected(ctx.repository) as repo:
+                if outcome.outcome is Outcome.DELIVERED:
+                    outcome = _check_commits(outcome, repo, ctx.task.base, frozen["git_exclude"])
+                return _note_uncommitted(outcome, repo), process
+        except GitError as e:
+            return SessionOutcome(Outcome.FAILED, diagnostic=f"its repository can't be read: {e}"), process
 
 
-def read_result(process: ProcessResult, path: Path) -> SessionOutcome:
-    """The Trial's outcome from ``result.json`` and the exit status; anything unexplained is a fail."""
+def read_result(process: ProcessResult, path: Path, root: Path) -> SessionOutcome:
+    """The Trial's outcome from ``result.json`` (read safely below ``root``) and the exit status;
+    anything unexplained is a fail."""
     exit_note = f"exit {process.exit_code}" + (f"; stderr: {process.stderr_tail.strip()[-500:]}" if process.stderr_tail.strip() else "")
     if process.timed_out:
         return SessionOutcome(Outcome.TIMEOUT, diagnostic=f"timed out ({exit_note})")
-    if not path.exists():
-        return SessionOutcome(Outcome.FAILED, diagnostic=f"the runner wrote no result.json ({exit_note})")
     try:
-        result: Any = json.loads(path.read_text())
+        result: Any = json.loads(read_bytes(path, root=root, limit=RESULT_LIMIT))
         version, outcome = result["version"], result["outcome"]
+    except FileNotFoundError:
+        return SessionOutcome(Outcome.FAILED, diagnostic=f"the runner wrote no result.json ({exit_note})")
+    except UntrustedFileError as e:
+        return SessionOutcome(Outcome.FAILED, diagnostic=f"result.json can't be read: {e} ({exit_note})")
     except (ValueError, KeyError, TypeError) as e:
         return SessionOutcome(Outcome.FAILED, diagnostic=f"unreadable result.json ({type(e).__name__}: {e}; {exit_note})")
     summary = str(result.get("summary", ""))
@@ -105,8 +115,8 @@ def _matches(path: str, pattern: str) -> bool:
     return fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(Path(path).name, pattern)
 
 
-def _check_commits(outcome: SessionOutcome, repository: Path, base: str, patterns: list[str]) -> SessionOutcome:
-    committed = git("diff", "--name-only", base, "HEAD", cwd=repository).splitlines()
+def _check_commits(outcome: SessionOutcome, repo: TrialRepo, base: str, patterns: list[str]) -> SessionOutcome:
+    committed = repo.git("diff", "--name-only", base, repo.head).splitlines()
     excluded = sorted({p for p in committed for pattern in patterns if _matches(p, pattern)})
     if excluded:
         return attrs.evolve(outcome, outcome=Outcome.FAILED,
@@ -114,8 +124,8 @@ def _check_commits(outcome: SessionOutcome, repository: Path, base: str, pattern
     return outcome
 
 
-def _note_uncommitted(outcome: SessionOutcome, repository: Path) -> SessionOutcome:
-    left = git("status", "--porcelain", "--untracked-files=all", cwd=repository)
+def _note_uncommitted(outcome: SessionOutcome, repo: TrialRepo) -> SessionOutcome:
+    left = repo.status()
     if not left:
         return outcome
     note = f"uncommitted files, ignored for grading: {', '.join(line.split(None, 1)[1] for line in left.splitlines()[:20])}"

@@ -1,0 +1,234 @@
+"""Reading what a Trial left behind, which is data from an adversary.
+
+A session can replace any file it was given with a symbolic link (to ``/dev/zero``, to another
+Trial, to ``/etc/shadow``), a FIFO (an ``open`` that never returns), or something huge. So every
+file assay reads from a Trial's folder is opened here: each path component below a trusted root
+without following links, without blocking, and only if it is a regular file, read to a limit.
+What can't be read that way is an :class:`UntrustedFileError` naming the file and why, which the
+caller turns into the Arm's failure. ``CappedLog`` and ``LineBuffer`` bound what a session's
+output may cost the host: a log keeps its head and tail, a line its head, each cut marked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import io
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TextIO
+
+KIB = 1024
+MIB = 1024 * KIB
+
+_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+_KINDS = {stat.S_IFREG: "a file", stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device", stat.S_IFSOCK: "a socket",
+          stat.S_IFDIR: "a folder", stat.S_IFLNK: "a symbolic link"}
+
+
+class UntrustedFileError(ValueError):
+    """A file from a Trial can't be read safely; the message names it and says why."""
+
+
+def read_bytes(path: Path, *, root: Path, limit: int) -> bytes:
+    """``path`` (inside ``root``, which is trusted) if it is a regular file of at most ``limit`` bytes.
+
+    Raises FileNotFoundError if it is absent and :class:`UntrustedFileError` if it is anything
+    else than a plain file reached through plain folders, or too big.
+    """
+    fd = _open(path, root, directory=False)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UntrustedFileError(f"{path} is {_kind(info.st_mode)}, not a regular file")
+        if info.st_size > limit:
+            raise UntrustedFileError(f"{path} is {info.st_size} bytes, over its limit of {limit}")
+        chunks, size = [], 0
+        while size <= limit and (chunk := os.read(fd, min(MIB, limit + 1 - size))):
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise UntrustedFileError(f"{path} grew past its limit of {limit} bytes while being read")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_text(path: Path, *, root: Path, limit: int) -> str:
+    """:func:`read_bytes` decoded as UTF-8 (undecodable bytes replaced)."""
+    return read_bytes(path, root=root, limit=limit).decode(errors="replace")
+
+
+def list_folder(path: Path, *, root: Path) -> list[str]:
+    """The names in folder ``path`` (inside ``root``), reached without following links; sorted."""
+    fd = _open(path, root, directory=True)
+    try:
+        return sorted(os.listdir(fd))
+    finally:
+        os.close(fd)
+
+
+def read_texts(folder: Path, *, root: Path, suffix: str, limit: int) -> list[str]:
+    """The texts of the files named ``*suffix`` in ``folder`` (by name), at most ``limit`` bytes in all.
+
+    An absent folder has none; anything in it with that suffix but not a regular file is an error.
+    """
+    try:
+        names = [n for n in list_folder(folder, root=root) if n.endswith(suffix)]
+    except FileNotFoundError:
+        return []
+    texts = []
+    for name in names:
+        data = read_bytes(folder / name, root=root, limit=limit)
+        limit -= len(data)
+        texts.append(data.decode(errors="replace"))
+    return texts
+
+
+def _open(path: Path, root: Path, *, directory: bool) -> int:
+    """Walk from ``root`` to ``path`` one component at a time, never through a link."""
+    try:
+        parts = path.relative_to(root).parts
+    except ValueError:
+        raise UntrustedFileError(f"{path} is not inside {root}") from None
+    if not parts or ".." in parts:
+        raise UntrustedFileError(f"{path} is not a file inside {root}")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            flags = _OPEN | (os.O_DIRECTORY if directory or not last else 0)
+            try:
+                child = os.open(part, flags, dir_fd=fd)
+            except OSError as e:
+                if e.errno in (errno.ELOOP, errno.ENOTDIR):
+                    where = root.joinpath(*parts[:i + 1])
+                    raise UntrustedFileError(f"{where} is {_kind(os.lstat(where).st_mode)}, not a plain "
+                                             f"{'file' if last and not directory else 'folder'}") from None
+                raise
+            os.close(fd)
+            fd = child
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _kind(mode: int) -> str:
+    return _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+
+
+def cut_marker(cut: int) -> str:
+    return f"\n[... assay cut {cut} bytes here ...]\n"
+
+
+@contextlib.contextmanager
+def capped_log(path: Path, *, head: int = 4 * MIB, tail: int = 4 * MIB) -> Iterator[CappedLog]:
+    """A new text log at ``path`` that keeps its head and tail (see :class:`CappedLog`)."""
+    with open(path, "w") as sink:
+        log = CappedLog(sink, head=head, tail=tail)
+        try:
+            yield log
+        finally:
+            log.close()
+
+
+class CappedLog(io.TextIOBase):
+    """A text log that keeps its first ``head`` and last ``tail`` characters, the cut marked.
+
+    The head goes to ``sink`` as it comes; the tail waits in memory (at most twice ``tail``
+    characters) until :meth:`close`, which writes the marker and the tail.
+    """
+
+    def __init__(self, sink: TextIO, *, head: int = 4 * MIB, tail: int = 4 * MIB):
+        super().__init__()
+        self._sink, self._head, self._tail = sink, head, tail
+        self._written = 0
+        self._kept: list[str] = []
+        self._kept_size = 0
+        self._cut = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        size = len(text)
+        room = self._head - self._written
+        if room > 0:
+            self._sink.write(text[:room])
+            self._written += min(room, len(text))
+            text = text[room:]
+        if text:
+            self._kept.append(text)
+            self._kept_size += len(text)
+            if self._kept_size > 2 * self._tail:
+                self._trim()
+        return size
+
+    def flush(self) -> None:
+        if not self.closed:
+            self._sink.flush()
+
+    def close(self) -> None:
+        """Write what the tail holds (after the marker, if anything was cut); the sink stays open."""
+        if self.closed:
+            return
+        self._trim()
+        if self._cut:
+            self._sink.write(cut_marker(self._cut))
+        self._sink.write("".join(self._kept))
+        self._kept, self._kept_size = [], 0
+        self._sink.flush()
+        super().close()
+
+    def _trim(self) -> None:
+        joined = "".join(self._kept)
+        over = max(0, len(joined) - self._tail)
+        self._cut += over
+        self._kept, self._kept_size = [joined[over:]], len(joined) - over
+
+
+class LineBuffer:
+    """Splits a byte stream into lines, keeping at most ``limit`` bytes of any one line.
+
+    A longer line is cut: its head is kept, the rest dropped up to its newline, and a marker
+    says how much went; so the host holds at most ``limit`` bytes whatever a session prints.
+    """
+
+    def __init__(self, limit: int):
+        self._limit = limit
+        self._pending: list[bytes] = []
+        self._size = 0
+        self._dropped = 0
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """The lines ``chunk`` completes (newlines stripped)."""
+        *whole, rest = chunk.split(b"\n")
+        lines = []
+        for piece in whole:
+            self._keep(piece)
+            lines.append(self._take())
+        self._keep(rest)
+        return lines
+
+    def finish(self) -> bytes | None:
+        """The unterminated last line, if there is one."""
+        return self._take() if self._size or self._dropped else None
+
+    def _keep(self, piece: bytes) -> None:
+        room = self._limit - self._size
+        if len(piece) > room:
+            self._dropped += len(piece) - room
+            piece = piece[:room]
+        if piece:
+            self._pending.append(piece)
+            self._size += len(piece)
+
+    def _take(self) -> bytes:
+        line = b"".join(self._pending)
+        if self._dropped:
+            line += cut_marker(self._dropped).strip().encode()
+        self._pending, self._size, self._dropped = [], 0, 0
+        return line
