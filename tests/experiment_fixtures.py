@@ -99,10 +99,12 @@ def make_process_suite(home: Path, tasks: int = 3, name: str = "proc") -> list[s
 RUNNER = Path(__file__).parent / "fakes" / "scripted_runner.py"
 
 
-def make_runner(folder: Path, name: str, behaviour: dict, git_exclude: tuple[str, ...] = ()) -> Path:
-    """A Custom runner manifest around scripted_runner.py; ``behaviour`` maps task id (or "*") to a mode."""
+def make_runner(folder: Path, name: str, behaviour: dict, git_exclude: tuple[str, ...] = (),
+                script: Path = RUNNER) -> Path:
+    """A Custom runner manifest around ``script`` (scripted_runner.py: ``behaviour`` maps task id
+    (or "*") to a mode; hostile_runner.py: see its docstring)."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "runner.py").write_text(RUNNER.read_text())
+    (folder / "runner.py").write_text(script.read_text())
     (folder / "behaviour.json").write_text(json.dumps(behaviour))
     (folder / "skills").mkdir(exist_ok=True)
     (folder / "skills" / "fix.md").write_text("How to fix things.\n")
