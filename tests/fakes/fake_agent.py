@@ -15,6 +15,9 @@ behaviour is a comma-separated list of steps, e.g. "sleep:0.2,right":
   edit            change a file in the repository without committing
   push:TEXT       commit findings.md and push it to origin (a spec review)
   allocate:MB     allocate and touch MB megabytes (a sandbox's memory cap kills it)
+  git_config:PATH arm its repository's (and origin's) config with core.fsmonitor and a hooksPath
+                  hook that would touch PATH and leave `sleep 4141` running, if host git ran them
+  fifo_report     make ~/reports/zz.md a FIFO (a read of it would block)
 """
 
 import json
@@ -76,6 +79,21 @@ def main() -> int:
             subprocess.run([*git, "add", "findings.md"], check=True)
             subprocess.run([*git, "commit", "-qm", "findings"], check=True)
             subprocess.run(["git", "push", "-q", "origin", "HEAD"], check=True)
+        elif name == "git_config":
+            payload = Path(".git/payload").absolute()
+            payload.write_text(f"#!/bin/sh\ntouch '{arg}'\n(setsid sleep 4141 >/dev/null 2>&1 &)\n")
+            payload.chmod(0o755)
+            (payload.parent / "hooks").mkdir(exist_ok=True)
+            (payload.parent / "hooks" / "post-index-change").write_text(payload.read_text())
+            (payload.parent / "hooks" / "post-index-change").chmod(0o755)
+            origin = subprocess.run(["git", "remote", "get-url", "origin"], capture_output=True, text=True).stdout.strip()
+            for repo in filter(None, [".git", origin]):
+                for key, value in (("core.fsmonitor", str(payload)), ("core.hooksPath", str(payload.parent / "hooks"))):
+                    subprocess.run(["git", "config", "-f", f"{repo}/config", key, value], check=True)
+        elif name == "fifo_report":
+            reports = Path(os.environ["HOME"]) / "reports"
+            reports.mkdir(parents=True, exist_ok=True)
+            os.mkfifo(reports / "zz.md")
         elif name == "crash":
             return 3
         elif name == "allocate":

@@ -24,6 +24,7 @@ from assay.plugins.sandbox_bwrap.backend import BwrapBackend
 
 from tests.conftest import cli_env, run_cli
 from tests.experiment_fixtures import FIXED, PLUGINS, git, make_process_suite, make_runner
+from tests.review_fixtures import make_code_review_suite
 from tests.sandbox_fixtures import processes_running
 
 HOSTILE = Path(__file__).parent.parent / "fakes" / "hostile_runner.py"
@@ -167,3 +168,32 @@ def test_a_300_mb_line_without_newline_keeps_the_host_small(assay_home: Path, tm
     assert log.stat().st_size < 10 * MIB and "assay cut" in log.read_text()
     assert record(assay_home, "candidate")["outcome"] == "delivered"
     assert score(assay_home, "candidate")["passed"] is True
+
+
+def test_a_review_s_git_config_and_fifo_report_reach_nothing_on_the_host(assay_home: Path, tmp_path: Path) -> None:
+    """14.1 and 14.3 for review kinds: the check that a review left its repository as it found it
+    (host git status) runs none of its git config, and a FIFO among its reports (which blocked
+    the host reading the packet) fails the Trial saying why."""
+    make_code_review_suite(assay_home, tasks=1)
+    factory = tmp_path / "factory"
+    (factory / "skills" / "review").mkdir(parents=True)
+    (factory / "assay.toml").write_text('[defaults]\nharness = "fake-agent"\nmodel = "opus-7"\n')
+    (factory / "skills" / "review" / "SKILL.md").write_text("Review carefully.\n")
+    git(factory, "init", "-q", "-b", "main")
+    git(factory, "add", ".")
+    git(factory, "commit", "-qm", "factory")
+    marker = tmp_path / "pwned"
+    (tmp_path / "scenario").mkdir()
+    sc = tmp_path / "scenario" / "s.json"
+    sc.write_text(json.dumps({"opus-7": {"*": "report:FOUND it"},
+                              "sonnet-9": {"*": f"report:FOUND it,git_config:{marker},fifo_report"}}))
+    result = run_cli(assay_home, "experiment", "HEAD", "--factory", str(factory), "--suite", "reviews",
+                     "--sandbox", "bwrap", "--candidate-model", "sonnet-9", "--model-grader", "fake-judge:judge-1",
+                     "--trials-per-task", "1", "--json", plugins=PLUGINS, FAKE_SCENARIO=str(sc))
+    assert result.returncode == 0, result.stderr
+    assert not marker.exists(), "the review's git config ran a payload on the host"
+    assert not processes_running("sleep", "4141")
+    assert record(assay_home, "candidate")["outcome"] == "delivered"
+    candidate = score(assay_home, "candidate")
+    assert not candidate["passed"] and "zz.md is a FIFO, not a regular file" in candidate["why"]
+    assert score(assay_home, "baseline")["grader"] == "model:fake-judge:judge-1"
