@@ -39,7 +39,7 @@ _PINNED = {
     "core.multiPackIndex": "false", "core.untrackedCache": "false", "core.splitIndex": "false",
     "pack.useBitmaps": "false", "protocol.allow": "never", "protocol.file.allow": "always",
     "submodule.recurse": "false", "diff.ignoreSubmodules": "all",
-    "transfer.fsckObjects": "true", "safe.bareRepository": "explicit",
+    "safe.bareRepository": "explicit",
 }
 _REF = re.compile(r"refs/heads/[A-Za-z0-9._/+@-]{1,200}")
 _SHA = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -85,7 +85,8 @@ class TrialRepo:
         return True
 
     def clone(self, dest: Path) -> None:
-        """A self-contained clone of HEAD's history at ``dest``, by git's pack transport (objects checked)."""
+        """A self-contained clone of HEAD's history at ``dest``, by git's pack transport (which names
+        every object it receives by its content)."""
         git("clone", "--quiet", "--no-local", "--no-hardlinks", "--", str(self.shadow), str(dest),
             cwd=dest.parent, env=hardened_env(), inherit=False)
 
