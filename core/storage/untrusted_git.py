@@ -105,7 +105,8 @@ def inspected(repository: Path, *, bare: bool = False) -> Iterator[TrialRepo]:
         exclude = _optional(gitdir / "info" / "exclude", gitdir, MIB)
     except UntrustedFileError as e:
         raise UntrustedRepoError(f"{repository}: {e}") from None
-    shadow = Path(tempfile.mkdtemp(prefix="assay-git-"))
+    # Beside the repository, in the host's own folder: a kill -9 leaves it where the attempt's removal finds it.
+    shadow = Path(tempfile.mkdtemp(prefix=".assay-git-", dir=repository.absolute().parent))
     try:
         (shadow / "objects" / "info").mkdir(parents=True)
         (shadow / "objects" / "info" / "alternates").write_text(f"{(gitdir / 'objects').absolute()}\n")

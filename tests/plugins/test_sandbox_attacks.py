@@ -50,7 +50,7 @@ def task(assay_home: Path) -> Path:
     return assay_home / "evals" / "suites" / task_id / "repo"
 
 
-def experiment_args(tmp_path: Path, baseline: Path, candidate: Path) -> list[str]:
+def experiment_args(baseline: Path, candidate: Path) -> list[str]:
     return ["experiment", "--suite", "proc", "--baseline-runner", str(baseline), "--candidate-runner", str(candidate),
             "--trials-per-task", "1", "--sandbox", "bwrap", "--json"]
 
@@ -64,7 +64,7 @@ def hostile(tmp_path: Path, **behaviour: str) -> Path:
 
 
 def run(home: Path, tmp_path: Path, candidate: Path, baseline: Path | None = None) -> subprocess.CompletedProcess:
-    result = run_cli(home, *experiment_args(tmp_path, baseline or honest(tmp_path), candidate), plugins=PLUGINS,
+    result = run_cli(home, *experiment_args(baseline or honest(tmp_path), candidate), plugins=PLUGINS,
                      cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     return result
@@ -126,7 +126,7 @@ def test_an_odd_result_json_is_a_failed_trial(assay_home: Path, tmp_path: Path, 
 def test_a_fifo_result_leaves_the_experiment_stoppable(assay_home: Path, tmp_path: Path, task: Path) -> None:
     """14.3: while the other Arm still runs, the FIFO Trial has been recorded (the host did not
     hang in open()) and `assay stop` ends the Experiment."""
-    args = experiment_args(tmp_path, honest(tmp_path, "sleep"), hostile(tmp_path, mode="fifo"))
+    args = experiment_args(honest(tmp_path, "sleep"), hostile(tmp_path, mode="fifo"))
     proc = subprocess.Popen([sys.executable, "-m", "assay", *args], env=cli_env(assay_home, PLUGINS), cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -157,7 +157,7 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, done.returncode, d
 def test_a_300_mb_line_without_newline_keeps_the_host_small(assay_home: Path, tmp_path: Path, task: Path) -> None:
     """14.3 and 16.6: a session printing 300 MB with no newline (which took the host to 1.5 GiB)
     leaves the host process's peak RSS bounded; session.log keeps head and tail, the cut marked."""
-    args = experiment_args(tmp_path, honest(tmp_path), hostile(tmp_path, mode="long_line"))
+    args = experiment_args(honest(tmp_path), hostile(tmp_path, mode="long_line"))
     done = subprocess.run([sys.executable, "-c", MEASURE, *args], env=cli_env(assay_home, PLUGINS), cwd=tmp_path,
                           capture_output=True, text=True, timeout=300)
     peak_kib, code, stderr = done.stdout.split(" ", 2)
