@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -27,13 +28,30 @@ def git(*args: str, cwd: Path, env: Mapping[str, str] | None = None, input: byte
 
 
 def git_bytes(*args: str, cwd: Path, env: Mapping[str, str] | None = None, input: bytes | None = None,
-              inherit: bool = True) -> bytes:
+              inherit: bool = True, limit: int | None = None) -> bytes:
+    """Run ``git ARGS`` and return its stdout; with ``limit``, output past that many bytes is a
+    :class:`GitError` (git is killed), so a huge repository can't grow this process."""
     full_env = {**(os.environ if inherit else {}), "GIT_TERMINAL_PROMPT": "0", **(env or {})}
-    proc = subprocess.run(["git", *args], cwd=cwd, env=full_env, input=input, capture_output=True)
-    if proc.returncode != 0:
-        message = proc.stderr.decode(errors="replace").strip().splitlines()
-        raise GitError(f"git {' '.join(args[:3])}: {message[-1] if message else f'exit {proc.returncode}'}")
-    return proc.stdout
+    command = f"git {' '.join(args[:3])}"
+    if limit is None:
+        proc = subprocess.run(["git", *args], cwd=cwd, env=full_env, input=input, capture_output=True)
+        code, out, err = proc.returncode, proc.stdout, proc.stderr
+    else:
+        with tempfile.TemporaryFile() as stderr, subprocess.Popen(
+            ["git", *args], cwd=cwd, env=full_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
+        ) as running:
+            assert running.stdout is not None and input is None
+            out = running.stdout.read(limit + 1)
+            if len(out) > limit:
+                running.kill()
+                raise GitError(f"{command}: its output is over {limit} bytes")
+            code = running.wait()
+            stderr.seek(0)
+            err = stderr.read(64 * 1024)
+    if code != 0:
+        message = err.decode(errors="replace").strip().splitlines()
+        raise GitError(f"{command}: {message[-1] if message else f'exit {code}'}")
+    return out
 
 
 def is_repository(path: Path) -> bool:

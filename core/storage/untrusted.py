@@ -20,12 +20,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-KIB = 1024
-MIB = 1024 * KIB
+MIB = 1 << 20
 
 _OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
-_KINDS = {stat.S_IFREG: "a file", stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device", stat.S_IFSOCK: "a socket",
-          stat.S_IFDIR: "a folder", stat.S_IFLNK: "a symbolic link"}
+_KINDS = {stat.S_IFREG: "a file", stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device",
+          stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a folder", stat.S_IFLNK: "a symbolic link"}
 
 
 class UntrustedFileError(ValueError):

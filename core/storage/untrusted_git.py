@@ -24,7 +24,7 @@ from pathlib import Path
 
 import attrs
 from assay.storage.files import remove_tree
-from assay.storage.git import GitError, git
+from assay.storage.git import GitError, git, git_bytes
 from assay.storage.untrusted import MIB, UntrustedFileError, read_bytes, read_text
 
 
@@ -41,6 +41,7 @@ _PINNED = {
     "submodule.recurse": "false", "diff.ignoreSubmodules": "all",
     "safe.bareRepository": "explicit",
 }
+OUTPUT_LIMIT = 64 * MIB  # of one git command's output on a Trial's repository
 _REF = re.compile(r"refs/heads/[A-Za-z0-9._/+@-]{1,200}")
 _SHA = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
 _FORBIDDEN = ("commondir", "objects/info/alternates", "objects/info/http-alternates")
@@ -67,10 +68,12 @@ class TrialRepo:
     bare: bool
 
     def git(self, *args: str) -> str:
+        """``git ARGS`` on the shadow; its output (the Trial's content) read to a limit, decoded leniently."""
         env = {**hardened_env(), "GIT_DIR": str(self.shadow)}
         if not self.bare:
             env["GIT_WORK_TREE"] = str(self.path)
-        return git(*args, cwd=self.path, env=env, inherit=False)
+        out = git_bytes(*args, cwd=self.path, env=env, inherit=False, limit=OUTPUT_LIMIT)
+        return out.decode(errors="replace").strip()
 
     def status(self) -> str:
         """What is uncommitted in the work tree (``git status --porcelain``), submodules left alone."""

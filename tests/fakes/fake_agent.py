@@ -86,7 +86,8 @@ def main() -> int:
             (payload.parent / "hooks").mkdir(exist_ok=True)
             (payload.parent / "hooks" / "post-index-change").write_text(payload.read_text())
             (payload.parent / "hooks" / "post-index-change").chmod(0o755)
-            origin = subprocess.run(["git", "remote", "get-url", "origin"], capture_output=True, text=True).stdout.strip()
+            origin = subprocess.run(["git", "remote", "get-url", "origin"], capture_output=True, text=True).stdout
+            origin = origin.strip()
             for repo in filter(None, [".git", origin]):
                 for key, value in (("core.fsmonitor", str(payload)), ("core.hooksPath", str(payload.parent / "hooks"))):
                     subprocess.run(["git", "config", "-f", f"{repo}/config", key, value], check=True)

@@ -112,7 +112,8 @@ def test_a_gitdir_swap_earns_no_pass(assay_home: Path, tmp_path: Path, task: Pat
 
 @pytest.mark.parametrize("mode, why", [("fifo", "is a FIFO, not a regular file"),
                                        ("zero", "is a symbolic link, not a plain file")])
-def test_an_odd_result_json_is_a_failed_trial(assay_home: Path, tmp_path: Path, task: Path, mode: str, why: str) -> None:
+def test_an_odd_result_json_is_a_failed_trial(assay_home: Path, tmp_path: Path, task: Path, mode: str,
+                                              why: str) -> None:
     """14.3: result.json as a FIFO (which blocked the host in open()) or a link to /dev/zero (which
     grew the host until MemoryError) is a failed Trial saying why; the Experiment finishes."""
     started = time.monotonic()

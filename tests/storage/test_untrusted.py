@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from assay.storage.git import GitError, git_bytes
 from assay.storage.untrusted import CappedLog, LineBuffer, UntrustedFileError, read_bytes, read_texts
 from assay.storage.untrusted_git import UntrustedRepoError, inspected
 
@@ -98,6 +99,20 @@ def test_a_head_that_does_not_descend_from_the_base_is_told(repo: tuple[Path, st
     git(path, "commit", "-qm", "unrelated")
     with inspected(path) as trial:
         assert not trial.descends_from(base)
+
+
+def test_git_output_from_a_trial_is_bounded_and_any_bytes_decode(repo: tuple[Path, str]) -> None:
+    """14.3: what host git prints about a Trial's content is read to a limit; bytes that are not
+    UTF-8 don't break grading."""
+    path, base = repo
+    (path / "latin1.txt").write_bytes(b"caf\xe9\n")
+    git(path, "add", "latin1.txt")
+    git(path, "commit", "-qm", "latin-1")
+    with inspected(path) as trial:
+        assert "caf\ufffd" in trial.git("diff", base, trial.head)
+    with pytest.raises(GitError, match="its output is over 10 bytes"):
+        git_bytes("log", cwd=path, limit=10)
+    assert git_bytes("rev-parse", "HEAD", cwd=path, limit=100).strip() == git(path, "rev-parse", "HEAD").encode()
 
 
 def test_a_line_is_bounded_and_its_cut_marked() -> None:
