@@ -178,8 +178,10 @@ class GradingContext:
     """What a Grader may use besides the Trials.
 
     ``seed`` shuffles blind labels; ``seats`` are the model Grader seats ("harness:model") and
-    ``arm_models`` the Arms' (harness, model) pairs, so no model grades itself; ``workspace``
-    is the Grader's own folder for this task (packets, sessions), outside every Trial's sight.
+    ``arm_models`` the Arms' (harness, model) pairs, so no model grades itself, and
+    ``harness_versions`` their recorded Harness versions (words a blind packet must not keep);
+    ``workspace`` is the Grader's own folder for this task (packets, sessions), outside every
+    Trial's sight.
     """
 
     backend: SandboxBackend
@@ -187,6 +189,7 @@ class GradingContext:
     seed: int = 0
     seats: tuple[str, ...] = ()
     arm_models: tuple[tuple[str | None, str | None], ...] = ()
+    harness_versions: tuple[str, ...] = ()
     harnesses: Mapping[str, Harness] = attrs.field(factory=dict)
     workspace: Path | None = None
     assay_home: Path | None = None

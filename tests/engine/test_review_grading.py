@@ -232,3 +232,22 @@ def test_a_recheck_before_there_is_a_verdict_is_refused(assay_home, tmp_path, fa
     exp_id = json.loads(paused.stdout.splitlines()[-1])["id"]
     refused = run_cli(assay_home, "recheck", exp_id, "reviews/bug-1:candidate-0", "--pass", "--why", "x", plugins=PLUGINS)
     assert refused.returncode == 2 and "has no Verdict yet" in refused.stderr
+
+
+def test_a_report_linking_to_a_host_secret_fails_its_arm_and_the_packet_holds_no_host_text(assay_home, tmp_path, factory):
+    """Issue 23 finding 1, whole Experiment: a Trial links ~/reports/x.md to the user's credentials;
+    assay never reads through the link, the Arm fails with why, and the packet holds no host text."""
+    make_code_review_suite(assay_home, tasks=1)
+    secret = assay_home / "credentials.toml"
+    secret.write_text('oauth_token = "sk-ant-HOST-SECRET"\n')
+    sc = scenario(tmp_path / "s.json", {"opus-7": {"*": "report:FOUND: floor division|I am Claude Code 2.1.197"},
+                                        "sonnet-9": {"*": f"link:{secret}"}})
+    result = experiment(assay_home, factory, sc, "reviews", "--trials-per-task", "1", "--model-grader", "fake-judge:j")
+    assert result.returncode == 0, result.stderr
+    got = scores(assay_home)
+    assert got["reviews/bug-1:candidate-0"]["passed"] is False
+    assert "~/reports/x.md is a symbolic link" in got["reviews/bug-1:candidate-0"]["why"]
+    assert got["reviews/bug-1:baseline-0"]["grader"] == "model:fake-judge:j"
+    text = (exp_path(assay_home) / "grading" / "reviews__bug-1" / "packet" / "packet.md").read_text()
+    assert "HOST-SECRET" not in text and "FOUND: floor division" in text and "I am [redacted]" in text
+    assert "Submission B" not in text, "the refused Trial is not in the packet"

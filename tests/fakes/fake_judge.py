@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A fake model Grader: reads packet.md in its folder, writes scores.json.
+"""A fake model Grader: reads the framed submissions of packet.md in its folder, writes scores.json.
 
 Each submission passes when it says FOUND, is a wrong finding when it says FALSE-ALARM, and is
 borderline when it says MAYBE. Model "sloppy" answers badly once, "broken" always, and
@@ -17,10 +17,12 @@ def main() -> int:
     model = sys.argv[1]
     packet = Path("packet.md").read_text()
     Path("seen-by-judge.txt").write_text(f"{model}\n")
-    sections = re.split(r"^## Submission (\w+)\n", packet, flags=re.M)[1:]
+    marker = re.search(r"^Frame marker: (\w+)$", packet, flags=re.M).group(1)
+    frames = re.findall(rf"^<<<{marker} BEGIN Submission (\w+)>>>\n(.*?)^<<<{marker} END Submission \1>>>$",
+                        packet, flags=re.M | re.S)
     scores = [{"label": label, "pass": "FOUND" in body, "why": f"judged {label}",
                "wrong_finding": "FALSE-ALARM" in body, "borderline": "MAYBE" in body}
-              for label, body in zip(sections[::2], sections[1::2])]
+              for label, body in frames]
     once = Path(".sloppy-once")
     broken = model == "broken" or (model == "broken-until-fixed" and not Path(".judge-fixed").exists())
     if broken or (model == "sloppy" and not once.exists()):
