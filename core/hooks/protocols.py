@@ -207,6 +207,16 @@ class Grader(Protocol):
         """One Score per Trial it can judge; Trials it leaves unscored go to the next Grader."""
 
 
+@runtime_checkable
+class SeatedGrader(Grader, Protocol):
+    """A Grader that runs sessions on the Bar's model Grader seats, checked before any Trial runs."""
+
+    def refusal(self, seats: Sequence[str], harnesses: Mapping[str, Harness], sandbox: str,
+                unsandboxed: bool) -> str | None:
+        """Why these seats can't grade here (one line), or None. ``unsandboxed`` is the user's
+        explicit consent to a Grader session under ``--sandbox none``."""
+
+
 @attrs.frozen
 class TrialContext:
     """What one Trial's session gets from the Experiment."""

@@ -10,13 +10,13 @@ refuses to read (a link, a FIFO, a device, too big) fails with why and stays out
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import attrs
 from assay import hookimpl
 from assay.evaltasks.prompts import PromptFile
-from assay.hooks.protocols import GradingContext, SessionRequest
+from assay.hooks.protocols import GradingContext, Harness, SessionRequest
 from assay.plugins.grader_model import packet
 from assay.plugins.grader_model.scrub import AliasError, Scrubber, user_aliases
 from assay.plugins.grader_model.untrusted import Refused
@@ -93,6 +93,27 @@ class ModelGrader:
 
             process = await context.backend.run(harness.invocation(request), timeout=context.timeout, on_line=on_line)
         return decoder.finish(process)
+
+    def refusal(self, seats: Sequence[str], harnesses: Mapping[str, Harness], sandbox: str,
+                unsandboxed: bool) -> str | None:
+        """The one check of the seats, when the Experiment starts: each is HARNESS:MODEL with that
+        Harness installed, and no Grader session runs unsandboxed without the user's consent."""
+        for seat in seats:
+            harness, _, model = seat.partition(":")
+            if not harness.strip() or not model.strip():
+                missing = "model" if harness.strip() else "Harness"
+                return f"--model-grader '{seat}': a model Grader seat is HARNESS:MODEL (the {missing} is missing)"
+            if harness not in harnesses:
+                return (f"--model-grader '{seat}': no Harness '{harness}' is installed "
+                        f"(known: {', '.join(sorted(harnesses)) or 'none'})")
+            try:
+                harnesses[harness].locate()
+            except Exception as e:  # locate() raises whatever its Harness raises when the CLI is missing
+                return f"--model-grader '{seat}': the Harness '{harness}' can't be used here ({e})"
+        if seats and sandbox == "none" and not unsandboxed:
+            return ("--sandbox none: a model Grader's session would run unsandboxed, able to read your "
+                    "credentials and every file of yours; pass --unsandboxed-grader to allow it")
+        return None
 
     def _pending(self, task: EvalTask, trials: Sequence[TrialView], reason: str) -> list[Score]:
         return [Score(task.id, v.record.arm, v.record.index, self.name, False, reason, pending=reason) for v in trials]

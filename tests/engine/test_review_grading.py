@@ -29,7 +29,7 @@ def factory(tmp_path: Path) -> Path:
 
 def experiment(home: Path, factory: Path, sc: Path, suite: str, *args: str):
     return run_cli(home, "experiment", "HEAD", "--factory", str(factory), "--suite", suite, "--sandbox", "none",
-                   "--candidate-model", "sonnet-9", "--json", *args, plugins=PLUGINS, FAKE_SCENARIO=str(sc))
+                   "--candidate-model", "sonnet-9", "--unsandboxed-grader", "--json", *args, plugins=PLUGINS, FAKE_SCENARIO=str(sc))
 
 
 def exp_path(home: Path) -> Path:
@@ -251,3 +251,34 @@ def test_a_report_linking_to_a_host_secret_fails_its_arm_and_the_packet_holds_no
     text = (exp_path(assay_home) / "grading" / "reviews__bug-1" / "packet" / "packet.md").read_text()
     assert "HOST-SECRET" not in text and "FOUND: floor division" in text and "I am [redacted]" in text
     assert "Submission B" not in text, "the refused Trial is not in the packet"
+
+
+@pytest.mark.parametrize("seat, env, said", [
+    ("gemini", {}, "--model-grader 'gemini': a model Grader seat is HARNESS:MODEL (the model is missing)"),
+    ("nosuch:m-1", {}, "--model-grader 'nosuch:m-1': no Harness 'nosuch' is installed"),
+    ("fake-judge:j", {"FAKE_JUDGE_MISSING": "1"}, "--model-grader 'fake-judge:j': the Harness 'fake-judge' can't be used here"),
+])
+def test_a_seat_that_could_never_grade_is_refused_when_the_experiment_starts(assay_home, tmp_path, factory, seat, env, said):
+    """Issue 23 finding 5: a seat without a model, or whose Harness isn't installed, is refused before
+    any Trial: one line, exit 2, nothing recorded."""
+    make_code_review_suite(assay_home, tasks=1)
+    sc = scenario(tmp_path / "s.json", REVIEWS)
+    result = run_cli(assay_home, "experiment", "HEAD", "--factory", str(factory), "--suite", "reviews",
+                     "--sandbox", "none", "--unsandboxed-grader", "--candidate-model", "sonnet-9",
+                     "--model-grader", seat, plugins=PLUGINS, FAKE_SCENARIO=str(sc), **env)
+    assert result.returncode == 2
+    assert said in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert not (assay_home / "evals" / "experiments").exists() or not any((assay_home / "evals" / "experiments").iterdir())
+
+
+def test_a_model_grader_under_sandbox_none_needs_explicit_consent(assay_home, tmp_path, factory):
+    """Issue 23 finding 6: under --sandbox none a Grader session could read the user's key, so a model
+    Grader is refused there unless --unsandboxed-grader is given."""
+    make_code_review_suite(assay_home, tasks=1)
+    sc = scenario(tmp_path / "s.json", REVIEWS)
+    result = run_cli(assay_home, "experiment", "HEAD", "--factory", str(factory), "--suite", "reviews",
+                     "--sandbox", "none", "--candidate-model", "sonnet-9", "--model-grader", "fake-judge:j",
+                     plugins=PLUGINS, FAKE_SCENARIO=str(sc))
+    assert result.returncode == 2
+    assert "pass --unsandboxed-grader to allow it" in result.stderr and "credentials" in result.stderr
+    assert not (assay_home / "evals" / "experiments").exists() or not any((assay_home / "evals" / "experiments").iterdir())
