@@ -80,9 +80,18 @@ class CodeGrader:
 
 def _no_report(task: EvalTask, view: TrialView) -> str | None:
     reports = view.folder / "home" / "reports"
-    if reports.is_dir() and any(p.is_file() and p.read_text().strip() for p in reports.glob("*.md")):
+    if reports.is_symlink() or (reports.is_dir() and any(_left_something(p) for p in reports.glob("*.md"))):
         return None
     return "the review left no report (~/reports/*.md)"
+
+
+def _left_something(report: Path) -> bool:
+    """Whether a report has text. Nothing is read through a link or from a special file: those count
+    as left, for the model Grader to refuse with why (a Trial's files are untrusted)."""
+    if report.is_symlink() or not report.is_file():
+        return True
+    with open(report, "rb") as f:
+        return bool(f.read(64 * 1024).strip())
 
 
 def _nothing_pushed(task: EvalTask, view: TrialView) -> str | None:

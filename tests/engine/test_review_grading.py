@@ -6,6 +6,7 @@ Fake Harnesses act as the Trials' agents (fake-agent) and as the model Grader (f
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -234,14 +235,17 @@ def test_a_recheck_before_there_is_a_verdict_is_refused(assay_home, tmp_path, fa
     assert refused.returncode == 2 and "has no Verdict yet" in refused.stderr
 
 
-def test_a_report_linking_to_a_host_secret_fails_its_arm_and_the_packet_holds_no_host_text(assay_home, tmp_path, factory):
-    """Issue 23 finding 1, whole Experiment: a Trial links ~/reports/x.md to the user's credentials;
-    assay never reads through the link, the Arm fails with why, and the packet holds no host text."""
+@pytest.mark.parametrize("target", ["credentials.toml", "a-fifo"])
+def test_a_report_linking_to_a_host_secret_fails_its_arm_and_the_packet_holds_no_host_text(assay_home, tmp_path, factory,
+                                                                                            target):
+    """Issue 23 finding 1, whole Experiment: a Trial links ~/reports/x.md to the user's credentials (or
+    a FIFO); assay never reads through the link, the Arm fails with why, and the packet holds no host text."""
     make_code_review_suite(assay_home, tasks=1)
     secret = assay_home / "credentials.toml"
     secret.write_text('oauth_token = "sk-ant-HOST-SECRET"\n')
+    os.mkfifo(assay_home / "a-fifo")
     sc = scenario(tmp_path / "s.json", {"opus-7": {"*": "report:FOUND: floor division|I am Claude Code 2.1.197"},
-                                        "sonnet-9": {"*": f"link:{secret}"}})
+                                        "sonnet-9": {"*": f"link:{assay_home / target}"}})
     result = experiment(assay_home, factory, sc, "reviews", "--trials-per-task", "1", "--model-grader", "fake-judge:j")
     assert result.returncode == 0, result.stderr
     got = scores(assay_home)
