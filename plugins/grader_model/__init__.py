@@ -15,6 +15,7 @@ from pathlib import Path
 
 import attrs
 from assay import hookimpl
+from assay.evaltasks import timesafe
 from assay.evaltasks.prompts import PromptFile
 from assay.hooks.protocols import GradingContext, Harness, SessionRequest
 from assay.plugins.grader_model import packet
@@ -22,6 +23,7 @@ from assay.plugins.grader_model.scrub import AliasError, Scrubber, user_aliases
 from assay.plugins.grader_model.untrusted import Refused
 from assay.storage import files
 from assay.storage.git import git
+from assay.storage.home import AssayHome
 from assay.storage.records import EvalTask, Outcome, Score, TrialView
 
 PROMPT = PromptFile("grader.md", Path(__file__).parent / "prompts" / "grader.md", ("packet", "schema", "marker"))
@@ -146,7 +148,7 @@ def build_packet(task: EvalTask, trials: Sequence[TrialView], context: GradingCo
                      {label: f"{v.record.task}:{v.record.arm}-{v.record.index}" for label, v in labelled.items()})
     marker = packet.write_packet(workspace / "packet", task,
                                  {label: bodies[v.record.arm, v.record.index] for label, v in labelled.items()},
-                                 _diff_under_review(task, trials))
+                                 _diff_under_review(task, context))
     return BuiltPacket(refused, labelled, marker)
 
 
@@ -159,10 +161,13 @@ def _scrubber(trials: Sequence[TrialView], context: GradingContext, workspace: P
                     literals=[str(experiment), experiment.name], aliases=user_aliases(context.assay_home))
 
 
-def _diff_under_review(task: EvalTask, trials: Sequence[TrialView]) -> str:
-    if task.kind != "code-review" or not task.change or not trials:
+def _diff_under_review(task: EvalTask, context: GradingContext) -> str:
+    """The change under review, from the task's own time-safe cache: never from a Trial's copy,
+    whose git config and objects its session could have rewritten."""
+    if task.kind != "code-review" or not task.change or context.assay_home is None:
         return ""
-    return git("diff", task.base, task.change, cwd=trials[0].repository)
+    cached = timesafe.prepare_cache(AssayHome(context.assay_home), task.repository, task.change)
+    return git("diff", "--no-ext-diff", "--no-textconv", task.base, cached.base, cwd=cached.path)
 
 
 @hookimpl

@@ -48,7 +48,9 @@ def submission(task: EvalTask, view: TrialView) -> str:
         return "\n\n".join(text for _, text in read_untrusted_reports(view.folder, ("home", "reports")))
     repo = origin_path(view.repository) if task.kind == "spec-review" else view.repository
     try:
-        return git("diff", task.base, "HEAD", cwd=repo)
+        # the Trial wrote this repository's config and refs: run no diff driver of its, honour no replacement
+        return git("diff", "--no-ext-diff", "--no-textconv", task.base, "HEAD", cwd=repo,
+                   env={"GIT_NO_REPLACE_OBJECTS": "1"})
     except GitError:
         return ""
 
