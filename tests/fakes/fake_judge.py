@@ -4,7 +4,8 @@
 Each submission passes when it says FOUND, is a wrong finding when it says FALSE-ALARM, and is
 borderline when it says MAYBE. Model "sloppy" answers badly once, "broken" always, and
 "broken-until-fixed" until a file .judge-fixed appears beside the packet. It prints a
-JSON result line like the fake agent, so the fake Harness's decoder reads it.
+JSON result line like the fake agent, so the fake Harness's decoder reads it, and notes whether
+it could see the label key beside its packet folder.
 """
 
 import json
@@ -17,6 +18,7 @@ def main() -> int:
     model = sys.argv[1]
     packet = Path("packet.md").read_text()
     Path("seen-by-judge.txt").write_text(f"{model}\n")
+    Path("judge-saw-the-key.txt").write_text("yes\n" if Path("../labels.json").exists() else "no\n")
     marker = re.search(r"^Frame marker: (\w+)$", packet, flags=re.M).group(1)
     frames = re.findall(rf"^<<<{marker} BEGIN Submission (\w+)>>>\n(.*?)^<<<{marker} END Submission \1>>>$",
                         packet, flags=re.M | re.S)
