@@ -158,7 +158,8 @@ def _scrubber(trials: Sequence[TrialView], context: GradingContext, workspace: P
     experiment = workspace.parent.parent
     return Scrubber(harnesses=[h for h, _ in context.arm_models if h], models=[m for _, m in context.arm_models if m],
                     versions=context.harness_versions, session_ids=[v.record.session_id or "" for v in trials],
-                    literals=[str(experiment), experiment.name], aliases=user_aliases(context.assay_home))
+                    literals=[str(experiment), experiment.name, *(str(v.folder) for v in trials)],
+                    aliases=user_aliases(context.assay_home))
 
 
 def _diff_under_review(task: EvalTask, context: GradingContext) -> str:

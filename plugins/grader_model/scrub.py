@@ -6,6 +6,8 @@ with a visible :data:`TOKEN`; every other character stays where it was. Matching
 normalised copy of the text (NFKC, case-folded, zero-width and other format characters gone,
 separators optional between a name's parts), so ``ChatGPT``, ``GPT 5``, ``Ｃｌａｕｄｅ`` and
 ``Clau\u200bde`` are all found; each match is mapped back to the original characters it came from.
+The words "baseline" and "candidate" stay (code and findings use them); a Trial's folder
+(``candidate-0``, its absolute path) goes.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ _VERSION = r"(?:[ \t_\-.]?v?\d+(?:[.\-]\d+)*[a-z]?)?"  # a family name's version
 _UUID = r"[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}"
 _TRAILER = r"(?:generated with|built with|co-authored-by)\b[^\n]*"  # authorship trailers: all of it names
 _ROBOT = "\U0001F916"
+_ARM_SLOT = r"(?<![^\W_])(?:baseline|candidate)-\d+(?![^\W_])"  # a Trial's folder ("candidate-0"), not the word
 
 
 class AliasError(ValueError):
@@ -111,7 +114,7 @@ class Scrubber:
         families = {k: list(v) for k, v in FAMILY_ALIASES.items()}
         for family, names in (aliases or {}).items():
             families.setdefault(family, []).extend(names)
-        patterns = [_TRAILER, re.escape(_ROBOT), _UUID]
+        patterns = [_TRAILER, re.escape(_ROBOT), _UUID, _ARM_SLOT]
         named = [n for names in families.values() for n in names] + list(families) + [h for h in harnesses if h]
         for model in filter(None, models):  # "claude-opus-4-1" also as "opus 4.1"
             parts = _parts(model)

@@ -153,7 +153,7 @@ SPELLINGS = [
     "Opus 4.1 here", "ClaudeCode found it", "claude_code found it", "Ｃｌａｕｄｅ found it", "Clau\u200bde found it",
     "CODEX found it", "Codex\u2060CLI found it", "harness 2.1.197", "harness v0.171.0",
     "session 3f2b9c1e-8d4a-4f6b-9a0c-1e2d3c4b5a69", "session 0199b001-0000-7abc-8aa1-000000000001",
-    "co-authored-by: someone", "Generated with something", "\U0001F916 done", "an Anthropic model", "via OpenAI",
+    "see trials/reviews__bug-1/candidate-0/attempt-1", "co-authored-by: someone", "Generated with something", "\U0001F916 done", "an Anthropic model", "via OpenAI",
 ]
 
 
@@ -165,7 +165,8 @@ def test_every_identifying_spelling_is_replaced_by_a_visible_token(spelling):
                      session_ids=list(SESSIONS.values()))
     out = scrub(spelling)
     assert TOKEN in out
-    for word in ("gpt", "claude", "codex", "opus", "o3", "2.1.197", "0.171.0", "anthropic", "openai", "8aa1", "\U0001F916"):
+    for word in ("gpt", "claude", "codex", "opus", "o3", "2.1.197", "0.171.0", "anthropic", "openai", "8aa1", "\U0001F916",
+                 "candidate-0"):
         assert word not in out.lower().replace("\u200b", "").replace("\u2060", ""), (spelling, out)
 
 
@@ -186,7 +187,8 @@ def test_only_identifying_words_go_and_every_other_line_and_the_whole_diff_reach
     reports = {
         "baseline": "## Findings\nFOUND: the candidate page count drops the last page\nbaseline = pages(7, 2)\n"
                     "Reviewed by Claude Code 2.1.197 in a careful pass\n",
-        "candidate": "I think the baseline is fine.\nFALSE-ALARM: README is short (GPT-5 says so)\n",
+        "candidate": "I think the baseline is fine.\nFALSE-ALARM: README is short (GPT-5 says so)\n"
+                     f"read {exp}/trials/reviews__bug-1/candidate-0/attempt-1/repo/pager.py:2\n",
     }
     views = [trial(exp, task, arm, review=text) for arm, text in reports.items()]
     built, text = build(exp, task, views)
@@ -205,6 +207,7 @@ def test_only_identifying_words_go_and_every_other_line_and_the_whole_diff_reach
                 assert got == line
     assert "FOUND: the candidate page count drops the last page" in text and "baseline = pages(7, 2)" in text
     assert "Reviewed by [redacted] in a careful pass" in text and "(GPT-5 says so)" not in text
+    assert f"read {TOKEN}/repo/pager.py:2" in text and "candidate-0" not in text
 
 
 def test_the_diff_under_review_comes_from_the_task_not_from_a_trial_s_copy(experiment, tmp_path):
@@ -237,7 +240,8 @@ def test_an_answer_scoring_a_label_twice_is_not_usable(tmp_path):
 # so the random words around the names start otherwise.
 WORDS = st.from_regex(r"[a-uw-z(=+][a-z0-9_()=+]{0,7}", fullmatch=True).filter(lambda w: "code" not in w)
 IDENTIFYING = st.sampled_from(["Claude", "ClaudeCode", "GPT-5", "chatgpt", "Codex", "Opus 4.1", "o3", "2.1.197",
-                               "0199a213-81c0-7800-8aa1-bbab2a035a53", "Ｃｌａｕｄｅ", "Ope\u200bnAI", "sonnet-9"])
+                               "0199a213-81c0-7800-8aa1-bbab2a035a53", "Ｃｌａｕｄｅ", "Ope\u200bnAI", "sonnet-9",
+                               "baseline-1"])
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
