@@ -66,7 +66,8 @@ class ModelGrader:
         for attempt in range(ATTEMPTS):
             outcome = await self._session(seat, folder, workspace / f"session-{attempt}", context, marker, note)
             if outcome.outcome is Outcome.VOID:
-                return refused + self._pending(task, judged, f"the Grader session was void ({outcome.void_cause.value})")
+                why = f"the Grader session was void ({outcome.void_cause.value})"
+                return refused + self._pending(task, judged, why)
             answer, problem = packet.read_answer(folder, labelled)
             if answer is not None:
                 grader = f"model:{seat[0]}:{seat[1]}"

@@ -18,14 +18,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from assay.evaltasks.timesafe import origin_path
+from assay.plugins.grader_model.untrusted import Refused, read_untrusted_file, read_untrusted_reports
 from assay.storage import files
 from assay.storage.git import GitError, git
-from assay.plugins.grader_model.untrusted import read_untrusted_reports
 from assay.storage.records import EvalTask, TrialView
 
 PACKET_FILE = "packet.md"
 ANSWER_FILE = "scores.json"
 SCHEMA = {"scores": [{"label": "A", "pass": True, "why": "…", "wrong_finding": False, "borderline": False}]}
+
 
 def labels_for(trials: Sequence[TrialView], seed: int, task: str) -> dict[str, TrialView]:
     """Letters A, B, … assigned in an order shuffled by the Bar's seed and the task's id."""
@@ -97,11 +98,12 @@ def write_packet(folder: Path, task: EvalTask, bodies: Mapping[str, str], contex
 
 def read_answer(folder: Path, labels: Iterable[str]) -> tuple[dict[str, dict] | None, str]:
     """The Grader's answer by label, or None and what is wrong with it."""
-    path = folder / ANSWER_FILE
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(read_untrusted_file(folder, ANSWER_FILE))  # the Grader's session wrote it: untrusted too
     except FileNotFoundError:
         return None, f"no {ANSWER_FILE} was written"
+    except Refused as e:
+        return None, str(e)
     except ValueError as e:
         return None, f"{ANSWER_FILE} is not valid JSON ({e})"
     entries = data.get("scores") if isinstance(data, dict) else None

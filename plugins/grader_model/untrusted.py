@@ -11,6 +11,7 @@ is refused with why: the Arm's failure, never a host read.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Sequence
@@ -44,7 +45,16 @@ def read_untrusted_reports(trial: Path, where: Sequence[str], suffix: str = ".md
             os.close(fd)
             fd = inner
         names = sorted(n for n in os.listdir(fd) if n.endswith(suffix))
-        return [(name, _read_one(fd, name, f"{shown}/{name}", limit)) for name in names]
+        return [(name, _read_one(fd, name, f"the report {shown}/{name}", limit)) for name in names]
+    finally:
+        os.close(fd)
+
+
+def read_untrusted_file(folder: Path, name: str, limit: int = REPORT_LIMIT) -> str:
+    """One file a session wrote directly in ``folder`` (say, a Grader's answer), read as a report is."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        return _read_one(fd, name, name, limit)
     finally:
         os.close(fd)
 
@@ -53,24 +63,26 @@ def _read_one(folder: int, name: str, shown: str, limit: int) -> str:
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY, dir_fd=folder)
     except OSError as e:
-        raise Refused(f"the report {shown} is {_kind(folder, name)}, not a regular file; it was not read") from e
+        if e.errno == errno.ENOENT:
+            raise FileNotFoundError(shown) from None
+        raise Refused(f"{shown} is {_kind(folder, name)}, not a regular file; it was not read") from e
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise Refused(f"the report {shown} is {_kind(folder, name)}, not a regular file; it was not read")
+            raise Refused(f"{shown} is {_kind(folder, name)}, not a regular file; it was not read")
         if info.st_size > limit:
-            raise Refused(f"the report {shown} is {info.st_size} bytes, over the {limit}-byte limit; it was not read")
+            raise Refused(f"{shown} is {info.st_size} bytes, over the {limit}-byte limit; it was not read")
         data = b""
         while len(data) <= limit and (chunk := os.read(fd, limit + 1 - len(data))):
             data += chunk
         if len(data) > limit:  # it grew after the check
-            raise Refused(f"the report {shown} is over the {limit}-byte limit; it was not read")
+            raise Refused(f"{shown} is over the {limit}-byte limit; it was not read")
     finally:
         os.close(fd)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise Refused(f"the report {shown} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+        raise Refused(f"{shown} is not UTF-8 text ({e.reason} at byte {e.start})") from None
 
 
 def _kind(folder: int, name: str) -> str:

@@ -153,7 +153,8 @@ SPELLINGS = [
     "Opus 4.1 here", "ClaudeCode found it", "claude_code found it", "Ｃｌａｕｄｅ found it", "Clau\u200bde found it",
     "CODEX found it", "Codex\u2060CLI found it", "harness 2.1.197", "harness v0.171.0",
     "session 3f2b9c1e-8d4a-4f6b-9a0c-1e2d3c4b5a69", "session 0199b001-0000-7abc-8aa1-000000000001",
-    "see trials/reviews__bug-1/candidate-0/attempt-1", "co-authored-by: someone", "Generated with something", "\U0001F916 done", "an Anthropic model", "via OpenAI",
+    "see trials/reviews__bug-1/candidate-0/attempt-1", "co-authored-by: someone", "Generated with something",
+    "\U0001F916 done", "an Anthropic model", "via OpenAI",
 ]
 
 
@@ -165,8 +166,8 @@ def test_every_identifying_spelling_is_replaced_by_a_visible_token(spelling):
                      session_ids=list(SESSIONS.values()))
     out = scrub(spelling)
     assert TOKEN in out
-    for word in ("gpt", "claude", "codex", "opus", "o3", "2.1.197", "0.171.0", "anthropic", "openai", "8aa1", "\U0001F916",
-                 "candidate-0"):
+    for word in ("gpt", "claude", "codex", "opus", "o3", "2.1.197", "0.171.0", "anthropic", "openai", "8aa1",
+                 "\U0001F916", "candidate-0"):
         assert word not in out.lower().replace("\u200b", "").replace("\u2060", ""), (spelling, out)
 
 
@@ -258,3 +259,14 @@ def test_property_every_other_token_reaches_the_packet_in_order(pairs, sep):
     assert out.count(TOKEN) == sum(ident is not None for _, ident in pairs)
     kept = [t for t in re.split(r"\s+", out.replace(TOKEN, " ")) if t]
     assert kept == words
+
+
+def test_a_grader_answer_that_is_a_link_is_not_read(tmp_path):
+    """Finding 1 for the Grader's own output: its scores.json is read as untrusted too, never through a link."""
+    (tmp_path / "host.json").write_text('{"scores": []}')
+    (tmp_path / "packet").mkdir()
+    (tmp_path / "packet" / packet.ANSWER_FILE).symlink_to(tmp_path / "host.json")
+    answer, problem = packet.read_answer(tmp_path / "packet", ["A"])
+    assert answer is None and problem == "scores.json is a symbolic link, not a regular file; it was not read"
+    (tmp_path / "packet" / packet.ANSWER_FILE).unlink()
+    assert packet.read_answer(tmp_path / "packet", ["A"]) == (None, "no scores.json was written")
