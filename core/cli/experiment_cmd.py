@@ -66,7 +66,8 @@ CandidateRunner = _arm_option("candidate", "runner", "A Custom runner for the {a
 
 def _plan(plugins: plugin_loading.Plugins, home: AssayHome, bar: Bar, trials_per_task: int | None,
           sandbox: str | None, factory: Path, suites: list[str], arms: dict[str, Any],
-          sandbox_fallback: bool = False, scripts: dict[str, Path] | None = None) -> Any:
+          sandbox_fallback: bool = False, scripts: dict[str, Path] | None = None,
+          unsandboxed_grader: bool = False) -> Any:
     from assay.engine import start as experiments_core
     from assay.engine.arms import ArmFlags
 
@@ -74,6 +75,7 @@ def _plan(plugins: plugin_loading.Plugins, home: AssayHome, bar: Bar, trials_per
         return experiments_core.plan(
             home, plugins, factory_path=factory.absolute(), suites=suites, bar=bar,
             trials_per_task=trials_per_task, sandbox=sandbox, sandbox_fallback=sandbox_fallback, scripts=scripts,
+            unsandboxed_grader=unsandboxed_grader,
             candidate=ArmFlags(arms["candidate"], arms["candidate_harness"], arms["candidate_model"],
                                arms["candidate_effort"], arms["candidate_runner"]),
             baseline=ArmFlags(arms["baseline"], arms["baseline_harness"], arms["baseline_model"],
@@ -110,6 +112,10 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         model_grader: list[str] = typer.Option([], "--model-grader", help="Bar: a model Grader seat HARNESS:MODEL (repeatable; the first from neither Arm's family grades)."),
         workers: int = typer.Option(2, min=1, help="Trials running at once."),
         sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap where it works, else none)."),
+        unsandboxed_grader: bool = typer.Option(
+            False, "--unsandboxed-grader",
+            help="Let model Graders run under --sandbox none, where their session can read your credentials "
+                 "and every file of yours (docs/grading.md)."),
         scripted_provider: list[str] = typer.Option(
             [], "--scripted-provider", metavar="[ARM=]SCRIPT",
             help="For testing: every Trial's model is a scripted provider playing SCRIPT (both Arms, or "
@@ -126,7 +132,7 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         bar = _bar(margin=margin, level=level, seed=seed, draws=draws, prior_weight=prior_weight,
                    timeout_seconds=timeout, model_graders=tuple(model_grader) or None)
         plan = _plan(plugins, home, bar, trials_per_task, sandbox, factory, suite, locals(),
-                     scripts=_arm_scripts(scripted_provider))
+                     scripts=_arm_scripts(scripted_provider), unsandboxed_grader=unsandboxed_grader)
         run_plan(home, plugins, plan, workers=workers, json_=json_)
 
     return experiment

@@ -268,6 +268,7 @@ class ExperimentRun:
             context = GradingContext(
                 self.backend, self.bar.timeout_seconds, seed=self.bar.seed, seats=self.bar.model_graders,
                 arm_models=tuple((a.harness, a.model) for a in (self.setup.baseline, self.setup.candidate)),
+                harness_versions=tuple(a.harness_version or "" for a in (self.setup.baseline, self.setup.candidate)),
                 harnesses=self.plugins.harnesses(), workspace=self.exp.path / "grading" / task_dirname(task.id),
                 assay_home=self.home.root,
             )

@@ -23,7 +23,8 @@ from assay.evaltasks import manifests
 from assay.evaltasks.manifests import ManifestError
 from assay.evaltasks.prompts import PromptError
 from assay.hooks.loaded import PluginError, Plugins
-from assay.hooks.protocols import ArmKind, ArmRuntime, Harness, NotYetImplemented, SandboxBackend, SuiteKind
+from assay.hooks.protocols import (ArmKind, ArmRuntime, Harness, NotYetImplemented, SandboxBackend, SeatedGrader,
+                                   SuiteKind)
 from assay.sessions.harness_arm import HarnessArm
 from assay.storage import formats
 from assay.storage.commands import Command, now
@@ -91,6 +92,7 @@ def plan(
     sandbox: str | None = None,
     sandbox_fallback: bool = False,
     scripts: Mapping[Arm, Path] | None = None,
+    unsandboxed_grader: bool = False,
 ) -> Plan:
     try:
         if not suites and (candidate.runner or baseline.runner):
@@ -111,6 +113,7 @@ def plan(
             base_arm, cand_arm = played["baseline"].mark(base_arm), played["candidate"].mark(cand_arm)
         backend = _backend(plugins, sandbox, sandbox_fallback)
         kinds = plugins.suite_kinds()
+        _graders_can_sit(plugins, {g for s in loaded for g in kinds[s.kind].graders}, bar, backend, unsandboxed_grader)
         tasks = {t.id: t for s in loaded for t in s.tasks}
         for task in tasks.values():  # every bundled prompt renders for its task, or we say why now
             kinds[task.kind].session_prompt(task)
@@ -160,6 +163,17 @@ def _logins_present(home: AssayHome, sources: Mapping[Arm, Harness | ArmKind], a
         if hasattr(source, "login_present") and not source.login_present(home.root):
             raise PlanError(f"the {arm.title()}'s Harness '{setup.harness}' has no login on this machine "
                             f"(`assay harnesses` shows each; `assay setup` stores Claude Code's token)")
+
+
+def _graders_can_sit(plugins: Plugins, names: set[str], bar: Bar, backend: SandboxBackend, unsandboxed: bool) -> None:
+    """Refuse model Grader seats that could never grade (no model, no such Harness, not installed,
+    or unsandboxed without consent) now, not after every Trial has run."""
+    for name in sorted(names):
+        grader = plugins.get("assay_graders", name)
+        if isinstance(grader, SeatedGrader):
+            why = grader.refusal(bar.model_graders, plugins.harnesses(), backend.name, unsandboxed)
+            if why:
+                raise PlanError(why)
 
 
 def _scripts(paths: Mapping[Arm, Path], sources: Mapping[Arm, Harness | ArmKind]) -> dict[Arm, ArmScript]:

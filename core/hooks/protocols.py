@@ -178,8 +178,10 @@ class GradingContext:
     """What a Grader may use besides the Trials.
 
     ``seed`` shuffles blind labels; ``seats`` are the model Grader seats ("harness:model") and
-    ``arm_models`` the Arms' (harness, model) pairs, so no model grades itself; ``workspace``
-    is the Grader's own folder for this task (packets, sessions), outside every Trial's sight.
+    ``arm_models`` the Arms' (harness, model) pairs, so no model grades itself, and
+    ``harness_versions`` their recorded Harness versions (words a blind packet must not keep);
+    ``workspace`` is the Grader's own folder for this task (packets, sessions), outside every
+    Trial's sight.
     """
 
     backend: SandboxBackend
@@ -187,6 +189,7 @@ class GradingContext:
     seed: int = 0
     seats: tuple[str, ...] = ()
     arm_models: tuple[tuple[str | None, str | None], ...] = ()
+    harness_versions: tuple[str, ...] = ()
     harnesses: Mapping[str, Harness] = attrs.field(factory=dict)
     workspace: Path | None = None
     assay_home: Path | None = None
@@ -202,6 +205,16 @@ class Grader(Protocol):
         self, task: EvalTask, trials: Sequence[TrialView], context: GradingContext
     ) -> Sequence[Score]:
         """One Score per Trial it can judge; Trials it leaves unscored go to the next Grader."""
+
+
+@runtime_checkable
+class SeatedGrader(Grader, Protocol):
+    """A Grader that runs sessions on the Bar's model Grader seats, checked before any Trial runs."""
+
+    def refusal(self, seats: Sequence[str], harnesses: Mapping[str, Harness], sandbox: str,
+                unsandboxed: bool) -> str | None:
+        """Why these seats can't grade here (one line), or None. ``unsandboxed`` is the user's
+        explicit consent to a Grader session under ``--sandbox none``."""
 
 
 @attrs.frozen

@@ -21,9 +21,9 @@ from assay.evaltasks.timesafe import origin_path
 from assay.hooks.protocols import GradingContext, Invocation
 from assay.storage import files
 from assay.storage.git import GitError, git
+from assay.storage.records import EvalTask, Score, TrialView
 from assay.storage.untrusted import MIB, UntrustedFileError, read_texts
 from assay.storage.untrusted_git import UntrustedRepoError, inspected
-from assay.storage.records import EvalTask, Score, TrialView
 
 EVIDENCE = "grade"
 REPORTS_LIMIT = 4 * MIB  # all of a review's reports together

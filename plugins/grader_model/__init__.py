@@ -3,26 +3,32 @@
 Implements ``assay_graders``. The session runs through a Harness in the sandbox, seeing only its
 packet, on a seat from the Bar's ``model_graders`` that shares neither Arm's Harness family or
 Model when one is configured. Its answer is checked against a schema; an invalid answer is asked
-for again once, then the Scores are left pending with the reason.
+for again once, then the Scores are left pending with the reason. A Trial whose report assay
+refuses to read (a link, a FIFO, a device, too big) fails with why and stays out of the packet.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import attrs
 from assay import hookimpl
+from assay.evaltasks import timesafe
 from assay.evaltasks.prompts import PromptFile
-from assay.hooks.protocols import GradingContext, SessionRequest
+from assay.hooks.protocols import GradingContext, Harness, SessionRequest
 from assay.plugins.grader_model import packet
+from assay.plugins.grader_model.scrub import AliasError, Scrubber, user_aliases
+from assay.plugins.grader_model.untrusted import Refused
 from assay.storage import files
-from assay.storage.git import GitError
+from assay.storage.git import GitError, git
+from assay.storage.home import AssayHome
+from assay.storage.records import EvalTask, Outcome, Score, TrialView
 from assay.storage.untrusted import capped_log
 from assay.storage.untrusted_git import inspected
-from assay.storage.records import EvalTask, Outcome, Score, TrialView
 
-PROMPT = PromptFile("grader.md", Path(__file__).parent / "prompts" / "grader.md", ("packet", "schema"))
+PROMPT = PromptFile("grader.md", Path(__file__).parent / "prompts" / "grader.md", ("packet", "schema", "marker"))
 ATTEMPTS = 2
 
 
@@ -49,34 +55,39 @@ class ModelGrader:
         if context.workspace is None or seat[0] not in context.harnesses:
             return self._pending(task, trials, f"the model Grader's Harness '{seat[0]}' is not installed")
         workspace = context.workspace
-        labelled = packet.labels_for(trials, context.seed, task.id)
-        files.write_json(workspace / "labels.json",  # the only key to the blinding: never inside the packet
-                         {label: f"{v.record.task}:{v.record.arm}-{v.record.index}" for label, v in labelled.items()})
+        try:
+            built = build_packet(task, trials, context, workspace)
+        except AliasError as e:
+            return self._pending(task, trials, str(e))
+        refused, labelled, marker = built.refused, built.labelled, built.marker
+        if not labelled:
+            return refused
+        judged = list(labelled.values())
         folder = workspace / "packet"
-        names = [n for pair in context.arm_models for n in pair if n]
-        review_context = _diff_under_review(task, trials)
-        packet.write_packet(folder, task, labelled, names, review_context)
         note = ""
         for attempt in range(ATTEMPTS):
-            outcome = await self._session(task, seat, folder, workspace / f"session-{attempt}", context, note)
+            outcome = await self._session(seat, folder, workspace / f"session-{attempt}", context, marker, note)
             if outcome.outcome is Outcome.VOID:
-                return self._pending(task, trials, f"the Grader session was void ({outcome.void_cause.value})")
+                why = f"the Grader session was void ({outcome.void_cause.value})"
+                return refused + self._pending(task, judged, why)
             answer, problem = packet.read_answer(folder, labelled)
             if answer is not None:
                 grader = f"model:{seat[0]}:{seat[1]}"
-                return [Score(task.id, v.record.arm, v.record.index, grader, answer[label]["pass"], answer[label]["why"],
-                              wrong_finding=answer[label]["wrong_finding"], borderline=answer[label]["borderline"],
-                              label=label, evidence=str(folder.relative_to(workspace.parent.parent)))
-                        for label, v in labelled.items()]
+                return refused + [
+                    Score(task.id, v.record.arm, v.record.index, grader, answer[label]["pass"], answer[label]["why"],
+                          wrong_finding=answer[label]["wrong_finding"], borderline=answer[label]["borderline"],
+                          label=label, evidence=str(folder.relative_to(workspace.parent.parent)))
+                    for label, v in labelled.items()]
             note = f"\n\nYour previous answer was not usable: {problem}. Write {packet.ANSWER_FILE} again."
-        return self._pending(task, trials, f"the Grader's answer was invalid twice: {problem}")
+        return refused + self._pending(task, judged, f"the Grader's answer was invalid twice: {problem}")
 
-    async def _session(self, task: EvalTask, seat: tuple[str, str], folder: Path, home: Path,
-                       context: GradingContext, note: str):
+    async def _session(self, seat: tuple[str, str], folder: Path, home: Path, context: GradingContext,
+                       marker: str, note: str):
         harness = context.harnesses[seat[0]]
         files.remove_tree(home)
         (home / "home").mkdir(parents=True)
-        prompt = PROMPT.render({"packet": packet.PACKET_FILE, "schema": json.dumps(packet.SCHEMA, indent=2)}) + note
+        prompt = PROMPT.render({"packet": packet.PACKET_FILE, "schema": json.dumps(packet.SCHEMA, indent=2),
+                               "marker": marker}) + note
         request = SessionRequest(repository=folder, home=home / "home", prompt=prompt, binary=harness.locate(),
                                  model=seat[1], assay_home=context.assay_home)
         decoder = harness.decoder()
@@ -88,20 +99,79 @@ class ModelGrader:
             process = await context.backend.run(harness.invocation(request), timeout=context.timeout, on_line=on_line)
         return decoder.finish(process)
 
+    def refusal(self, seats: Sequence[str], harnesses: Mapping[str, Harness], sandbox: str,
+                unsandboxed: bool) -> str | None:
+        """The one check of the seats, when the Experiment starts: each is HARNESS:MODEL with that
+        Harness installed, and no Grader session runs unsandboxed without the user's consent."""
+        for seat in seats:
+            harness, _, model = seat.partition(":")
+            if not harness.strip() or not model.strip():
+                missing = "model" if harness.strip() else "Harness"
+                return f"--model-grader '{seat}': a model Grader seat is HARNESS:MODEL (the {missing} is missing)"
+            if harness not in harnesses:
+                return (f"--model-grader '{seat}': no Harness '{harness}' is installed "
+                        f"(known: {', '.join(sorted(harnesses)) or 'none'})")
+            try:
+                harnesses[harness].locate()
+            except Exception as e:  # locate() raises whatever its Harness raises when the CLI is missing
+                return f"--model-grader '{seat}': the Harness '{harness}' can't be used here ({e})"
+        if seats and sandbox == "none" and not unsandboxed:
+            return ("--sandbox none: a model Grader's session would run unsandboxed, able to read your "
+                    "credentials and every file of yours; pass --unsandboxed-grader to allow it")
+        return None
+
     def _pending(self, task: EvalTask, trials: Sequence[TrialView], reason: str) -> list[Score]:
         return [Score(task.id, v.record.arm, v.record.index, self.name, False, reason, pending=reason) for v in trials]
 
 
-def _diff_under_review(task: EvalTask, trials: Sequence[TrialView]) -> str:
-    if task.kind != "code-review" or not task.change or not trials:
-        return ""
-    for view in trials:  # any Trial's copy holds the change; one that was tampered with is skipped
+@attrs.frozen
+class BuiltPacket:
+    """A written packet: Trials failed for a report assay refused to read, the rest by label."""
+
+    refused: list[Score]
+    labelled: dict[str, TrialView]
+    marker: str
+
+
+def build_packet(task: EvalTask, trials: Sequence[TrialView], context: GradingContext, workspace: Path) -> BuiltPacket:
+    """Read each Trial's submission safely, scrub it, label it blind and write the packet (and the
+    label key beside it) under ``workspace``."""
+    scrub = _scrubber(trials, context, workspace)
+    refused, readable, bodies = [], [], {}
+    for view in trials:
         try:
-            with inspected(view.repository) as repo:
-                return repo.git("diff", task.base, task.change)
-        except GitError:
-            continue
-    return ""
+            bodies[view.record.arm, view.record.index] = scrub(packet.submission(task, view))
+            readable.append(view)
+        except Refused as e:
+            refused.append(Score(task.id, view.record.arm, view.record.index, "assay", False, str(e)))
+    if not readable:
+        return BuiltPacket(refused, {}, "")
+    labelled = packet.labels_for(readable, context.seed, task.id)
+    files.write_json(workspace / "labels.json",  # the only key to the blinding: never inside the packet
+                     {label: f"{v.record.task}:{v.record.arm}-{v.record.index}" for label, v in labelled.items()})
+    marker = packet.write_packet(workspace / "packet", task,
+                                 {label: bodies[v.record.arm, v.record.index] for label, v in labelled.items()},
+                                 _diff_under_review(task, context))
+    return BuiltPacket(refused, labelled, marker)
+
+
+def _scrubber(trials: Sequence[TrialView], context: GradingContext, workspace: Path) -> Scrubber:
+    """What would name an Arm: its Harness and Model (with their families' aliases), the Harness
+    versions and session ids recorded, and the Experiment's folders and id."""
+    experiment = workspace.parent.parent
+    return Scrubber(harnesses=[h for h, _ in context.arm_models if h], models=[m for _, m in context.arm_models if m],
+                    versions=context.harness_versions, session_ids=[v.record.session_id or "" for v in trials],
+                    literals=[str(experiment), experiment.name, *(str(v.folder) for v in trials)],
+                    aliases=user_aliases(context.assay_home))
+
+
+def _diff_under_review(task: EvalTask, context: GradingContext) -> str:
+    """The change under review, from the task's own time-safe cache: never from a Trial's copy,
+    whose git config and objects its session could have rewritten."""
+    if task.kind != "code-review" or not task.change or context.assay_home is None:
+        return ""
+    cached = timesafe.prepare_cache(AssayHome(context.assay_home), task.repository, task.change)
+    return git("diff", "--no-ext-diff", "--no-textconv", task.base, cached.base, cwd=cached.path)
 
 
 @hookimpl

@@ -12,6 +12,7 @@ behaviour is a comma-separated list of steps, e.g. "sleep:0.2,right":
   background      leave a background process running (its pid goes to $FAKE_SCENARIO.bg)
   crash           exit 3 with no result
   report:TEXT     write ~/reports/review.md (a code review; "|" becomes a new line)
+  link:TARGET     make ~/reports/x.md a symbolic link to TARGET (a hostile review)
   edit            change a file in the repository without committing
   push:TEXT       commit findings.md and push it to origin (a spec review)
   allocate:MB     allocate and touch MB megabytes (a sandbox's memory cap kills it)
@@ -71,6 +72,10 @@ def main() -> int:
             reports = Path(os.environ["HOME"]) / "reports"
             reports.mkdir(parents=True, exist_ok=True)
             (reports / "review.md").write_text(arg.replace("|", "\n") + "\n")
+        elif name == "link":  # a hostile review pointing assay at a file outside its home
+            reports = Path(os.environ["HOME"]) / "reports"
+            reports.mkdir(parents=True, exist_ok=True)
+            (reports / "x.md").symlink_to(arg)
         elif name == "edit":  # a review that touches its repository
             Path("README").write_text("edited by a review\n")
         elif name == "push":  # a spec review's findings, committed and pushed to its origin

@@ -82,6 +82,8 @@ class FakeJudgeHarness(FakeAgentHarness):
     name = "fake-judge"
 
     def locate(self) -> HarnessBinary:
+        if os.environ.get("FAKE_JUDGE_MISSING"):  # as if its CLI were not installed
+            raise FileNotFoundError("'fake-judge' is not on PATH")
         return HarnessBinary(os.path.realpath(sys.executable), "fake-judge 1.0")
 
     def invocation(self, request) -> Invocation:
