@@ -22,11 +22,10 @@ from assay.plugins.grader_model import packet
 from assay.plugins.grader_model.scrub import AliasError, Scrubber, user_aliases
 from assay.plugins.grader_model.untrusted import Refused
 from assay.storage import files
-from assay.storage.git import GitError, git
+from assay.storage.git import git
 from assay.storage.home import AssayHome
 from assay.storage.records import EvalTask, Outcome, Score, TrialView
 from assay.storage.untrusted import capped_log
-from assay.storage.untrusted_git import inspected
 
 PROMPT = PromptFile("grader.md", Path(__file__).parent / "prompts" / "grader.md", ("packet", "schema", "marker"))
 ATTEMPTS = 2

@@ -101,7 +101,7 @@ def write_packet(folder: Path, task: EvalTask, bodies: Mapping[str, str], contex
 def read_answer(folder: Path, labels: Iterable[str]) -> tuple[dict[str, dict] | None, str]:
     """The Grader's answer by label, or None and what is wrong with it."""
     try:
-        data = json.loads(read_bytes(path, root=folder, limit=MIB))
+        data = json.loads(read_bytes(folder / ANSWER_FILE, root=folder, limit=MIB))
     except FileNotFoundError:
         return None, f"no {ANSWER_FILE} was written"
     except UntrustedFileError as e:
