@@ -93,8 +93,8 @@ def _no_report(task: EvalTask, view: TrialView) -> str | None:
         if any(text.strip() for text in read_texts(view.folder / "home" / "reports", root=view.folder,
                                                    suffix=".md", limit=REPORTS_LIMIT)):
             return None
-    except UntrustedFileError as e:
-        return f"its report can't be read: {e}"
+    except UntrustedFileError:
+        return None  # something was left: the model Grader refuses it and says why
     return "the review left no report (~/reports/*.md)"
 
 
