@@ -11,6 +11,7 @@ behaviour is a comma-separated list of steps, e.g. "sleep:0.2,right":
   plan_limit      print a plan-limit event
   background      leave a background process running (its pid goes to $FAKE_SCENARIO.bg)
   crash           exit 3 with no result
+  die:TEXT        print TEXT on stderr and exit 1 with nothing on stdout (a CLI that can't start)
   report:TEXT     write ~/reports/review.md (a code review; "|" becomes a new line)
   edit            change a file in the repository without committing
   push:TEXT       commit findings.md and push it to origin (a spec review)
@@ -78,6 +79,9 @@ def main() -> int:
             subprocess.run(["git", "push", "-q", "origin", "HEAD"], check=True)
         elif name == "crash":
             return 3
+        elif name == "die":
+            print(arg, file=sys.stderr, flush=True)
+            return 1
         elif name == "allocate":
             held = bytearray(int(arg) << 20)  # zero-filled, so every page is touched
             print(json.dumps({"type": "allocated", "bytes": len(held)}), flush=True)
