@@ -148,13 +148,13 @@ def _signal_session(tree: ProcessTree, signum: int) -> None:
 
 def _reading(result: ProcessResult, handshake: Handshake, *, capped: bool) -> ProcessResult:
     """The command's own exit status (not bwrap's), and the sandbox's void cause if there is one."""
-    if handshake.exit_code() is not None:
-        result = attrs.evolve(result, exit_code=handshake.exit_code())
+    if handshake.exit_code is not None:
+        result = attrs.evolve(result, exit_code=handshake.exit_code)
     if handshake.failure:
         result = attrs.evolve(result, stderr_tail=f"{result.stderr_tail}{handshake.failure}\n")
     if capped:
         return attrs.evolve(result, void_cause=VoidCause.MEMORY_CAP)
-    if not handshake.started and not result.timed_out:  # bwrap, the cap or the relay failed to set up
+    if handshake.broken or (not handshake.started and not result.timed_out):  # bwrap, a limit or the relay failed
         return attrs.evolve(result, void_cause=VoidCause.SANDBOX_FAILED)
     return result
 
