@@ -21,7 +21,7 @@ from pathlib import Path
 import attrs
 import trio
 from assay.hooks.protocols import PROXY_LOG, Invocation, ProcessResult, SandboxCheck
-from assay.plugins.sandbox_bwrap import memory, mounts
+from assay.plugins.sandbox_bwrap import memory, mounts, residue
 from assay.plugins.sandbox_bwrap.handshake import Handshake
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, resolver, upstream_table
 from assay.sessions.proctree import ProcessTree
@@ -115,6 +115,7 @@ class BwrapBackend(Supervisor):
             handshake.close()
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(cap.remove)
+                await trio.to_thread.run_sync(residue.defuse, invocation.read_write)
 
     def command(self, invocation: Invocation, sockets: Path, handshake: Handshake) -> list[str]:
         """The bwrap command line for ``invocation``, its proxy's socket folder and its handshake."""
@@ -148,13 +149,15 @@ def _signal_session(tree: ProcessTree, signum: int) -> None:
 
 def _reading(result: ProcessResult, handshake: Handshake, *, capped: bool) -> ProcessResult:
     """The command's own exit status (not bwrap's), and the sandbox's void cause if there is one."""
-    if handshake.exit_code is not None:
-        result = attrs.evolve(result, exit_code=handshake.exit_code)
+    if handshake.exit_code() is not None:
+        result = attrs.evolve(result, exit_code=handshake.exit_code())
     if handshake.failure:
         result = attrs.evolve(result, stderr_tail=f"{result.stderr_tail}{handshake.failure}\n")
+    if handshake.broken:  # a malformed report: nothing it says can be trusted
+        return attrs.evolve(result, void_cause=VoidCause.SANDBOX_FAILED)
     if capped:
         return attrs.evolve(result, void_cause=VoidCause.MEMORY_CAP)
-    if handshake.broken or (not handshake.started and not result.timed_out):  # bwrap, a limit or the relay failed
+    if not handshake.started and not result.timed_out:  # bwrap, the cap or the relay failed to set up
         return attrs.evolve(result, void_cause=VoidCause.SANDBOX_FAILED)
     return result
 

@@ -36,7 +36,7 @@ class Handshake:
     go_write: int
     relay: int | None = None  # the pid bwrap first named
     started: bool = False
-    exit_code: int | None = None  # the command's own exit status, as the relay reported it
+    exit: int | None = None
     failure: str = ""
     broken: bool = False  # a malformed report: the sandbox failed
     _open: set[int] = attrs.field(factory=set)
@@ -84,8 +84,8 @@ class Handshake:
             code = line.removeprefix("exit ")
             if not code.lstrip("-").isdigit():
                 self._malformed(raw)
-            elif self.exit_code is None:
-                self.exit_code = int(code)
+            elif self.exit is None:
+                self.exit = int(code)
         elif line.startswith("{"):
             await self._take_bwrap(raw, cap)
         else:
@@ -123,6 +123,10 @@ class Handshake:
     def close(self) -> None:
         """Close whatever is still open here."""
         self._close(*list(self._open))
+
+    def exit_code(self) -> int | None:
+        """The command's own exit status, as the relay reported it."""
+        return self.exit
 
     def _close(self, *fds: int) -> None:
         for fd in fds:

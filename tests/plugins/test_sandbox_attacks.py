@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import stat
 import subprocess
 import sys
 import textwrap
@@ -18,9 +19,13 @@ from pathlib import Path
 import pytest
 import trio
 from assay.hooks.protocols import Invocation, ProcessResult
+from assay.plugins.sandbox_bwrap import residue
 from assay.plugins.sandbox_bwrap.backend import BwrapBackend, _reading
 from assay.plugins.sandbox_bwrap.handshake import Handshake
 from assay.storage.records import VoidCause
+
+from tests.conftest import run_cli
+from tests.experiment_fixtures import PLUGINS, make_process_suite
 
 BACKEND = BwrapBackend(grace=0.5, poll=0.05, drain=1.0)
 
@@ -65,6 +70,96 @@ def victim() -> Iterator[int]:
     yield proc.pid
     proc.kill()
     proc.wait()
+
+
+# --- Finding 4: set-uid files and device nodes -----------------------------------------------------
+
+
+def privileged(root: Path) -> list[Path]:
+    """Every set-uid/set-gid file or folder and every device node under ``root``."""
+    found = []
+    for path in [root, *root.rglob("*")]:
+        mode = path.lstat().st_mode
+        if mode & (stat.S_ISUID | stat.S_ISGID) and not path.is_symlink() or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+            found.append(path)
+    return found
+
+
+SETUID = """
+    import os, shutil, stat
+    shutil.copy("/usr/bin/true", "suid")
+    os.chmod("suid", 0o4755)
+    shutil.copy("/usr/bin/true", os.path.join(os.environ["HOME"], "sgid"))
+    os.chmod(os.path.join(os.environ["HOME"], "sgid"), 0o2711)  # not even readable
+    os.makedirs("deep/er")
+    os.chmod("deep/er", 0o2755)
+    os.symlink("/usr/bin/passwd", "link")  # a link to a real set-uid binary: left alone
+    try:
+        os.mknod("null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        print("mknod worked", flush=True)
+    except OSError as e:
+        print("mknod", type(e).__name__, flush=True)
+    print("modes", oct(os.stat("suid").st_mode), flush=True)
+"""
+
+
+def test_a_trial_leaves_no_set_uid_file_on_the_host(bwrap: BwrapBackend, trial: Path) -> None:
+    """Finding 4: a ``chmod 4755`` (or 2755, or a set-gid folder) made in the Trial keeps no such bit
+    on the host once the Trial is over, and the Trial can't make device nodes at all."""
+    result, lines = attack(bwrap, trial, SETUID)
+    assert result.exit_code == 0 and result.void_cause is None, result.stderr_tail
+    assert lines == ["mknod PermissionError", f"modes {oct(0o104755)}"]
+    assert privileged(trial) == []
+    assert (trial / "repo" / "suid").stat().st_mode & 0o7777 == 0o755
+    assert (trial / "home" / "sgid").stat().st_mode & 0o7777 == 0o711
+    assert (trial / "repo" / "link").is_symlink() and Path("/usr/bin/passwd").stat().st_mode & stat.S_ISUID or \
+        not Path("/usr/bin/passwd").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can make device nodes to clear")
+def test_device_nodes_left_in_a_trials_folder_are_removed(tmp_path: Path) -> None:
+    """Finding 4: no device node a Trial's folder holds survives the Trial (the host makes them here,
+    as root, since nothing in the sandbox can)."""
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    os.mknod(tmp_path / "a" / "b" / "disk", 0o600 | stat.S_IFBLK, os.makedev(7, 0))
+    os.mknod(tmp_path / "a" / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    os.mkfifo(tmp_path / "a" / "fifo")
+    defused = residue.defuse([tmp_path / "a"])
+    assert sorted(p.name for p in defused.removed) == ["disk", "null"]
+    assert privileged(tmp_path) == [] and (tmp_path / "a" / "fifo").exists()
+
+
+HOSTILE_RUNNER = """
+import json, os, shutil
+request = json.loads(open(os.environ["ASSAY_REQUEST"]).read())
+shutil.copy("/usr/bin/true", "suid")
+os.chmod("suid", 0o4755)
+with open(os.path.join(request["output_dir"], "result.json"), "w") as out:
+    out.write(json.dumps({"version": 1, "outcome": "delivered"}))
+"""
+
+
+def test_an_experiments_folder_is_private_and_holds_no_set_uid_file(
+    bwrap: BwrapBackend, tmp_path: Path, assay_home: Path
+) -> None:
+    """Finding 4, whole CLI: after an Experiment whose Trials ``chmod 4755`` a file, nothing under
+    ASSAY_HOME is set-uid, and the experiments folder and the Experiment's own are 0700."""
+    make_process_suite(assay_home, tasks=1)
+    manifests = []
+    for name in ("one", "two"):  # two Arms must differ
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "runner.py").write_text(f"# {name}\n{HOSTILE_RUNNER}")
+        manifests.append(tmp_path / name / f"{name}.toml")
+        manifests[-1].write_text('command = ["python3", "{runner_dir}/runner.py"]\n[files]\n"runner.py" = "runner_dir"\n')
+    result = run_cli(
+        assay_home, "experiment", "--suite", "proc", "--baseline-runner", str(manifests[0]), "--candidate-runner",
+        str(manifests[1]), "--trials-per-task", "1", "--sandbox", "bwrap", "--json", plugins=PLUGINS, cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    [experiment] = (assay_home / "evals" / "experiments").iterdir()
+    assert len(list(experiment.glob("trials/*/*/attempt-0/repo/suid"))) == 2
+    assert privileged(assay_home) == []
+    assert stat.S_IMODE(experiment.stat().st_mode) == stat.S_IMODE(experiment.parent.stat().st_mode) == 0o700
 
 
 # --- Finding 5: the relay's report pipe -------------------------------------------------------------
@@ -132,7 +227,7 @@ def test_only_the_first_report_counts_and_only_pid_1_of_a_namespace_below_ours(v
     handshake, cap = reports(f'{{"child-pid": {victim}}}\n'.encode(), b"started\n")
     assert cap.admitted == [] and handshake.broken and "malformed" in handshake.failure
     handshake, cap = reports(b"started\n", b"exit 3\n", b"exit 0\n")
-    assert handshake.started and handshake.exit_code == 3 and not handshake.broken
+    assert handshake.started and handshake.exit_code() == 3 and not handshake.broken
 
 
 @pytest.mark.parametrize("line", [b"{not json\n", b'["child-pid"]\n', b"exit zero\n", b"hello\n", b"x" * 5000])
