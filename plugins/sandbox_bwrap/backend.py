@@ -21,8 +21,9 @@ from pathlib import Path
 import attrs
 import trio
 from assay.hooks.protocols import PROXY_LOG, Invocation, ProcessResult, SandboxCheck
-from assay.plugins.sandbox_bwrap import memory, mounts, residue
+from assay.plugins.sandbox_bwrap import memory, mounts, pids, residue
 from assay.plugins.sandbox_bwrap.handshake import Handshake
+from assay.plugins.sandbox_bwrap.limits import TrialLimits
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, resolver, upstream_table
 from assay.sessions.proctree import ProcessTree
 from assay.sessions.supervise import Supervisor
@@ -61,6 +62,8 @@ class BwrapBackend(Supervisor):
     memory_caps: memory.MemoryCaps | None = None
     hosts_file: Mapping[str, Sequence[str]] = attrs.field(factory=dict)
     executable: str = "bwrap"
+    pids_limit: int | None = None  # tasks per Trial (default: $ASSAY_TRIAL_PIDS, else pids.DEFAULT_LIMIT)
+    pids_caps: pids.PidsCaps | None = None  # how it is enforced (default: what this machine offers)
     upstreams: Mapping[str, Path] = attrs.field(factory=dict)
 
     def with_upstreams(self, upstreams: Mapping[str, Path]) -> BwrapBackend:
@@ -89,7 +92,8 @@ class BwrapBackend(Supervisor):
     async def run(
         self, invocation: Invocation, *, timeout: float, on_line: Callable[[str], None]
     ) -> ProcessResult:
-        cap = self._caps().start(self._limit())
+        cap = TrialLimits.start(self._caps(), self._limit(), self.pids_caps or pids.detect(),
+                                self.pids_limit or pids.default_limit())
         handshake = Handshake.open()
         try:
             with tempfile.TemporaryDirectory(prefix="assay-proxy-") as sockets:

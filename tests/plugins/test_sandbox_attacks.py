@@ -16,16 +16,18 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
+import attrs
 import pytest
 import trio
 from assay.hooks.protocols import Invocation, ProcessResult
-from assay.plugins.sandbox_bwrap import residue
+from assay.plugins.sandbox_bwrap import pids, residue
 from assay.plugins.sandbox_bwrap.backend import BwrapBackend, _reading
 from assay.plugins.sandbox_bwrap.handshake import Handshake
 from assay.storage.records import VoidCause
 
 from tests.conftest import run_cli
 from tests.experiment_fixtures import PLUGINS, make_process_suite
+from tests.sandbox_fixtures import processes_running
 
 BACKEND = BwrapBackend(grace=0.5, poll=0.05, drain=1.0)
 
@@ -242,3 +244,34 @@ def test_a_malformed_report_makes_the_trial_void_sandbox_failed() -> None:
     handshake, _ = reports(b"started\n", b"exit 0\n", b"{oops\n")
     result = _reading(ProcessResult(exit_code=0, backend="bwrap", duration=1.0), handshake, capped=False)
     assert result.void_cause is VoidCause.SANDBOX_FAILED and "malformed" in result.stderr_tail
+
+
+# --- Finding 6: limits a Run's machine would notice ----------------------------------------------------
+
+
+FORK_BOMB = """
+    import os, subprocess, time
+    forked = 0
+    try:
+        while forked < 400:  # bounded, should the limit fail to hold
+            if os.fork() == 0:
+                os.execv("/usr/bin/sleep", ["sleep", "{token}"])
+            forked += 1
+        print("unbounded", forked, flush=True)
+    except OSError as e:
+        print("stopped", forked, e.errno, flush=True)
+"""
+
+
+def test_a_fork_bomb_fills_the_trials_process_limit_not_the_hosts(bwrap: BwrapBackend, trial: Path) -> None:
+    """Finding 6: forks past the Trial's pids limit fail (EAGAIN); nothing outlives the Trial."""
+    caps = pids.detect()
+    if caps.parent is None:
+        pytest.skip(f"no pids cgroup here ({caps.describe(64)}); the rlimit fallback needs a non-root user")
+    token = f"300.{os.getpid()}"
+    result, lines = attack(attrs.evolve(bwrap, pids_limit=64), trial, FORK_BOMB.replace("{token}", token))
+    assert result.exit_code == 0 and result.void_cause is None, result.stderr_tail
+    verdict, forked, *errno = lines[0].split()
+    assert verdict == "stopped" and errno == ["11"] and 50 < int(forked) < 64  # the relay and python count too
+    assert processes_running("sleep", token) == []
+    assert set(caps.parent.glob("assay-trial-*")) == set()  # its cgroup went with it
