@@ -21,7 +21,7 @@ from pathlib import Path
 import attrs
 import trio
 from assay.hooks.protocols import PROXY_LOG, Invocation, ProcessResult, SandboxCheck
-from assay.plugins.sandbox_bwrap import memory, mounts, pids, residue
+from assay.plugins.sandbox_bwrap import memory, mounts, pids, residue, seccomp
 from assay.plugins.sandbox_bwrap.handshake import Handshake
 from assay.plugins.sandbox_bwrap.limits import TrialLimits
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, resolver, upstream_table
@@ -94,7 +94,7 @@ class BwrapBackend(Supervisor):
     ) -> ProcessResult:
         cap = TrialLimits.start(self._caps(), self._limit(), self.pids_caps or pids.detect(),
                                 self.pids_limit or pids.default_limit())
-        handshake = Handshake.open()
+        handshake = Handshake.open(seccomp.program() if seccomp.supported() else None)
         try:
             with tempfile.TemporaryDirectory(prefix="assay-proxy-") as sockets:
                 proxy = Proxy(
@@ -125,6 +125,7 @@ class BwrapBackend(Supervisor):
         """The bwrap command line for ``invocation``, its proxy's socket folder and its handshake."""
         return [
             self.executable, *ISOLATION, "--json-status-fd", str(handshake.report_bwrap),
+            *(("--seccomp", str(handshake.seccomp)) if handshake.seccomp is not None else ()),
             *mounts.toolchains(), *mounts.binds(invocation),
             "--ro-bind", str(RELAY), str(INSIDE / RELAY.name), "--ro-bind", str(sockets), str(INSIDE / "proxy"),
             "--chdir", str(invocation.cwd), "--",

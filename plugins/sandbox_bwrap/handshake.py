@@ -29,6 +29,7 @@ LINE_LIMIT = 4096  # no report is longer
 class Handshake:
     """Open it before the sandbox starts, :meth:`follow` it while it runs, :meth:`close` it after."""
 
+    seccomp: int | None  # a pipe holding the seccomp filter bwrap loads (``--seccomp``), if any
     report_read: int
     report_bwrap: int  # bwrap closes its status fd in the child, so the relay writes to a copy
     report_relay: int
@@ -42,17 +43,20 @@ class Handshake:
     _open: set[int] = attrs.field(factory=set)
 
     @classmethod
-    def open(cls) -> Handshake:
+    def open(cls, seccomp: bytes | None = None) -> Handshake:
+        """The pipes, and one holding ``seccomp`` (a filter program) when given."""
         report_read, report_bwrap = os.pipe()
         go_read, go_write = os.pipe()
-        handshake = cls(report_read, report_bwrap, os.dup(report_bwrap), go_read, go_write)
+        program = _holding(seccomp) if seccomp is not None else None
+        handshake = cls(program, report_read, report_bwrap, os.dup(report_bwrap), go_read, go_write)
         handshake._open.update((report_read, report_bwrap, handshake.report_relay, go_read, go_write))
+        handshake._open.update(() if program is None else (program,))
         return handshake
 
     @property
-    def child_ends(self) -> tuple[int, int, int]:
+    def child_ends(self) -> tuple[int, ...]:
         """The descriptors the sandbox inherits."""
-        return self.report_bwrap, self.report_relay, self.go_read
+        return self.report_bwrap, self.report_relay, self.go_read, *(() if self.seccomp is None else (self.seccomp,))
 
     def hand_over(self) -> None:
         """Close the child's ends here once the sandbox holds them, so the reports end with it."""
@@ -133,6 +137,16 @@ class Handshake:
             if fd in self._open:
                 self._open.discard(fd)
                 os.close(fd)
+
+
+def _holding(data: bytes) -> int:
+    """The read end of a pipe that holds ``data`` and then ends (``data`` fits a pipe's buffer)."""
+    read, write = os.pipe()
+    try:
+        os.write(write, data)
+    finally:
+        os.close(write)
+    return read
 
 
 def _first_of_its_own_pid_namespace(pid: int) -> bool:

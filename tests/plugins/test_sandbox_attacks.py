@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import platform
 import stat
 import subprocess
 import sys
@@ -20,7 +21,7 @@ import attrs
 import pytest
 import trio
 from assay.hooks.protocols import Invocation, ProcessResult
-from assay.plugins.sandbox_bwrap import pids, residue
+from assay.plugins.sandbox_bwrap import pids, residue, seccomp
 from assay.plugins.sandbox_bwrap.backend import BwrapBackend, _reading
 from assay.plugins.sandbox_bwrap.handshake import Handshake
 from assay.storage.records import VoidCause
@@ -275,3 +276,25 @@ def test_a_fork_bomb_fills_the_trials_process_limit_not_the_hosts(bwrap: BwrapBa
     assert verdict == "stopped" and errno == ["11"] and 50 < int(forked) < 64  # the relay and python count too
     assert processes_running("sleep", token) == []
     assert set(caps.parent.glob("assay-trial-*")) == set()  # its cgroup went with it
+
+
+def test_odd_socket_families_are_refused_inside(bwrap: BwrapBackend, trial: Path) -> None:
+    """Finding 6: AF_VSOCK (the VM's port space, past the network namespace), AF_ALG and AF_PACKET
+    fail with EAFNOSUPPORT under the seccomp filter; the families a session needs still work."""
+    if not seccomp.supported():
+        pytest.skip(f"no seccomp filter for {platform.machine()}")
+    code = """
+        import socket
+        for name, kind in [("AF_UNIX", "SOCK_STREAM"), ("AF_INET", "SOCK_STREAM"), ("AF_INET6", "SOCK_DGRAM"),
+                           ("AF_NETLINK", "SOCK_RAW"), ("AF_VSOCK", "SOCK_STREAM"), ("AF_ALG", "SOCK_SEQPACKET"),
+                           ("AF_PACKET", "SOCK_RAW")]:
+            try:
+                socket.socket(getattr(socket, name), getattr(socket, kind)).close()
+                print(name, "made", flush=True)
+            except OSError as e:
+                print(name, e.errno, flush=True)
+    """
+    result, lines = attack(bwrap, trial, code)
+    assert result.exit_code == 0, result.stderr_tail
+    assert lines == ["AF_UNIX made", "AF_INET made", "AF_INET6 made", "AF_NETLINK made",
+                     "AF_VSOCK 97", "AF_ALG 97", "AF_PACKET 97"]
