@@ -24,7 +24,7 @@ from assay.hooks.protocols import PROXY_LOG, Invocation, ProcessResult, SandboxC
 from assay.plugins.sandbox_bwrap import memory, mounts, pids, residue, seccomp
 from assay.plugins.sandbox_bwrap.handshake import Handshake
 from assay.plugins.sandbox_bwrap.limits import TrialLimits
-from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, resolver, upstream_table
+from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, private_hosts, resolver, upstream_table
 from assay.sessions.proctree import ProcessTree
 from assay.sessions.supervise import Supervisor
 from assay.storage.records import VoidCause
@@ -62,6 +62,7 @@ class BwrapBackend(Supervisor):
     memory_caps: memory.MemoryCaps | None = None
     hosts_file: Mapping[str, Sequence[str]] = attrs.field(factory=dict)
     executable: str = "bwrap"
+    private_hosts: tuple[str, ...] = attrs.field(factory=private_hosts)  # may resolve to private addresses
     pids_limit: int | None = None  # tasks per Trial (default: $ASSAY_TRIAL_PIDS, else pids.DEFAULT_LIMIT)
     pids_caps: pids.PidsCaps | None = None  # how it is enforced (default: what this machine offers)
     upstreams: Mapping[str, Path] = attrs.field(factory=dict)
@@ -100,6 +101,7 @@ class BwrapBackend(Supervisor):
                 proxy = Proxy(
                     Allowlist.of(invocation.hosts), (invocation.log_dir or invocation.cwd.parent) / PROXY_LOG,
                     resolver(self.hosts_file), own_addresses(), upstreams=upstream_table(self.upstreams),
+                    private=Allowlist.of(self.private_hosts),
                 )
                 async with trio.open_nursery() as nursery:
                     await nursery.start(proxy.serve, Path(sockets) / SOCKET)

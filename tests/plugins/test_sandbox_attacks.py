@@ -22,13 +22,14 @@ import pytest
 import trio
 from assay.hooks.protocols import Invocation, ProcessResult
 from assay.plugins.sandbox_bwrap import pids, residue, seccomp
-from assay.plugins.sandbox_bwrap.backend import BwrapBackend, _reading
+from assay.plugins.sandbox_bwrap.backend import PROXY_LOG, BwrapBackend, _reading
 from assay.plugins.sandbox_bwrap.handshake import Handshake
+from assay.storage.files import read_lines
 from assay.storage.records import VoidCause
 
 from tests.conftest import run_cli
 from tests.experiment_fixtures import PLUGINS, make_process_suite
-from tests.sandbox_fixtures import processes_running
+from tests.sandbox_fixtures import netns_unavailable, processes_running, remote_server
 
 BACKEND = BwrapBackend(grace=0.5, poll=0.05, drain=1.0)
 
@@ -54,13 +55,15 @@ def trial(tmp_path: Path) -> Path:
     return tmp_path / "trial"
 
 
-def attack(backend: BwrapBackend, trial: Path, code: str, *, timeout: float = 60) -> tuple[ProcessResult, list[str]]:
+def attack(
+    backend: BwrapBackend, trial: Path, code: str, *, timeout: float = 60, hosts: tuple[str, ...] = ()
+) -> tuple[ProcessResult, list[str]]:
     """Run ``code`` (Python) as the Trial's command; its stdout lines and the result."""
     lines: list[str] = []
     invocation = Invocation(
         argv=(sys.executable, "-c", textwrap.dedent(code)), cwd=trial / "repo",
         env={"PATH": "/usr/bin:/bin", "HOME": str(trial / "home")},
-        read_write=(trial / "repo", trial / "home"), log_dir=trial,
+        read_write=(trial / "repo", trial / "home"), hosts=hosts, log_dir=trial,
     )
     result = trio.run(functools.partial(backend.run, invocation, timeout=timeout, on_line=lines.append))
     return result, lines
@@ -298,3 +301,31 @@ def test_odd_socket_families_are_refused_inside(bwrap: BwrapBackend, trial: Path
     assert result.exit_code == 0, result.stderr_tail
     assert lines == ["AF_UNIX made", "AF_INET made", "AF_INET6 made", "AF_NETLINK made",
                      "AF_VSOCK 97", "AF_ALG 97", "AF_PACKET 97"]
+
+
+TUNNEL = """
+    import os, socket
+    proxy = os.environ["HTTPS_PROXY"].removeprefix("http://").split(":")
+    with socket.create_connection((proxy[0], int(proxy[1])), timeout=10) as s:
+        s.sendall(b"CONNECT {target} HTTP/1.1\\r\\n\\r\\n")
+        print(s.makefile("rb").readline().decode().split()[1], flush=True)
+"""
+
+
+def test_an_allowed_name_that_resolves_to_a_private_address_is_refused(bwrap: BwrapBackend, trial: Path) -> None:
+    """Finding 6: the proxy refuses an allowed provider name that resolves into a private range
+    (here 198.18/15, a server in a network namespace of its own) unless that host is configured
+    as a private provider (``ASSAY_PRIVATE_HOSTS``)."""
+    why = netns_unavailable()
+    if why:
+        pytest.skip(why)
+    with remote_server(port=8444) as remote:
+        target = f"gateway.test:{remote.port}"
+        backend = attrs.evolve(bwrap, hosts_file={"gateway.test": [remote.address]})
+        code = TUNNEL.replace("{target}", target)
+        refused, lines = attack(attrs.evolve(backend, private_hosts=()), trial, code, hosts=(target,))
+        assert lines == ["403"], refused.stderr_tail
+        [entry] = read_lines(trial / PROXY_LOG)
+        assert entry["allowed"] is False and "private address" in entry["reason"]
+        allowed, lines = attack(attrs.evolve(backend, private_hosts=(target,)), trial, code, hosts=(target,))
+        assert lines == ["200"], allowed.stderr_tail

@@ -194,11 +194,11 @@ def test_no_address_is_reachable_directly(bwrap: BwrapBackend, world: World, rem
 
 
 def test_the_proxy_reaches_an_allowed_host_and_refuses_the_rest(bwrap: BwrapBackend, world: World, remote: Remote) -> None:
+    port = remote.port
     backend = attrs.evolve(bwrap, hosts_file={
         "provider.test": [remote.address], "elsewhere.test": [remote.address],
         "loopback.test": ["127.0.0.1"], "self.test": [remote.host_side],
-    })
-    port = remote.port
+    }, private_hosts=(f"provider.test:{port}", f"self.test:{port}"))  # 198.18/15 is private
     code = f"""
         import json, os, socket
         proxy = os.environ["HTTPS_PROXY"].removeprefix("http://").split(":")
@@ -411,7 +411,7 @@ def test_allowlist_entries_name_a_host_and_port_443_unless_told() -> None:
 @pytest.mark.parametrize("address, why", [
     ("127.0.0.53", "loopback"), ("::1", "loopback"), ("::ffff:127.0.0.1", "loopback"),
     ("169.254.169.254", "link-local"), ("fe80::1%eth0", "link-local"), ("0.0.0.0", "unspecified"),
-    ("224.0.0.1", "multicast"), ("198.18.9.9", "own"), ("198.18.9.10", None),
+    ("224.0.0.1", "multicast"), ("198.18.9.9", "own"), ("198.18.9.10", "private"), ("93.184.215.14", None),
 ])
 def test_refused_addresses(address: str, why: str | None) -> None:
     reason = refusal(address, frozenset({ipaddress.ip_address("198.18.9.9")}))
