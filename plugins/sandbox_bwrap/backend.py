@@ -23,6 +23,7 @@ import trio
 from assay.hooks.protocols import PROXY_LOG, Invocation, ProcessResult, SandboxCheck
 from assay.plugins.sandbox_bwrap import memory, mounts, pids, residue, seccomp
 from assay.plugins.sandbox_bwrap.handshake import Handshake
+from assay.plugins.sandbox_bwrap import limits
 from assay.plugins.sandbox_bwrap.limits import TrialLimits
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, private_hosts, resolver, upstream_table
 from assay.sessions.proctree import ProcessTree
@@ -65,6 +66,7 @@ class BwrapBackend(Supervisor):
     private_hosts: tuple[str, ...] = attrs.field(factory=private_hosts)  # may resolve to private addresses
     pids_limit: int | None = None  # tasks per Trial (default: $ASSAY_TRIAL_PIDS, else pids.DEFAULT_LIMIT)
     pids_caps: pids.PidsCaps | None = None  # how it is enforced (default: what this machine offers)
+    file_size: int | None = None  # bytes per file written (default: $ASSAY_TRIAL_FILE_SIZE, else 4 GiB)
     upstreams: Mapping[str, Path] = attrs.field(factory=dict)
 
     def with_upstreams(self, upstreams: Mapping[str, Path]) -> BwrapBackend:
@@ -94,7 +96,7 @@ class BwrapBackend(Supervisor):
         self, invocation: Invocation, *, timeout: float, on_line: Callable[[str], None]
     ) -> ProcessResult:
         cap = TrialLimits.start(self._caps(), self._limit(), self.pids_caps or pids.detect(),
-                                self.pids_limit or pids.default_limit())
+                                self.pids_limit or pids.default_limit(), self.file_size or limits.file_size_limit())
         handshake = Handshake.open(seccomp.program() if seccomp.supported() else None)
         try:
             with tempfile.TemporaryDirectory(prefix="assay-proxy-") as sockets:

@@ -1,10 +1,27 @@
-"""A Trial's limits as one cap the handshake admits the relay to: memory (:mod:`.memory`) and
-processes (:mod:`.pids`), started together and removed together."""
+"""A Trial's limits as one cap the handshake admits the relay to: memory (:mod:`.memory`),
+processes (:mod:`.pids`) and the size of each file it writes, started and removed together.
+
+The file-size limit (``RLIMIT_FSIZE``, inherited by all the relay starts) is the only disk limit
+so far: a write past it kills the writer (SIGXFSZ), so one runaway file can't fill the host's
+disk, but many files under it still can; ``assay sandbox check`` says so.
+"""
 
 from __future__ import annotations
 
+import os
+import resource
+
 import attrs
 from assay.plugins.sandbox_bwrap import memory, pids
+
+FILE_SIZE_ENV = "ASSAY_TRIAL_FILE_SIZE"
+DEFAULT_FILE_SIZE = 4 << 30
+
+
+def file_size_limit() -> int:
+    """``$ASSAY_TRIAL_FILE_SIZE`` (e.g. ``1G``) if set, else 4 GiB."""
+    raw = os.environ.get(FILE_SIZE_ENV, "").strip()
+    return memory.parse_size(raw) if raw else DEFAULT_FILE_SIZE
 
 
 @attrs.frozen
@@ -13,18 +30,20 @@ class TrialLimits:
 
     memory: memory.TrialCap
     pids: pids.PidsCgroup | pids.ProcessRlimit | pids.Unlimited
+    file_size: int
 
     @classmethod
     def start(cls, memory_caps: memory.MemoryCaps, memory_limit: int, pids_caps: pids.PidsCaps,
-              pids_limit: int) -> TrialLimits:
+              pids_limit: int, file_size: int) -> TrialLimits:
         cap = memory_caps.start(memory_limit)
         try:
-            return cls(cap, pids_caps.start(pids_limit))
+            return cls(cap, pids_caps.start(pids_limit), file_size)
         except BaseException:
             cap.remove()
             raise
 
     def admit(self, pid: int) -> None:
+        resource.prlimit(pid, resource.RLIMIT_FSIZE, (self.file_size, self.file_size))
         self.pids.admit(pid)
         self.memory.admit(pid)
 

@@ -329,3 +329,20 @@ def test_an_allowed_name_that_resolves_to_a_private_address_is_refused(bwrap: Bw
         assert entry["allowed"] is False and "private address" in entry["reason"]
         allowed, lines = attack(attrs.evolve(backend, private_hosts=(target,)), trial, code, hosts=(target,))
         assert lines == ["200"], allowed.stderr_tail
+
+
+def test_a_disk_fill_in_one_file_stops_at_the_file_size_cap(bwrap: BwrapBackend, trial: Path) -> None:
+    """Finding 6 (partly: the only disk limit so far is per file): writing past the Trial's file-size
+    cap fails (EFBIG; a program that doesn't ignore SIGXFSZ, as Python does, is killed by it), so
+    the file on the host stops at the cap and the Trial fails."""
+    code = """
+        print("writing", flush=True)
+        with open("fill", "wb") as out:
+            for _ in range(64):
+                out.write(bytes(1 << 20))
+        print("wrote it all", flush=True)
+    """
+    result, lines = attack(attrs.evolve(bwrap, file_size=8 << 20), trial, code)
+    assert lines == ["writing"] and result.exit_code == 1 and result.void_cause is None
+    assert "OSError: [Errno 27] File too large" in result.stderr_tail
+    assert (trial / "repo" / "fill").stat().st_size <= 8 << 20
