@@ -79,18 +79,21 @@ class BwrapBackend(Supervisor):
         It runs a trio loop of its own, so call it outside one.
         """
         described = self._caps().describe(self._limit())
+        limits_here = limits.in_force(self._caps(), self._limit(), self.pids_caps or pids.detect(),
+                                      self.pids_limit or pids.default_limit(), self.file_size or limits.file_size_limit())
         if shutil.which(self.executable) is None:
-            return SandboxCheck(False, f"{self.executable} is not installed (apt-get install bubblewrap)", described)
+            return SandboxCheck(False, f"{self.executable} is not installed (apt-get install bubblewrap)", described,
+                                limits_here)
         with tempfile.TemporaryDirectory(prefix="assay-check-") as folder:
             invocation = Invocation(argv=("true",), cwd=Path(folder), env={"PATH": "/usr/bin:/bin"},
                                     read_write=(Path(folder),))
             try:
                 result = trio.run(functools.partial(self.run, invocation, timeout=30, on_line=lambda line: None))
             except OSError as e:
-                return SandboxCheck(False, f"{type(e).__name__}: {e}", described)
+                return SandboxCheck(False, f"{type(e).__name__}: {e}", described, limits_here)
         if result.exit_code == 0 and result.void_cause is None:
-            return SandboxCheck(True, "", described)
-        return SandboxCheck(False, _why(result.stderr_tail), described)
+            return SandboxCheck(True, "", described, limits_here)
+        return SandboxCheck(False, _why(result.stderr_tail), described, limits_here)
 
     async def run(
         self, invocation: Invocation, *, timeout: float, on_line: Callable[[str], None]

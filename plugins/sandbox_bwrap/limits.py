@@ -9,10 +9,12 @@ disk, but many files under it still can; ``assay sandbox check`` says so.
 from __future__ import annotations
 
 import os
+import platform
 import resource
 
 import attrs
-from assay.plugins.sandbox_bwrap import memory, pids
+from assay.hooks.protocols import Limit
+from assay.plugins.sandbox_bwrap import memory, pids, seccomp
 
 FILE_SIZE_ENV = "ASSAY_TRIAL_FILE_SIZE"
 DEFAULT_FILE_SIZE = 4 << 30
@@ -55,3 +57,17 @@ class TrialLimits:
             self.pids.remove()
         finally:
             self.memory.remove()
+
+
+def in_force(memory_caps: memory.MemoryCaps, memory_limit: int, pids_caps: pids.PidsCaps, pids_limit: int,
+             file_size: int) -> tuple[Limit, ...]:
+    """Each limit a Trial gets on this machine, for ``assay sandbox check``."""
+    return (
+        Limit("memory", True, memory_caps.describe(memory_limit)),
+        Limit("pids", pids_caps.in_force, pids_caps.describe(pids_limit)),
+        Limit("disk", False, f"only per file: rlimit fsize, {file_size / (1 << 30):.2f} GiB; a Trial's total "
+                             "writes are not capped"),
+        Limit("seccomp", seccomp.supported(),
+              "socket() for unix, inet, inet6 and netlink only" if seccomp.supported()
+              else f"no filter for this architecture ({platform.machine()})"),
+    )

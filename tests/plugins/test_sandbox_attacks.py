@@ -8,6 +8,7 @@ enforce skips with the reason ``assay sandbox check`` reports it missing.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import platform
 import stat
@@ -346,3 +347,36 @@ def test_a_disk_fill_in_one_file_stops_at_the_file_size_cap(bwrap: BwrapBackend,
     assert lines == ["writing"] and result.exit_code == 1 and result.void_cause is None
     assert "OSError: [Errno 27] File too large" in result.stderr_tail
     assert (trial / "repo" / "fill").stat().st_size <= 8 << 20
+
+
+# --- What `assay sandbox check` says of the limits -------------------------------------------------
+
+
+def test_sandbox_check_reports_each_limit_and_which_are_missing_here(assay_home: Path) -> None:
+    """Acceptance: ``assay sandbox check --json`` reports each limit (pids, disk, memory, seccomp), in
+    force or missing on this machine, as detection here finds it."""
+    result = run_cli(assay_home, "sandbox", "check", "--json")
+    rows = {row["name"]: row for row in json.loads(result.stdout)["backends"]}
+    bwrap = rows["bwrap"]
+    assert set(bwrap["limits"]) == {"memory", "pids", "disk", "seccomp"}
+    assert bwrap["limits"]["pids"]["in_force"] is pids.detect().in_force
+    assert bwrap["limits"]["seccomp"]["in_force"] is seccomp.supported()
+    assert bwrap["limits"]["memory"]["how"] == bwrap["memory_cap"]
+    assert bwrap["missing"] == [name for name, limit in sorted(bwrap["limits"].items()) if not limit["in_force"]]
+    assert "disk" in bwrap["missing"] and "per file" in bwrap["limits"]["disk"]["how"]
+    assert sorted(rows["none"]["missing"]) == ["disk", "memory", "pids", "seccomp"]
+    shown = run_cli(assay_home, "sandbox", "check").stdout
+    assert "bwrap disk: MISSING" in shown and f"bwrap pids: {'in force' if pids.detect().in_force else 'MISSING'}" in shown
+
+
+@pytest.mark.parametrize("root, kind", [(True, "none"), (False, "rlimit nproc")])
+def test_without_a_pids_cgroup_the_fallback_depends_on_the_user(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, root: bool, kind: str
+) -> None:
+    """Finding 6: with no pids cgroup, RLIMIT_NPROC in the Trial's user namespace, except as root
+    (where the kernel never enforces it), which ``sandbox check`` reports missing."""
+    (tmp_path / "mountinfo").write_text("")
+    (tmp_path / "cgroup").write_text("0::/\n")
+    monkeypatch.setattr(os, "geteuid", lambda: 0 if root else 1000)
+    caps = pids.detect(tmp_path)
+    assert caps.kind == kind and caps.in_force is not root
