@@ -21,9 +21,8 @@ from pathlib import Path
 import attrs
 import trio
 from assay.hooks.protocols import PROXY_LOG, Invocation, ProcessResult, SandboxCheck
-from assay.plugins.sandbox_bwrap import memory, mounts, pids, residue, seccomp
+from assay.plugins.sandbox_bwrap import disk, limits, memory, mounts, pids, residue, seccomp
 from assay.plugins.sandbox_bwrap.handshake import Handshake
-from assay.plugins.sandbox_bwrap import limits
 from assay.plugins.sandbox_bwrap.limits import TrialLimits
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, private_hosts, resolver, upstream_table
 from assay.sessions.proctree import ProcessTree
@@ -67,6 +66,8 @@ class BwrapBackend(Supervisor):
     pids_limit: int | None = None  # tasks per Trial (default: $ASSAY_TRIAL_PIDS, else pids.DEFAULT_LIMIT)
     pids_caps: pids.PidsCaps | None = None  # how it is enforced (default: what this machine offers)
     file_size: int | None = None  # bytes per file written (default: $ASSAY_TRIAL_FILE_SIZE, else 4 GiB)
+    disk_limit: int | None = None  # bytes of writable space (default: $ASSAY_TRIAL_DISK, else 8 GiB)
+    disk_caps: disk.DiskCaps | None = None  # how it is enforced (default: what this machine offers)
     upstreams: Mapping[str, Path] = attrs.field(factory=dict)
 
     def with_upstreams(self, upstreams: Mapping[str, Path]) -> BwrapBackend:
@@ -79,8 +80,10 @@ class BwrapBackend(Supervisor):
         It runs a trio loop of its own, so call it outside one.
         """
         described = self._caps().describe(self._limit())
-        limits_here = limits.in_force(self._caps(), self._limit(), self.pids_caps or pids.detect(),
-                                      self.pids_limit or pids.default_limit(), self.file_size or limits.file_size_limit())
+        limits_here = limits.in_force(
+            self._caps(), self._limit(), self.pids_caps or pids.detect(), self.pids_limit or pids.default_limit(),
+            self.disk_caps or disk.detect(), self.disk_limit or disk.default_limit(),
+            self.file_size or limits.file_size_limit())
         if shutil.which(self.executable) is None:
             return SandboxCheck(False, f"{self.executable} is not installed (apt-get install bubblewrap)", described,
                                 limits_here)
@@ -101,7 +104,10 @@ class BwrapBackend(Supervisor):
         cap = TrialLimits.start(self._caps(), self._limit(), self.pids_caps or pids.detect(),
                                 self.pids_limit or pids.default_limit(), self.file_size or limits.file_size_limit())
         handshake = Handshake.open(seccomp.program() if seccomp.supported() else None)
+        staged = disk.Staged(0, None)
         try:
+            staged = await trio.to_thread.run_sync(
+                (self.disk_caps or disk.detect()).start, self.disk_limit or disk.default_limit(), invocation.read_write)
             with tempfile.TemporaryDirectory(prefix="assay-proxy-") as sockets:
                 proxy = Proxy(
                     Allowlist.of(invocation.hosts), (invocation.log_dir or invocation.cwd.parent) / PROXY_LOG,
@@ -113,7 +119,7 @@ class BwrapBackend(Supervisor):
                     async with trio.open_nursery() as reports:
                         reports.start_soon(handshake.follow, cap)
                         result = await self.supervise(
-                            self.command(invocation, Path(sockets), handshake), cwd=invocation.cwd,
+                            self.command(invocation, Path(sockets), handshake, staged.sources), cwd=invocation.cwd,
                             env={**invocation.env, **dict.fromkeys(PROXY_ENV, f"http://127.0.0.1:{RELAY_PORT}")},
                             timeout=timeout, on_line=on_line, stop_signals=invocation.stop_signals,
                             preexec_fn=None, pass_fds=handshake.child_ends, on_start=handshake.hand_over,
@@ -121,19 +127,23 @@ class BwrapBackend(Supervisor):
                         )
                         reports.cancel_scope.deadline = trio.current_time() + self.drain  # the last reports
                     nursery.cancel_scope.cancel()
+            result = attrs.evolve(result, stderr_tail=result.stderr_tail + await trio.to_thread.run_sync(staged.finish))
             return _reading(result, handshake, capped=cap.killed())
         finally:
             handshake.close()
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(cap.remove)
+                await trio.to_thread.run_sync(staged.finish)  # when cancelled: the Trial's work is kept
                 await trio.to_thread.run_sync(residue.defuse, invocation.read_write)
 
-    def command(self, invocation: Invocation, sockets: Path, handshake: Handshake) -> list[str]:
-        """The bwrap command line for ``invocation``, its proxy's socket folder and its handshake."""
+    def command(self, invocation: Invocation, sockets: Path, handshake: Handshake,
+                staged: Mapping[Path, Path] | None = None) -> list[str]:
+        """The bwrap command line for ``invocation``, its proxy's socket folder and its handshake
+        (``staged``: where each writable folder's copy on the Trial's capped disk is)."""
         return [
             self.executable, *ISOLATION, "--json-status-fd", str(handshake.report_bwrap),
             *(("--seccomp", str(handshake.seccomp)) if handshake.seccomp is not None else ()),
-            *mounts.toolchains(), *mounts.binds(invocation),
+            *mounts.toolchains(), *mounts.binds(invocation, staged),
             "--ro-bind", str(RELAY), str(INSIDE / RELAY.name), "--ro-bind", str(sockets), str(INSIDE / "proxy"),
             "--chdir", str(invocation.cwd), "--",
             os.path.realpath(sys.executable), "-I", "-S", str(INSIDE / RELAY.name), str(handshake.report_relay),

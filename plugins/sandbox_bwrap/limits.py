@@ -1,9 +1,9 @@
 """A Trial's limits as one cap the handshake admits the relay to: memory (:mod:`.memory`),
 processes (:mod:`.pids`) and the size of each file it writes, started and removed together.
 
-The file-size limit (``RLIMIT_FSIZE``, inherited by all the relay starts) is the only disk limit
-so far: a write past it kills the writer (SIGXFSZ), so one runaway file can't fill the host's
-disk, but many files under it still can; ``assay sandbox check`` says so.
+The file-size limit (``RLIMIT_FSIZE``, inherited by all the relay starts) holds everywhere: a write
+past it fails (EFBIG, or SIGXFSZ kills the writer). The cap on a Trial's total writes is a file
+system of its own (:mod:`.disk`), where this machine allows one.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import resource
 
 import attrs
 from assay.hooks.protocols import Limit
-from assay.plugins.sandbox_bwrap import memory, pids, seccomp
+from assay.plugins.sandbox_bwrap import disk, memory, pids, seccomp
 
 FILE_SIZE_ENV = "ASSAY_TRIAL_FILE_SIZE"
 DEFAULT_FILE_SIZE = 4 << 30
@@ -60,13 +60,13 @@ class TrialLimits:
 
 
 def in_force(memory_caps: memory.MemoryCaps, memory_limit: int, pids_caps: pids.PidsCaps, pids_limit: int,
-             file_size: int) -> tuple[Limit, ...]:
+             disk_caps: disk.DiskCaps, disk_limit: int, file_size: int) -> tuple[Limit, ...]:
     """Each limit a Trial gets on this machine, for ``assay sandbox check``."""
     return (
         Limit("memory", True, memory_caps.describe(memory_limit)),
         Limit("pids", pids_caps.in_force, pids_caps.describe(pids_limit)),
-        Limit("disk", False, f"only per file: rlimit fsize, {file_size / (1 << 30):.2f} GiB; a Trial's total "
-                             "writes are not capped"),
+        Limit("disk", disk_caps.in_force,
+              f"{disk_caps.describe(disk_limit)}; each file at most {file_size / (1 << 30):.2f} GiB (rlimit fsize)"),
         Limit("seccomp", seccomp.supported(),
               "socket() for unix, inet, inet6 and netlink only" if seccomp.supported()
               else f"no filter for this architecture ({platform.machine()})"),

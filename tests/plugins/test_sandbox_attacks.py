@@ -14,6 +14,7 @@ import platform
 import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +23,7 @@ import attrs
 import pytest
 import trio
 from assay.hooks.protocols import Invocation, ProcessResult
-from assay.plugins.sandbox_bwrap import pids, residue, seccomp
+from assay.plugins.sandbox_bwrap import disk, pids, residue, seccomp
 from assay.plugins.sandbox_bwrap.backend import PROXY_LOG, BwrapBackend, _reading
 from assay.plugins.sandbox_bwrap.handshake import Handshake
 from assay.storage.files import read_lines
@@ -332,6 +333,39 @@ def test_an_allowed_name_that_resolves_to_a_private_address_is_refused(bwrap: Bw
         assert lines == ["200"], allowed.stderr_tail
 
 
+DISK_FILL = """
+    import os
+    open("kept.txt", "w").write("work before the fill\\n")
+    written = 0
+    try:
+        for n in range(64):  # bounded: 512 MiB, should the cap fail to hold
+            with open(f"fill-{n}", "wb") as out:
+                for _ in range(8):
+                    out.write(bytes(1 << 20))
+                    out.flush()
+                    os.fsync(out.fileno())
+                    written += 1
+        print("unbounded", written, flush=True)
+    except OSError as e:
+        print("stopped", e.errno, flush=True)
+"""
+
+
+def test_a_disk_fill_stops_at_the_trials_disk_cap(bwrap: BwrapBackend, trial: Path) -> None:
+    """Finding 6: many files, each under the file-size cap, fill the Trial's own file system
+    (ENOSPC), not the host's; the Trial's work comes back to its folder, and the Trial's stderr
+    says it filled its cap."""
+    caps = disk.detect()
+    if not caps.in_force:
+        pytest.skip(caps.describe(64 << 20))
+    result, lines = attack(attrs.evolve(bwrap, disk_limit=64 << 20), trial, DISK_FILL)
+    assert lines == ["stopped 28"], result.stderr_tail  # ENOSPC
+    assert "filled its disk cap" in result.stderr_tail
+    assert (trial / "repo" / "kept.txt").read_text() == "work before the fill\n"
+    assert sum(f.stat().st_size for f in (trial / "repo").iterdir()) <= 64 << 20
+    assert not list(Path(tempfile.gettempdir()).glob("assay-disk-*"))  # its file system is gone
+
+
 def test_a_disk_fill_in_one_file_stops_at_the_file_size_cap(bwrap: BwrapBackend, trial: Path) -> None:
     """Finding 6 (partly: the only disk limit so far is per file): writing past the Trial's file-size
     cap fails (EFBIG; a program that doesn't ignore SIGXFSZ, as Python does, is killed by it), so
@@ -363,10 +397,12 @@ def test_sandbox_check_reports_each_limit_and_which_are_missing_here(assay_home:
     assert bwrap["limits"]["seccomp"]["in_force"] is seccomp.supported()
     assert bwrap["limits"]["memory"]["how"] == bwrap["memory_cap"]
     assert bwrap["missing"] == [name for name, limit in sorted(bwrap["limits"].items()) if not limit["in_force"]]
-    assert "disk" in bwrap["missing"] and "per file" in bwrap["limits"]["disk"]["how"]
+    assert bwrap["limits"]["disk"]["in_force"] is disk.detect().in_force
+    assert "each file at most" in bwrap["limits"]["disk"]["how"]
     assert sorted(rows["none"]["missing"]) == ["disk", "memory", "pids", "seccomp"]
     shown = run_cli(assay_home, "sandbox", "check").stdout
-    assert "bwrap disk: MISSING" in shown and f"bwrap pids: {'in force' if pids.detect().in_force else 'MISSING'}" in shown
+    assert f"bwrap pids: {'in force' if pids.detect().in_force else 'MISSING'}" in shown
+    assert f"bwrap disk: {'in force' if disk.detect().in_force else 'MISSING'}" in shown
 
 
 @pytest.mark.parametrize("root, kind", [(True, "none"), (False, "rlimit nproc")])
