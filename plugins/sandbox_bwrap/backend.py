@@ -1,10 +1,12 @@
 """The bwrap backend: a Trial sees nothing else, reaches only its provider, and leaves nothing behind.
 
-Each run starts, for that Trial alone: a memory cap (:mod:`.memory`), the allowlisting proxy
-on a Unix socket in a private folder (:mod:`.proxy`), and bwrap with new network, PID and IPC
-namespaces over the file system :mod:`.mounts` describes, whose PID 1 is the relay
-(:mod:`.relay`). The run ends when the command exits, its timeout passes, its cap is hit, or
-it is cancelled; then the PID namespace, the proxy and the cap go with it.
+Each run starts, for that Trial alone: its limits (memory, processes, file size: :mod:`.limits`),
+a capped disk for its writable folders (:mod:`.disk`), the allowlisting proxy on a Unix socket
+in a private folder (:mod:`.proxy`), and bwrap with new network, PID and IPC namespaces and a
+seccomp filter (:mod:`.seccomp`) over the file system :mod:`.mounts` describes, whose PID 1 is
+the relay (:mod:`.relay`). The run ends when the command exits, its timeout passes, its cap is
+hit, or it is cancelled; then the PID namespace, the proxy, the limits and the disk go with it,
+and what the Trial left is made harmless (:mod:`.residue`).
 """
 
 from __future__ import annotations
