@@ -129,7 +129,8 @@ class BwrapBackend(Supervisor):
                         )
                         reports.cancel_scope.deadline = trio.current_time() + self.drain  # the last reports
                     nursery.cancel_scope.cancel()
-            result = attrs.evolve(result, stderr_tail=result.stderr_tail + await trio.to_thread.run_sync(staged.finish))
+            notes = cap.notes() + await trio.to_thread.run_sync(staged.finish)
+            result = attrs.evolve(result, stderr_tail=result.stderr_tail + notes)
             return _reading(result, handshake, capped=cap.killed())
         finally:
             handshake.close()

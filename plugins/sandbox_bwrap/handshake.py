@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import attrs
@@ -86,7 +87,7 @@ class Handshake:
             self.started = True
         elif line.startswith("exit "):
             code = line.removeprefix("exit ")
-            if not code.lstrip("-").isdigit():
+            if not re.fullmatch(r"-?\d{1,4}", code):
                 self._malformed(raw)
             elif self.exit is None:
                 self.exit = int(code)

@@ -52,6 +52,10 @@ class TrialLimits:
     def killed(self) -> bool:
         return self.memory.killed()
 
+    def notes(self) -> str:
+        """Lines for the Trial's stderr about limits it reached without being killed."""
+        return "assay sandbox: the Trial reached its process limit\n" if self.pids.hit() else ""
+
     def remove(self) -> None:
         try:
             self.pids.remove()

@@ -238,7 +238,8 @@ def test_only_the_first_report_counts_and_only_pid_1_of_a_namespace_below_ours(v
     assert handshake.started and handshake.exit_code() == 3 and not handshake.broken
 
 
-@pytest.mark.parametrize("line", [b"{not json\n", b'["child-pid"]\n', b"exit zero\n", b"hello\n", b"x" * 5000])
+@pytest.mark.parametrize("line", [b"{not json\n", b'["child-pid"]\n', b"exit zero\n", b"exit --5\n", b"hello\n",
+                                  b"x" * 5000])
 def test_a_malformed_report_fails_the_sandbox_not_the_experiment(line: bytes) -> None:
     """Finding 5: a malformed line is a sandbox failure of that Trial, never an exception."""
     handshake, _ = reports(b"started\n", line)
@@ -270,7 +271,8 @@ FORK_BOMB = """
 
 
 def test_a_fork_bomb_fills_the_trials_process_limit_not_the_hosts(bwrap: BwrapBackend, trial: Path) -> None:
-    """Finding 6: forks past the Trial's pids limit fail (EAGAIN); nothing outlives the Trial."""
+    """Finding 6: forks past the Trial's pids limit fail (EAGAIN), the Trial's stderr says it reached
+    the limit, and nothing outlives the Trial."""
     caps = pids.detect()
     if caps.parent is None:
         pytest.skip(f"no pids cgroup here ({caps.describe(64)}); the rlimit fallback needs a non-root user")
@@ -279,6 +281,7 @@ def test_a_fork_bomb_fills_the_trials_process_limit_not_the_hosts(bwrap: BwrapBa
     assert result.exit_code == 0 and result.void_cause is None, result.stderr_tail
     verdict, forked, *errno = lines[0].split()
     assert verdict == "stopped" and errno == ["11"] and 50 < int(forked) < 64  # the relay and python count too
+    assert "the Trial reached its process limit" in result.stderr_tail
     assert processes_running("sleep", token) == []
     assert set(caps.parent.glob("assay-trial-*")) == set()  # its cgroup went with it
 
