@@ -47,18 +47,21 @@ class Staged:
             return ""
         root, self.root = self.root, None
         mount = root / "mnt"
+        notes = ""
         try:
             usage = os.statvfs(mount)
-            full = usage.f_bavail * usage.f_frsize < (1 << 20)
+            if usage.f_bavail * usage.f_frsize < (1 << 20):
+                notes += f"assay sandbox: the Trial filled its disk cap ({self.limit / (1 << 30):.2f} GiB)\n"
             for folder, staged in self.sources.items():
-                _empty(folder)
-                _copy(staged, folder)
+                try:
+                    _empty(folder)
+                    _copy(staged, folder)
+                except OSError as e:  # whatever the Trial left there is its own doing: its failure
+                    notes += f"assay sandbox: can't put back all the Trial left in {folder}: {e}\n"
         finally:
             subprocess.run(["umount", str(mount)], check=False, capture_output=True)
             shutil.rmtree(root, ignore_errors=True)
-        if full:
-            return f"assay sandbox: the Trial filled its disk cap ({self.limit / (1 << 30):.2f} GiB)\n"
-        return ""
+        return notes
 
 
 @attrs.frozen
@@ -78,7 +81,8 @@ class DiskCaps:
 
     def start(self, limit: int, folders: Sequence[Path]) -> Staged:
         """Copy ``folders`` (those that are folders) onto a fresh file system of ``limit`` bytes."""
-        folders = [Path(os.path.abspath(f)) for f in folders if Path(f).is_dir() and not Path(f).is_symlink()]
+        folders = sorted((Path(os.path.abspath(f)) for f in folders if Path(f).is_dir() and not Path(f).is_symlink()),
+                         key=lambda folder: len(folder.parts))  # a folder is put back before one inside it
         if self.kind == "none" or not folders:
             return Staged(limit, None)
         root = Path(tempfile.mkdtemp(prefix="assay-disk-"))

@@ -4,7 +4,7 @@ bwrap starts this (``--as-pid-1``) with the Python that runs assay, bound read-o
 ``python -I -S relay.py REPORT_FD GO_FD SOCKET PORT -- COMMAND…``. It listens on 127.0.0.1:PORT
 of the Trial's own network (where ``HTTPS_PROXY`` points) and forwards each connection byte for
 byte to the proxy's Unix socket, bound in from outside. Once the backend says go on GO_FD (it
-has put the relay under the Trial's memory cap), it starts COMMAND in its process group (a new
+has put the relay under the Trial's limits), it starts COMMAND in its process group (a new
 one: bwrap's ``--new-session``), reaps every orphan, and exits with COMMAND, whereupon the
 kernel kills whatever is left in the namespace. It reports on REPORT_FD (see handshake.py).
 
@@ -13,8 +13,8 @@ ptrace it nor open its descriptors through ``/proc/1/fd`` and forge a report; RE
 close-on-exec, so the command never holds it.
 
 As PID 1 it ignores every signal it has no handler for, so a stop signal sent to its process
-group reaches COMMAND alone. It uses only built-in modules: ``socket``, ``signal`` and
-``threading`` import enum and would add about 8 ms to every Trial's start.
+group reaches COMMAND alone. It uses only C modules (``_socket``, ``_ctypes``…): ``socket``,
+``signal`` and ``threading`` import enum and would add about 8 ms to every Trial's start.
 """
 
 import _ctypes
