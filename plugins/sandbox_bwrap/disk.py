@@ -29,7 +29,10 @@ DEFAULT_LIMIT = 8 << 30
 def default_limit() -> int:
     """``$ASSAY_TRIAL_DISK`` (e.g. ``20G``) if set, else 8 GiB."""
     raw = os.environ.get(DISK_ENV, "").strip()
-    return parse_size(raw) if raw else DEFAULT_LIMIT
+    try:
+        return parse_size(raw) if raw else DEFAULT_LIMIT
+    except ValueError as e:
+        raise ValueError(f"{DISK_ENV}: {e}") from None
 
 
 @attrs.define

@@ -23,7 +23,10 @@ DEFAULT_FILE_SIZE = 4 << 30
 def file_size_limit() -> int:
     """``$ASSAY_TRIAL_FILE_SIZE`` (e.g. ``1G``) if set, else 4 GiB."""
     raw = os.environ.get(FILE_SIZE_ENV, "").strip()
-    return memory.parse_size(raw) if raw else DEFAULT_FILE_SIZE
+    try:
+        return memory.parse_size(raw) if raw else DEFAULT_FILE_SIZE
+    except ValueError as e:
+        raise ValueError(f"{FILE_SIZE_ENV}: {e}") from None
 
 
 @attrs.frozen
