@@ -34,6 +34,8 @@ from assay.storage.records import Arm, Bar, EvalTask, Outcome, Score, Setup, Tri
 
 # Outcomes that are fails without asking a Grader: the session itself didn't deliver.
 SELF_EVIDENT_FAILS = {Outcome.FAILED, Outcome.TIMEOUT, Outcome.STOPPED_TO_ASK}
+# Void causes that mean the plan ran out: the Experiment pauses, however the limit was recognised.
+PLAN_LIMIT_CAUSES = {VoidCause.PLAN_LIMIT, VoidCause.USAGE_LIMIT}
 
 
 class SlotQueue:
@@ -175,7 +177,7 @@ class ExperimentRun:
     def _pause(self) -> None:
         if not self.paused:
             self.paused = True
-            self.command.log("plan-limit warning: starting no new Trial; the Experiment pauses")
+            self.command.log("plan limit: starting no new Trial; the Experiment pauses")
             self.command.activity("plan_limit", f"experiment {self.exp.id} hit a plan-limit warning")
             if self._queue is not None:
                 self._queue.close()
@@ -219,6 +221,8 @@ class ExperimentRun:
                 outcome = SessionOutcome(Outcome.VOID, VoidCause.SANDBOX_FAILED, diagnostic=f"{type(e).__name__}: {e}")
                 process = ProcessResult(exit_code=None, backend=self.backend.name, duration=0.0)
         outcome = _sandbox_says(outcome, process)
+        if outcome.plan_limit or outcome.void_cause in PLAN_LIMIT_CAUSES:
+            self._pause()  # a limit read only once the session ended never reached the live callback
         if review_only and outcome.outcome is not Outcome.VOID:
             if _repository_state(repository) != before:
                 outcome = attrs.evolve(outcome, outcome=Outcome.VOID, void_cause=VoidCause.REPOSITORY_CHANGED,

@@ -186,3 +186,47 @@ def test_a_harness_that_updates_itself_midway_does_not_reach_a_resumed_experimen
     setup = json.loads(next(assay_home.glob("evals/experiments/*/setup.json")).read_text())
     assert setup["baseline"]["harness_version"] == "2.1.197"
     assert calls(new) == [] and len(calls(old)) >= 3
+
+
+# --- issue 15, finding 1: any plan limit pauses; no Trial runs more than 3 times -------------
+
+LIMIT_TEXT = "Claude AI usage limit reached|1735689600"
+TEXT_LIMITS = {
+    "result text, null status": ("claude", [*steps([claude.INIT, claude.failed_result(LIMIT_TEXT)])]),
+    "limit result, no status": ("claude", [*steps([claude.INIT, claude.failed_result(
+        "You've hit your session limit · resets 2pm (UTC)")])]),
+    "claude, stderr only": ("claude", [{"line": claude.INIT}, {"stderr": LIMIT_TEXT}]),
+    "codex, stderr only": ("codex", [{"line": codex.STARTED}, {"line": codex.TURN}, {"stderr": codex.USAGE_LIMIT}]),
+}
+VERSIONS = {"claude": "2.1.197 (Claude Code)", "codex": "codex-cli 0.171.0"}
+
+
+@pytest.mark.parametrize("shape", TEXT_LIMITS)
+def test_a_plan_limit_read_only_from_text_pauses_and_never_reruns_past_three(
+        assay_home, tmp_path, factory, shape):
+    """Issue 15 finding 1: a limit recognised only once the session ended (result text, no status,
+    stderr) pauses the Experiment at once, and however often it is resumed no Trial is attempted
+    more than 1 + void_reruns = 3 times (it used to loop: 48 attempts in 25 s)."""
+    harness, stream = TEXT_LIMITS[shape]
+    bin_dir = tmp_path / "bin"
+    install(bin_dir, "claude", {"version": VERSIONS["claude"], "steps": steps(claude.SUCCESS)})
+    install(bin_dir, "codex", {"version": VERSIONS["codex"], "steps": steps(codex.SUCCESS)})
+    install(bin_dir, harness, {"version": VERSIONS[harness], "steps": stream, "exit": 1})
+    make_suite(assay_home, tasks=1)
+    args = ("--candidate-model", "other") if harness == "claude" else ("--candidate-harness", "codex")
+    for run in range(5):
+        before = len(records(assay_home))
+        result = experiment(assay_home, factory, bin_dir, "--workers", "1", *args)
+        outcome = json.loads(result.stdout.strip().splitlines()[-1])["outcome"]
+        if result.returncode == 0:  # the limited Arm's Trial dropped out after 3 attempts
+            assert harness == "codex" and outcome == "inconclusive" and len(records(assay_home)) == before
+            break
+        assert (result.returncode, outcome) == (3, "paused"), (run, result.stderr)
+        new = records(assay_home)[before:] if harness == "codex" else None
+        assert len(records(assay_home)) == before + (1 if run or harness == "claude" else 2), "paused at once"
+        assert new is None or [r["void_cause"] for r in new][-1] == "plan_limit"
+    attempts: dict = {}
+    for r in records(assay_home):
+        attempts.setdefault((r["arm"], r["index"]), []).append((r["attempt"], r["void_cause"]))
+    limited = ("baseline", 0) if harness == "claude" else ("candidate", 0)
+    assert attempts[limited] == [(0, "plan_limit"), (1, "plan_limit"), (2, "plan_limit")], attempts
