@@ -36,6 +36,8 @@ from assay.storage.records import Arm, Bar, EvalTask, Outcome, Score, Setup, Tri
 SELF_EVIDENT_FAILS = {Outcome.FAILED, Outcome.TIMEOUT, Outcome.STOPPED_TO_ASK}
 # Void causes that mean the plan ran out: the Experiment pauses, however the limit was recognised.
 PLAN_LIMIT_CAUSES = {VoidCause.PLAN_LIMIT, VoidCause.USAGE_LIMIT}
+# Void causes that mean the provider is failing: a re-run waits first (the Bar's backoff).
+PROVIDER_FAILING = {VoidCause.SERVER_ERROR, VoidCause.PROVIDER_UNREACHABLE}
 
 
 class SlotQueue:
@@ -165,6 +167,10 @@ class ExperimentRun:
                 state = self.exp.slot_state(slot, self.bar)
                 if state.next_attempt is not None and not self.paused:
                     again = (slot, state.next_attempt)
+                failing = sum(1 for r in state.records if r.void_cause in PROVIDER_FAILING)
+                if again is not None and record.void_cause in PROVIDER_FAILING:
+                    await trio.sleep(self.bar.void_backoff_seconds * 2 ** (failing - 1))
+                    again = None if self.paused else again
             if again is None:
                 self.counts.done += 1
             self.command.log(
@@ -212,7 +218,7 @@ class ExperimentRun:
             ctx = TrialContext(
                 task=task, prompt=self.prompts[slot.arm][task.id], folder=folder, repository=repository, home=home,
                 backend=self.backend, timeout=self.bar.timeout_seconds, assay_home=self.home.root,
-                log=log, on_plan_limit=self._pause,
+                log=log, on_plan_limit=self._pause, provider_error_limit=self.bar.void_provider_errors,
                 writable=tuple(p for p in [timesafe.origin_path(repository)] if p.exists()),
             )
             try:
