@@ -230,3 +230,93 @@ def test_a_plan_limit_read_only_from_text_pauses_and_never_reruns_past_three(
         attempts.setdefault((r["arm"], r["index"]), []).append((r["attempt"], r["void_cause"]))
     limited = ("baseline", 0) if harness == "claude" else ("candidate", 0)
     assert attempts[limited] == [(0, "plan_limit"), (1, "plan_limit"), (2, "plan_limit")], attempts
+
+
+# --- issue 15: every stream shape, through a whole Experiment --------------------------------
+
+STREAMS = Path(__file__).parents[1] / "fixtures" / "streams"
+HANG = {"hang": True}
+RETRY_500 = [{"line": {**claude.retry(500, "server_error"), "attempt": n}} for n in range(1, 13)]
+OAUTH_403 = ('API Error: 403 {"type":"error","error":{"type":"permission_error","message":"OAuth authentication '
+             'is currently not allowed for this organization.","details":{"error_code":"oauth_org_not_allowed"}}}')
+WORKED = [claude.INIT, claude.TOOL_USE, claude.TOOL_RESULT]
+# id: (harness, steps, exit code, timeout, (outcome, void cause), words in the diagnostic, paused)
+SHAPES = {
+    "claude-success": ("claude", steps(claude.SUCCESS), 0, 60, ("delivered", None), "", False),
+    "claude-warning-work-context-overflow": (
+        "claude", steps([claude.INIT, claude.rate_limit("allowed_warning"), *WORKED[1:],
+                         claude.failed_result("Prompt is too long", 400)]), 1, 60, ("failed", None),
+        "Prompt is too long", True),
+    "claude-warning-work-timeout": (
+        "claude", [*steps([claude.INIT, claude.rate_limit("allowed_warning"), *WORKED[1:]]), HANG], 0, 3,
+        ("timeout", None), "timed out", True),
+    "claude-work-econnrefused-result": (
+        "claude", steps([*WORKED, claude.failed_result("connect ECONNREFUSED 127.0.0.1:5432")]), 1, 60,
+        ("failed", None), "ECONNREFUSED", False),
+    "claude-blip-then-400": (
+        "claude", steps([claude.INIT, claude.retry(None, "unknown"), claude.failed_result("Prompt is too long", 400)]),
+        1, 60, ("failed", None), "Prompt is too long", False),
+    "claude-only-retries-500": ("claude", [{"line": claude.INIT}, *RETRY_500, HANG], 0, 600,
+                                ("void", "server_error"), "10 provider errors before any work", False),
+    "claude-recorded-no-network": ("claude", [{"replay": str(STREAMS / "real-claude-2.1.197-fake-token-nonet.jsonl")}],
+                                   1, 600, ("void", "provider_unreachable"), "provider errors", False),
+    "claude-recorded-no-login": ("claude", [{"replay": str(STREAMS / "real-claude-nologin.jsonl")}], 1, 60,
+                                 ("void", "login_failed"), "Not logged in", False),
+    "claude-api-key-login": ("claude", [{"line": {**claude.INIT, "apiKeySource": "ANTHROPIC_API_KEY"}}, HANG], 0, 600,
+                             ("void", "login_mismatch"), "login came from ANTHROPIC_API_KEY", False),
+    "claude-other-version": ("claude", [{"line": {**claude.INIT, "claude_code_version": "2.1.300"}}, HANG], 0, 600,
+                             ("void", "harness_changed"), "version 2.1.300, not 2.1.197", False),
+    "claude-403-oauth-org-not-allowed": (
+        "claude", steps([claude.INIT, claude.api_error(OAUTH_403, error="unknown", api_error_status=403),
+                         claude.failed_result(OAUTH_403, 403)]), 1, 60, ("void", "login_failed"), "oauth_org", False),
+    "codex-work-http-401-turn-failed": (
+        "codex", steps([codex.STARTED, codex.TURN, codex.COMMAND, codex.turn_failed("test client: HTTP 401")]), 1, 60,
+        ("failed", None), "HTTP 401", False),
+    "codex-recorded-no-network": ("codex", [{"replay": str(STREAMS / "real-codex-nonet.jsonl")}, HANG], 0, 4,
+                                  ("void", "provider_unreachable"), "timed out", False),
+    "codex-work-usage-limit": (
+        "codex", steps([codex.STARTED, codex.TURN, codex.COMMAND, codex.error(codex.USAGE_LIMIT),
+                        codex.turn_failed(codex.USAGE_LIMIT)]), 1, 60, ("void", "plan_limit"), "usage limit", True),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_each_stream_shape_gives_its_outcome(assay_home, tmp_path, factory, shape):
+    """Issue 15 (the acceptance table in docs/harnesses.md): each stream shape, played by a fake
+    CLI through a whole Experiment, gives its outcome and void cause; a void is re-run to 3
+    attempts at most; a session assay stops (retries only, another login, another version) ends
+    long before its timeout; a plan limit pauses."""
+    harness, stream, code, timeout, expected, words, paused = SHAPES[shape]
+    bin_dir = tmp_path / "bin"
+    install(bin_dir, "claude", {"version": VERSIONS["claude"], "steps": steps(claude.SUCCESS)})
+    recorded_version = "2.1.328 (Claude Code)" if shape == "claude-recorded-no-login" else None  # as recorded
+    install(bin_dir, harness, {"version": recorded_version or VERSIONS[harness], "steps": stream, "exit": code})
+    make_suite(assay_home, tasks=1)
+    args = ("--candidate-model", "other") if harness == "claude" else ("--candidate-harness", "codex")
+    started = time.monotonic()
+    result = experiment(assay_home, factory, bin_dir, "--void-backoff", "0", "--timeout", str(timeout), *args)
+    assert result.returncode == (3 if paused else 0), result.stderr
+    assert time.monotonic() - started < min(timeout, 60) + 60
+    mine = [r for r in records(assay_home) if harness == "claude" or r["arm"] == "candidate"]
+    assert mine and {(r["outcome"], r["void_cause"]) for r in mine} == {expected}, [r["diagnostic"] for r in mine]
+    assert all(words in r["diagnostic"] for r in mine), [r["diagnostic"] for r in mine]
+    if expected[0] == "void" and not paused:
+        assert sorted(r["attempt"] for r in mine if r["arm"] == "candidate") == [0, 1, 2]
+
+
+def test_a_failing_provider_s_reruns_back_off(assay_home, tmp_path, factory):
+    """Issue 15 finding 5: a Trial the provider failed (server error before any work) is re-run
+    only after the Bar's backoff, doubled each time (1 s, then 2 s)."""
+    bin_dir = tmp_path / "bin"
+    install(bin_dir, "claude", {"version": VERSIONS["claude"], "steps": steps(claude.SUCCESS)})
+    install(bin_dir, "codex", {"version": VERSIONS["codex"], "exit": 1, "steps": steps([
+        codex.STARTED, codex.TURN, codex.turn_failed("unexpected status 500 Internal Server Error")])})
+    make_suite(assay_home, tasks=1)
+    result = experiment(assay_home, factory, bin_dir, "--candidate-harness", "codex", "--void-backoff", "1")
+    assert result.returncode == 0, result.stderr
+    import datetime as dt
+    tried = sorted((r["attempt"], dt.datetime.fromisoformat(r["started_at"]), dt.datetime.fromisoformat(r["ended_at"]))
+                   for r in records(assay_home) if r["arm"] == "candidate")
+    assert [(a, r) for a, r in zip([t[0] for t in tried], [0, 1, 2])] and len(tried) == 3
+    gaps = [(tried[i + 1][1] - tried[i][2]).total_seconds() for i in range(2)]
+    assert gaps[0] >= 1.0 and gaps[1] >= 2.0, gaps
