@@ -115,7 +115,7 @@ class ClaudeDecoder(EventDecoder):
         message = "; ".join(errors) or text or f"claude's turn failed ({event.get('subtype')})"
         status = event.get("api_error_status")
         in_text = cause_in_text(message)
-        if status == 429 and (r.plan_limit or in_text is VoidCause.PLAN_LIMIT):
+        if status == 429 and (in_text is VoidCause.PLAN_LIMIT or r.stop is VoidCause.PLAN_LIMIT):
             r.evidence(VoidCause.PLAN_LIMIT, message, stated=True, answered=True)
             return
         stated = _error_cause(None, status, None, message)
