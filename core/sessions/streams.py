@@ -164,7 +164,8 @@ class Reading:
             outcome = Outcome.DELIVERED if delivered else Outcome.FAILED
         return SessionOutcome(
             outcome=outcome, void_cause=cause if outcome is Outcome.VOID else None,
-            plan_limit=self.plan_limit or cause is VoidCause.PLAN_LIMIT, session_id=self.session_id,
+            plan_limit=self.plan_limit or VoidCause.PLAN_LIMIT in (cause, cause_in_text(process.stderr_tail)),
+            session_id=self.session_id,
             turns=self.turns, tokens=dict(self.tokens), cost_usd=self.cost_usd,
             final_message=self.final_message, diagnostic=self._diagnostic(process),
         )

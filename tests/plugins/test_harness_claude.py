@@ -474,3 +474,11 @@ def test_copied_settings_keep_no_login_credential_or_endpoint(tmp_path: Path, cl
     assert json.loads(copied.read_text()) == {"hooks": {"PreToolUse": []}, "model": "opus",
                                               "permissions": {"deny": ["Bash(rm:*)"]}}
     assert not copied.stat().st_mode & stat.S_IWUSR
+
+
+def test_a_limit_on_stderr_after_work_still_pauses_but_does_not_void() -> None:
+    """Findings 1 and 3: any plan limit, however recognised, pauses the Experiment; stderr prose
+    after work can't void the Trial."""
+    process = ProcessResult(exit_code=1, backend="none", duration=1.0, stderr_tail="Claude AI usage limit reached|1")
+    outcome = decode(ClaudeDecoder(), lines(*WORK), process)
+    assert (outcome.outcome, outcome.void_cause, outcome.plan_limit) == (Outcome.FAILED, None, True)
