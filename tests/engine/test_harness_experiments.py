@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import time
@@ -222,9 +223,8 @@ def test_a_plan_limit_read_only_from_text_pauses_and_never_reruns_past_three(
             assert harness == "codex" and outcome == "inconclusive" and len(records(assay_home)) == before
             break
         assert (result.returncode, outcome) == (3, "paused"), (run, result.stderr)
-        new = records(assay_home)[before:] if harness == "codex" else None
-        assert len(records(assay_home)) == before + (1 if run or harness == "claude" else 2), "paused at once"
-        assert new is None or [r["void_cause"] for r in new][-1] == "plan_limit"
+        # one worker: the limited Trial (for Codex, at first after the Baseline's) and nothing after it
+        assert len(records(assay_home)) == before + (2 if run == 0 and harness == "codex" else 1), "paused at once"
     attempts: dict = {}
     for r in records(assay_home):
         attempts.setdefault((r["arm"], r["index"]), []).append((r["attempt"], r["void_cause"]))
@@ -314,9 +314,8 @@ def test_a_failing_provider_s_reruns_back_off(assay_home, tmp_path, factory):
     make_suite(assay_home, tasks=1)
     result = experiment(assay_home, factory, bin_dir, "--candidate-harness", "codex", "--void-backoff", "1")
     assert result.returncode == 0, result.stderr
-    import datetime as dt
     tried = sorted((r["attempt"], dt.datetime.fromisoformat(r["started_at"]), dt.datetime.fromisoformat(r["ended_at"]))
                    for r in records(assay_home) if r["arm"] == "candidate")
-    assert [(a, r) for a, r in zip([t[0] for t in tried], [0, 1, 2])] and len(tried) == 3
+    assert [t[0] for t in tried] == [0, 1, 2]
     gaps = [(tried[i + 1][1] - tried[i][2]).total_seconds() for i in range(2)]
     assert gaps[0] >= 1.0 and gaps[1] >= 2.0, gaps
