@@ -52,10 +52,10 @@ def test_an_arm_whose_harness_has_no_login_is_refused_before_any_trial(assay_hom
     assert not (assay_home / "evals" / "experiments").exists()
 
 
-def experiment(home: Path, factory: Path, bin_dir: Path, *args: str):
+def experiment(home: Path, factory: Path, bin_dir: Path, *args: str, **env: str):
     return run_cli(home, "experiment", "HEAD", "--factory", str(factory), "--suite", "fixture",
                    "--sandbox", "none", "--trials-per-task", "1", "--json", *args, plugins=PLUGINS,
-                   PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+                   PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", **env)
 
 
 def steps(events: list) -> list[dict]:
@@ -319,3 +319,24 @@ def test_a_failing_provider_s_reruns_back_off(assay_home, tmp_path, factory):
     assert [t[0] for t in tried] == [0, 1, 2]
     gaps = [(tried[i + 1][1] - tried[i][2]).total_seconds() for i in range(2)]
     assert gaps[0] >= 1.0 and gaps[1] >= 2.0, gaps
+
+
+def test_the_user_s_settings_reach_a_trial_without_their_login(assay_home, tmp_path, factory):
+    """Issue 15 finding 6: the user's ~/.claude/settings.json is copied into each Trial's home
+    without its ``env`` block (an ANTHROPIC_API_KEY there switched billing) or ``apiKeyHelper``,
+    keeping the rest (hooks, permissions) as production runs them."""
+    user_config = tmp_path / "user-claude"
+    user_config.mkdir()
+    (user_config / "settings.json").write_text(json.dumps({
+        "env": {"ANTHROPIC_API_KEY": "sk-ant-api03-leak"}, "apiKeyHelper": "/bin/echo sk-leak",
+        "permissions": {"deny": ["Bash(rm -rf:*)"]}, "hooks": {}}))
+    bin_dir = tmp_path / "bin"
+    install(bin_dir, "claude", {"version": VERSIONS["claude"], "steps": steps(claude.SUCCESS)})
+    make_suite(assay_home, tasks=1)
+    result = experiment(assay_home, factory, bin_dir, "--candidate-model", "other", CLAUDE_CONFIG_DIR=str(user_config))
+    assert result.returncode == 0, result.stderr
+    copies = list(assay_home.glob("evals/experiments/*/trials/*/*/attempt-0/home/.claude/settings.json"))
+    assert len(copies) == 2
+    for copy in copies:
+        assert json.loads(copy.read_text()) == {"permissions": {"deny": ["Bash(rm -rf:*)"]}, "hooks": {}}
+    assert "sk-ant-api03-leak" not in "".join(p.read_text() for p in assay_home.rglob("session.log"))
