@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -34,6 +35,9 @@ from assay.storage.records import (
     TrialView,
     VoidCause,
 )
+
+
+_ATTEMPT = re.compile(r"attempt-(\d+)")
 
 
 def experiment_id(baseline: ArmSetup, candidate: ArmSetup, suites: Sequence[str]) -> str:
@@ -128,20 +132,29 @@ class ExperimentDir:
                 for arm in ARMS:
                     yield Slot(task.id, arm, index)
 
-    def slot_state(self, slot: Slot, bar: Bar) -> SlotState:
-        """Finished attempts and what to run next (a void re-run, a cut-short re-run, or nothing)."""
-        records: list[TrialRecord] = []
+    def attempts(self, slot: Slot) -> list[int]:
+        """The numbers of the slot's attempt folders, in order; a stray ``attempt-*`` name is refused."""
         folder = self.slot_folder(slot)
-        attempts = sorted(
-            (int(p.name.split("-")[1]) for p in folder.glob("attempt-*")), key=int
-        ) if folder.is_dir() else []
-        for n in attempts:
-            trial_file = self.attempt_folder(slot, n) / "trial.json"
-            if not trial_file.exists():  # cut short by a kill: run this attempt again, fresh
-                return SlotState(slot, tuple(records), n)
-            records.append(formats.read(trial_file, TrialRecord))
+        numbers = []
+        for path in folder.glob("attempt-*") if folder.is_dir() else ():
+            match = _ATTEMPT.fullmatch(path.name)
+            if match is None or not path.is_dir():
+                raise formats.FormatError(f"{path}: not an attempt folder (attempt-N); move it out of the Experiment")
+            numbers.append(int(match[1]))
+        return sorted(numbers)
+
+    def slot_state(self, slot: Slot, bar: Bar) -> SlotState:
+        """Finished attempts and what to run next (a void re-run, a cut-short re-run, or nothing).
+
+        An attempt folder without ``trial.json`` was cut short; it is passed over, and its re-run
+        takes the next number, so no attempt's folder is ever used twice.
+        """
+        attempts = self.attempts(slot)
+        records = [formats.read(self.attempt_folder(slot, n) / "trial.json", TrialRecord)
+                   for n in attempts if (self.attempt_folder(slot, n) / "trial.json").exists()]
+        following = attempts[-1] + 1 if attempts else 0
         if not records:
-            return SlotState(slot, (), 0)
+            return SlotState(slot, (), following)
         last = records[-1]
         if last.outcome is not Outcome.VOID:
             return SlotState(slot, tuple(records), None)
@@ -149,11 +162,16 @@ class ExperimentDir:
         counted = sum(1 for r in records if r.outcome is Outcome.VOID and r.void_cause is not VoidCause.PLAN_LIMIT)
         if counted > bar.void_reruns:
             return SlotState(slot, tuple(records), None, void_final=True)
-        return SlotState(slot, tuple(records), last.attempt + 1)
+        return SlotState(slot, tuple(records), following)
 
     def fresh_attempt(self, slot: Slot, attempt: int) -> Path:
+        """A new attempt's folder; the cut-short attempts before it are emptied (their folders stay,
+        holding their numbers), so what they held can't be mistaken for the new one's."""
+        for n in self.attempts(slot):
+            earlier = self.attempt_folder(slot, n)
+            if n < attempt and not (earlier / "trial.json").exists():
+                files.empty_folder(earlier)
         folder = self.attempt_folder(slot, attempt)
-        files.remove_tree(folder)
         folder.mkdir(parents=True)
         return folder
 

@@ -85,6 +85,15 @@ def remove_tree(path: Path) -> None:
     shutil.rmtree(path)
 
 
+def empty_folder(path: Path) -> None:
+    """Remove everything inside a folder, keeping the folder itself."""
+    for entry in list(path.iterdir()):
+        if entry.is_dir() and not entry.is_symlink():
+            remove_tree(entry)
+        else:
+            entry.unlink()
+
+
 def _fsync_dir(folder: Path) -> None:
     fd = os.open(folder, os.O_RDONLY)
     try:

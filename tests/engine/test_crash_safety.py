@@ -1,0 +1,88 @@
+"""Issue 16, "nothing stale survives a crash": after kill -9, Stop or a broken disk, an Experiment's
+state is exact - no process of a dead run lives on, no folder is reused, no stale PID or Score is
+believed. Whole-CLI, with the fake Harness's sessions as real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import cli_env, run_cli
+from tests.experiment_fixtures import PLUGINS, experiment, make_factory, make_suite, scenario
+
+
+@pytest.fixture
+def world(tmp_path: Path, assay_home: Path):
+    return make_factory(tmp_path), make_suite(assay_home)
+
+
+def start(home: Path, factory: Path, sc: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "assay", "experiment", "change", "--factory", str(factory), "--suite", "fixture",
+         "--sandbox", "none", "--json", *args],
+        env=cli_env(home, PLUGINS, FAKE_SCENARIO=str(sc)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def wait_for(predicate, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.05)
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def pids(sc: Path) -> list[int]:
+    path = Path(f"{sc}.pids")
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+def exp_dir(home: Path) -> Path:
+    [path] = (home / "evals" / "experiments").iterdir()
+    return path
+
+
+def git_log_authors(repo: Path) -> set[str]:
+    """The pids that wrote churn.txt lines in the repository's history."""
+    text = subprocess.run(["git", "log", "-p", "--format=", "--", "churn.txt"], cwd=repo, capture_output=True,
+                          text=True, check=True).stdout
+    return {line[1:] for line in text.splitlines() if line.startswith("+") and not line.startswith("+++")}
+
+
+def test_a_killed_runs_sessions_die_with_it_and_the_resume_uses_fresh_folders(world, assay_home: Path, tmp_path: Path):
+    """Finding 1: after kill -9 of assay (pass-through backend), no session of the killed run keeps
+    running, and the resume never writes into a folder the killed run used."""
+    factory, _ = world
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "churn:30,right"}, "bad": {"*": "churn:30,right"}})
+    proc = start(assay_home, factory, sc, "--candidate-model", "bad")
+    wait_for(lambda: len(pids(sc)) >= 2)
+    time.sleep(1.0)  # a few commits each
+    killed_sessions = pids(sc)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    wait_for(lambda: not any(alive(p) for p in killed_sessions), timeout=5)
+    cut = sorted(exp_dir(assay_home).glob("trials/*/*/attempt-0"))
+    assert cut and not any((c / "trial.json").exists() for c in cut)
+
+    scenario(sc, {"good": {"*": "churn:0.3,right"}, "bad": {"*": "churn:0.3,right"}})
+    resumed = experiment(assay_home, factory, sc, "--candidate-model", "bad", "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    for folder in cut:
+        assert list(folder.iterdir()) == [], f"{folder} was reused or kept its cut-short contents"
+        record = json.loads((folder.parent / "attempt-1" / "trial.json").read_text())
+        assert record["outcome"] == "delivered" and record["attempt"] == 1
+        writers = git_log_authors(folder.parent / "attempt-1" / "repo")
+        assert writers and not writers & {str(p) for p in killed_sessions}
