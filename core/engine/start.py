@@ -27,7 +27,7 @@ from assay.hooks.protocols import ArmKind, ArmRuntime, Harness, NotYetImplemente
 from assay.sessions.harness_arm import HarnessArm
 from assay.storage import formats
 from assay.storage.commands import Command, now
-from assay.storage.files import Locked, exclusive_lock
+from assay.storage.files import Locked, NotALockFile, exclusive_lock
 from assay.storage.home import AssayHome
 from assay.storage.records import ARMS, Arm, ArmSetup, Bar, EvalTask, Setup, Suite, TaskSetup
 
@@ -249,7 +249,8 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
             finished = _finished(exp)
             if finished is not None:
                 return exp, finished
-            command = Command.start(home, "experiment", plan.id, arms=arms_summary(setup), bar=plan.bar)
+            command = Command.start(home, "experiment", plan.id, lock=exp.lock_file, arms=arms_summary(setup),
+                                    bar=plan.bar)
             try:
                 with command.stage("arms"):
                     runtimes = {arm: _runtime(home, plan, setup.arm(arm), arm, command) for arm in ARMS}
@@ -276,6 +277,8 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
             return exp, outcome
     except Locked:
         raise PlanError(f"Experiment {plan.id} is already running in another process") from None
+    except NotALockFile as e:
+        raise PlanError(str(e)) from None
 
 
 def _finished(exp: ExperimentDir) -> str | None:

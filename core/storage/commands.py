@@ -38,10 +38,13 @@ class Command:
     record: CommandRecord
 
     @classmethod
-    def start(cls, home: AssayHome, kind: str, id: str, **fields: Any) -> Command:
+    def start(cls, home: AssayHome, kind: str, id: str, *, lock: Path | None = None, **fields: Any) -> Command:
+        """Record the Command as running in this process; ``lock`` is the lock file it holds throughout."""
         path = record_path(home, kind, id)
         runs = formats.read(path, CommandRecord).runs + 1 if path.exists() else 1
-        record = CommandRecord(kind=kind, id=id, state="running", started_at=now(), pid=os.getpid(), runs=runs, **fields)
+        record = CommandRecord(kind=kind, id=id, state="running", started_at=now(), pid=os.getpid(),
+                               pid_start=process_start(os.getpid()), lock=str(lock) if lock else None,
+                               runs=runs, **fields)
         command = cls(home, record)
         command._save()
         command.log(f"started (run {runs}, pid {os.getpid()})")
@@ -98,20 +101,26 @@ def all_records(home: AssayHome) -> list[CommandRecord]:
     return sorted(out, key=lambda r: r.started_at, reverse=True)
 
 
-def is_alive(pid: int | None) -> bool:
-    """Whether ``pid`` still runs (a zombie waiting for its parent to reap it has ended)."""
+def process_start(pid: int | None) -> int | None:
+    """When process ``pid`` started (clock ticks since boot); None if it is gone or a zombie."""
     if not pid:
-        return False
+        return None
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        state, *fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
-        return True
+        return None
+    return None if state in ("Z", "X") else int(fields[18])
+
+
+def runs(record: CommandRecord) -> bool:
+    """Whether the process that wrote ``record`` still runs it: its lock is held and the recorded
+    pid is still that process (a pid is reused once it wraps, so it is never enough alone)."""
+    if record.state != "running":
+        return False
+    if record.lock is not None and not files.is_locked(Path(record.lock)):
+        return False
+    started = process_start(record.pid)
+    return started is not None and record.pid_start in (None, started)
 
 
 def needs_you(record: CommandRecord) -> bool:
@@ -121,6 +130,6 @@ def needs_you(record: CommandRecord) -> bool:
 
 def effective_state(record: CommandRecord) -> str:
     """A record left "running" by a killed process reads as "interrupted"."""
-    if record.state == "running" and not is_alive(record.pid):
+    if record.state == "running" and not runs(record):
         return "interrupted"
     return record.state

@@ -281,14 +281,16 @@ class Stage:
 class CommandRecord:
     """A long-running job (an Experiment, later a Scoring run), as the Inbox reads it."""
 
-    FORMAT: ClassVar[int] = 3
-    UPGRADES: ClassVar[dict] = {1: dict, 2: dict}
+    FORMAT: ClassVar[int] = 4
+    UPGRADES: ClassVar[dict] = {1: dict, 2: dict, 3: dict}
 
     kind: str
     id: str
     state: str  # running | paused | stopped | errored | done
     started_at: dt.datetime
     pid: int | None = None
+    pid_start: int | None = None  # when that process started (clock ticks since boot): a reused pid is not it
+    lock: str | None = None  # the lock file it holds while it runs: what says it runs, never the pid alone
     ended_at: dt.datetime | None = None
     outcome: str | None = None  # pass | fail | inconclusive | paused | stopped | errored
     summary: str = ""

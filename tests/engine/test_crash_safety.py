@@ -86,3 +86,31 @@ def test_a_killed_runs_sessions_die_with_it_and_the_resume_uses_fresh_folders(wo
         assert record["outcome"] == "delivered" and record["attempt"] == 1
         writers = git_log_authors(folder.parent / "attempt-1" / "repo")
         assert writers and not writers & {str(p) for p in killed_sessions}
+
+
+def test_a_stale_record_whose_pid_went_to_a_stranger_is_not_running(world, assay_home: Path, tmp_path: Path):
+    """Finding 2: after kill -9 the record still says "running"; with its pid given to an unrelated
+    process, `assay stop` refuses (and the stranger lives), and `assay experiments` and the Inbox
+    say "interrupted" - the Experiment's lock decides, not a bare pid."""
+    factory, _ = world
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "sleep:60,right"}, "bad": {"*": "sleep:60,right"}})
+    proc = start(assay_home, factory, sc, "--candidate-model", "bad")
+    wait_for(lambda: len(pids(sc)) >= 2)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    [path] = (assay_home / "logs" / "experiment").glob("*.json")
+    stranger = subprocess.Popen(["sleep", "300"])
+    try:
+        record = json.loads(path.read_text())
+        assert record["state"] == "running"
+        path.write_text(json.dumps({**record, "pid": stranger.pid}))  # as if the pid had wrapped round to it
+        stopped = run_cli(assay_home, "stop", path.stem, plugins=PLUGINS)
+        assert stopped.returncode == 1 and "is not running" in stopped.stderr, stopped.stderr
+        assert stranger.poll() is None, "assay stop killed a process that was not the Experiment"
+        listed = json.loads(run_cli(assay_home, "experiments", "--json", plugins=PLUGINS).stdout)
+        assert [e["state"] for e in listed] == ["interrupted"]
+        inbox = json.loads(run_cli(assay_home, "inbox", "--json", plugins=PLUGINS).stdout)
+        assert [e["state"] for e in inbox["needs_you"]] == ["interrupted"]
+    finally:
+        stranger.kill()
+        stranger.wait()
