@@ -380,7 +380,8 @@ def _recheck_command(plugins: plugin_loading.Plugins):
                 if exp.score(slot) is None:
                     fail(f"Trial {trial} has no Score yet to recheck")
                 formats.write(exp.recheck_file(slot), Recheck(slot.task, slot.arm, slot.index, passed, why,
-                                                              os.environ.get("USER", "unknown"), commands.now()))
+                                                              os.environ.get("USER", "unknown"), commands.now(),
+                                                              graded=exp.in_force(slot)))
                 result = experiment_verdict(exp, setup, bar, results.wrong_finding_kinds(plugins))
                 formats.write(exp.verdict_file, result)
                 command = _command(home, exp.id)

@@ -178,16 +178,30 @@ class ExperimentDir:
     def view(self, slot: Slot, record: TrialRecord) -> TrialView:
         return TrialView(record, self.attempt_folder(slot, record.attempt))
 
+    def in_force(self, slot: Slot) -> str | None:
+        """The attempt a Score or a recheck must have judged to count: the slot's last finished
+        attempt, named with its record's digest (a re-run at the same number is another attempt)."""
+        for n in reversed(self.attempts(slot)):
+            path = self.attempt_folder(slot, n) / "trial.json"
+            if path.exists():
+                return f"attempt-{n} sha256:{hashlib.sha256(path.read_bytes()).hexdigest()[:16]}"
+        return None
+
     def score(self, slot: Slot) -> Score | None:
+        """The slot's Score, unless it judged an attempt no longer in force (then it is void and the
+        Trial is graded again). A Score written before Scores named their attempt still counts."""
         path = self.score_file(slot)
-        return formats.read(path, Score) if path.exists() else None
+        score = formats.read(path, Score) if path.exists() else None
+        return score if score is None or score.graded in (None, self.in_force(slot)) else None
 
     def recheck_file(self, slot: Slot) -> Path:
         return self.score_file(slot).with_suffix(".recheck.json")
 
     def recheck(self, slot: Slot) -> Recheck | None:
+        """A person's recheck, bound to its attempt as a Score is."""
         path = self.recheck_file(slot)
-        return formats.read(path, Recheck) if path.exists() else None
+        recheck = formats.read(path, Recheck) if path.exists() else None
+        return recheck if recheck is None or recheck.graded in (None, self.in_force(slot)) else None
 
     def find_slot(self, setup: Setup, key: str) -> Slot | None:
         """The Trial named ``SUITE/TASK:ARM-N`` (as listings print it)."""

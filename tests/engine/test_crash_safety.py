@@ -114,3 +114,26 @@ def test_a_stale_record_whose_pid_went_to_a_stranger_is_not_running(world, assay
     finally:
         stranger.kill()
         stranger.wait()
+
+
+def test_a_score_counts_only_for_the_attempt_it_graded(world, assay_home: Path, tmp_path: Path):
+    """Finding 3: a run killed before its Verdict, a Trial's folder removed and run again with
+    another outcome - the old Score (pass) must not outlive its attempt: the new one is graded."""
+    factory, _ = world
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "bad": {"*": "right"}})
+    done = experiment(assay_home, factory, sc, "--candidate-model", "bad", "--json")
+    assert done.returncode == 0, done.stderr
+    exp = exp_dir(assay_home)
+    (exp / "verdict.json").unlink()  # as if killed while grading
+    score_file = exp / "scores" / "fixture__t1" / "candidate-0.json"
+    assert json.loads(score_file.read_text())["passed"] is True
+    subprocess.run(["rm", "-rf", str(exp / "trials" / "fixture__t1" / "candidate-0")], check=True)
+    scenario(sc, {"good": {"*": "right"}, "bad": {"*": "crash"}})
+    resumed = experiment(assay_home, factory, sc, "--candidate-model", "bad", "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    shown = json.loads(run_cli(assay_home, "experiments", exp.name, "--json", plugins=PLUGINS).stdout)
+    [trial] = [t for t in shown["trials"] if t["task"] == "fixture/t1" and t["arm"] == "candidate" and t["index"] == 0]
+    assert trial["outcome"] == "failed"
+    assert trial["score"] is not None and trial["score"]["passed"] is False, trial["score"]
+    [task] = [t for t in shown["tasks"] if t["task"] == "fixture/t1"]
+    assert task["candidate"] == task["trials"] - 1
