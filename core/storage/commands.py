@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 from assay.storage import files, formats
+from assay.storage.owners import process_start
 from assay.storage.home import AssayHome
 from assay.storage.records import CommandRecord, Stage
 
@@ -99,17 +100,6 @@ def all_records(home: AssayHome) -> list[CommandRecord]:
         except (formats.FormatError, OSError):
             continue
     return sorted(out, key=lambda r: r.started_at, reverse=True)
-
-
-def process_start(pid: int | None) -> int | None:
-    """When process ``pid`` started (clock ticks since boot); None if it is gone or a zombie."""
-    if not pid:
-        return None
-    try:
-        state, *fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return None if state in ("Z", "X") else int(fields[18])
 
 
 def runs(record: CommandRecord) -> bool:

@@ -26,6 +26,7 @@ from assay.plugins.sandbox_bwrap.handshake import Handshake
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, resolver, upstream_table
 from assay.sessions.proctree import ProcessTree
 from assay.sessions.supervise import Supervisor
+from assay.storage import owners
 from assay.storage.records import VoidCause
 
 RELAY = Path(__file__).with_name("relay.py")
@@ -75,7 +76,7 @@ class BwrapBackend(Supervisor):
         described = self._caps().describe(self._limit())
         if shutil.which(self.executable) is None:
             return SandboxCheck(False, f"{self.executable} is not installed (apt-get install bubblewrap)", described)
-        with tempfile.TemporaryDirectory(prefix="assay-check-") as folder:
+        with tempfile.TemporaryDirectory(prefix=f"assay-check-{owners.tag()}-") as folder:
             invocation = Invocation(argv=("true",), cwd=Path(folder), env={"PATH": "/usr/bin:/bin"},
                                     read_write=(Path(folder),))
             try:
@@ -89,10 +90,12 @@ class BwrapBackend(Supervisor):
     async def run(
         self, invocation: Invocation, *, timeout: float, on_line: Callable[[str], None]
     ) -> ProcessResult:
+        for prefix in ("assay-proxy-", "assay-check-"):  # what a killed run left
+            owners.sweep(Path(tempfile.gettempdir()), prefix, shutil.rmtree)
         cap = self._caps().start(self._limit())
         handshake = Handshake.open()
         try:
-            with tempfile.TemporaryDirectory(prefix="assay-proxy-") as sockets:
+            with tempfile.TemporaryDirectory(prefix=f"assay-proxy-{owners.tag()}-") as sockets:
                 proxy = Proxy(
                     Allowlist.of(invocation.hosts), (invocation.log_dir or invocation.cwd.parent) / PROXY_LOG,
                     resolver(self.hosts_file), own_addresses(), upstreams=upstream_table(self.upstreams),

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Protocol
 
 import attrs
+from assay.storage import owners
 
 MEMORY_ENV = "ASSAY_TRIAL_MEMORY"
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -117,7 +118,8 @@ class MemoryCaps:
         """A fresh cap of ``limit`` bytes for one Trial."""
         if self.parent is None:
             return DataLimit(limit)
-        path = self.parent / f"assay-trial-{secrets.token_hex(6)}"
+        owners.sweep(self.parent, "assay-trial-", Path.rmdir)  # a killed run's, emptied by its death
+        path = self.parent / f"assay-trial-{owners.tag()}-{secrets.token_hex(6)}"
         path.mkdir()
         try:
             if self.kind == "cgroup v2":

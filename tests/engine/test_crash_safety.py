@@ -9,10 +9,13 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
+from assay.plugins.sandbox_bwrap.backend import BwrapBackend
+from assay.plugins.sandbox_bwrap.memory import detect
 
 from tests.conftest import cli_env, run_cli
 from tests.experiment_fixtures import PLUGINS, experiment, make_factory, make_suite, scenario
@@ -137,3 +140,53 @@ def test_a_score_counts_only_for_the_attempt_it_graded(world, assay_home: Path, 
     assert trial["score"] is not None and trial["score"]["passed"] is False, trial["score"]
     [task] = [t for t in shown["tasks"] if t["task"] == "fixture/t1"]
     assert task["candidate"] == task["trials"] - 1
+
+
+def dead_tag() -> str:
+    """The owner tag (pid.start) of a process that has ended, as a killed run's would be."""
+    proc = subprocess.Popen(["sleep", "0"])
+    start = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    proc.wait()
+    return f"{proc.pid}.{start}"
+
+
+def live_tag() -> str:
+    start = Path(f"/proc/{os.getpid()}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    return f"{os.getpid()}.{start}"
+
+
+def test_the_next_run_cleans_what_a_killed_run_left_and_only_that(assay_home: Path):
+    """Finding 4: a killed run's empty assay-trial-* cgroup and /tmp/assay-proxy-* folder are
+    removed by the next run that uses the sandbox; a live process's are kept."""
+    check = BwrapBackend().check()
+    if not check.works:
+        pytest.skip(f"bwrap can't run here: {check.reason}")
+    tmp = Path(tempfile.gettempdir())
+    dead, live = dead_tag(), live_tag()
+    made = [tmp / f"assay-proxy-{dead}-abc", tmp / f"assay-proxy-{live}-abc"]
+    caps = detect()
+    if caps.parent is not None:
+        made += [caps.parent / f"assay-trial-{dead}-abc", caps.parent / f"assay-trial-{live}-abc"]
+    try:
+        for folder in made:
+            folder.mkdir()
+        checked = run_cli(assay_home, "sandbox", "check")
+        assert checked.returncode == 0, checked.stderr
+        assert [f.exists() for f in made] == [False, True] * (len(made) // 2)
+    finally:
+        for folder in made:
+            if folder.exists():
+                folder.rmdir()
+
+
+def test_a_killed_demo_installs_half_built_suite_is_removed_by_the_next_install(assay_home: Path):
+    """Finding 4: a kill during the demo's install leaves .assay-demo.build-<tag>; the next
+    `assay demo` removes it."""
+    from assay.plugins.demo.suite import SUITE_NAME
+
+    left = assay_home / "evals" / f".{SUITE_NAME}.build-{dead_tag()}"
+    (left / "half").mkdir(parents=True)
+    demo = run_cli(assay_home, "demo", "--json", "--workers", "4")
+    assert demo.returncode == 0, demo.stderr
+    assert not left.exists()
+    assert [p.name for p in (assay_home / "evals").iterdir() if p.name.startswith(".")] == []
