@@ -36,7 +36,6 @@ from assay.storage.records import (
     VoidCause,
 )
 
-
 _ATTEMPT = re.compile(r"attempt-(\d+)")
 
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import attrs
 from assay.storage import files, formats
-from assay.storage.owners import process_start
 from assay.storage.home import AssayHome
+from assay.storage.owners import process_start
 from assay.storage.records import CommandRecord, Stage
 
 NEEDS_YOU = {"fail", "inconclusive", "paused", "errored", "stopped"}

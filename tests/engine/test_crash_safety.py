@@ -17,7 +17,7 @@ import pytest
 from assay.plugins.sandbox_bwrap.backend import BwrapBackend
 from assay.plugins.sandbox_bwrap.memory import detect
 
-from tests.conftest import cli_env, run_cli
+from tests.conftest import alive, cli_env, run_cli
 from tests.experiment_fixtures import PLUGINS, experiment, make_factory, make_suite, scenario
 
 
@@ -39,13 +39,6 @@ def wait_for(predicate, timeout: float = 30.0) -> None:
     while not predicate():
         assert time.monotonic() < deadline, "timed out waiting"
         time.sleep(0.05)
-
-
-def alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def pids(sc: Path) -> list[int]:
