@@ -312,8 +312,12 @@ def experiments(
     rows = []
     for path in sorted(home.experiments.glob("*/setup.json")) if home.experiments.is_dir() else []:
         exp = ExperimentDir(path.parent)
-        setup, command = exp.setup(), _command(home, exp.id)
-        verdict = read_verdict(exp)
+        try:
+            setup, command = exp.setup(), _command(home, exp.id)
+            verdict = read_verdict(exp)
+        except (formats.FormatError, OSError) as e:  # one broken Experiment hides none of the others
+            typer.echo(f"assay: warning: Experiment {exp.id} can't be read: {e}", err=True)
+            continue
         rows.append({
             "id": exp.id, "state": commands.effective_state(command) if command else "created",
             "outcome": command.outcome if command else None,

@@ -87,8 +87,9 @@ class Command:
 
     def finish(self, state: str, outcome: str, summary: str, waiting: str = "") -> None:
         self.update(state=state, outcome=outcome, summary=summary, ended_at=now(), pid=None, waiting=waiting)
-        self.log(f"{state}: {summary}")
-        self.activity(state, f"{self.record.kind} {self.record.id} {outcome}: {summary}", outcome=outcome)
+        with contextlib.suppress(OSError):  # once the record says how it ended, the log lines are a bonus
+            self.log(f"{state}: {summary}")
+            self.activity(state, f"{self.record.kind} {self.record.id} {outcome}: {summary}", outcome=outcome)
 
 
 def all_records(home: AssayHome) -> list[CommandRecord]:

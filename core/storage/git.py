@@ -24,7 +24,9 @@ def git(*args: str, cwd: Path, env: Mapping[str, str] | None = None, input: byte
 
 def git_bytes(*args: str, cwd: Path, env: Mapping[str, str] | None = None, input: bytes | None = None) -> bytes:
     full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", **(env or {})}
-    proc = subprocess.run(["git", *args], cwd=cwd, env=full_env, input=input, capture_output=True)
+    # A process group of its own: a terminal's Ctrl-C is assay's to handle (a Stop), not the child's.
+    proc = subprocess.run(["git", *args], cwd=cwd, env=full_env, input=input, capture_output=True,
+                          process_group=0)
     if proc.returncode != 0:
         message = proc.stderr.decode(errors="replace").strip().splitlines()
         raise GitError(f"git {' '.join(args[:3])}: {message[-1] if message else f'exit {proc.returncode}'}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -183,3 +184,121 @@ def test_a_killed_demo_installs_half_built_suite_is_removed_by_the_next_install(
     assert demo.returncode == 0, demo.stderr
     assert not left.exists()
     assert [p.name for p in (assay_home / "evals").iterdir() if p.name.startswith(".")] == []
+
+
+def shim(folder: Path, name: str, when: str, marker: Path) -> None:
+    """``name`` on PATH that, when its arguments contain ``when``, leaves ``marker`` and takes 3 s."""
+    folder.mkdir(exist_ok=True)
+    real = shutil.which(name)
+    (folder / name).write_text(
+        f'#!/bin/sh\ncase "$*" in *{when}*) touch {marker}; sleep 3;; esac\nexec {real} "$@"\n')
+    (folder / name).chmod(0o755)
+
+
+@pytest.mark.parametrize("name, when", [("git", "archive"), ("cp", "--reflink")],
+                         ids=["git-before-the-trials", "cp-of-a-trial-repository"])
+def test_ctrl_c_on_a_child_process_is_a_stop(world, assay_home: Path, tmp_path: Path, name: str, when: str):
+    """Finding 5: a terminal's Ctrl-C (SIGINT to the whole foreground group) that lands while assay
+    waits on a git or cp child - before the Trials (the Factory's build) or inside them (a Trial's
+    repository copy) - is a Stop: exit 3, "stopped", no traceback, and the run resumes."""
+    factory, _ = world
+    marker = tmp_path / "child-started"
+    shim(tmp_path / "bin", name, when, marker)
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "bad": {"*": "right"}})
+    env = cli_env(assay_home, PLUGINS, FAKE_SCENARIO=str(sc), PATH=f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "assay", "experiment", "change", "--factory", str(factory), "--suite", "fixture",
+         "--sandbox", "none", "--candidate-model", "bad"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    wait_for(marker.exists)
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C does
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, err
+    assert "Traceback" not in err and "Aborted" not in err, err
+    assert "stopped: run the same command again to resume" in out
+    [record] = (assay_home / "logs" / "experiment").glob("*.json")
+    assert json.loads(record.read_text())["state"] == "stopped"
+    resumed = experiment(assay_home, factory, sc, "--candidate-model", "bad", "--json")
+    assert resumed.returncode == 0, resumed.stderr
+
+
+def test_a_stray_attempt_folder_and_a_folder_at_the_lock_are_named_in_one_line(world, assay_home: Path, tmp_path: Path):
+    """Finding 5: a stray attempt-0.bak folder, or a folder where the lock file belongs, is one line
+    naming the path - not "invalid literal for int()" or a traceback."""
+    factory, _ = world
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "bad": {"*": "right"}})
+    assert experiment(assay_home, factory, sc, "--json").returncode == 0
+    exp = exp_dir(assay_home)
+    stray = exp / "trials" / "fixture__t1" / "baseline-0" / "attempt-0.bak"
+    stray.mkdir()
+    shown = run_cli(assay_home, "experiments", exp.name, plugins=PLUGINS)
+    assert shown.returncode == 2
+    assert shown.stderr.count("\n") == 1 and str(stray) in shown.stderr, shown.stderr
+    stray.rmdir()
+    (exp / "verdict.json").unlink()
+    (exp / "lock").unlink()
+    (exp / "lock").mkdir()
+    refused = experiment(assay_home, factory, sc, "--json")
+    assert refused.returncode == 2
+    assert refused.stderr.count("\n") == 1 and str(exp / "lock") in refused.stderr, refused.stderr
+
+
+def test_one_unreadable_experiment_does_not_hide_the_others(world, assay_home: Path, tmp_path: Path):
+    """Finding 5: one unreadable Command record or setup.json: `assay experiments` lists the others
+    and names the broken one."""
+    factory, _ = world
+    make_suite(assay_home, name="other")
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "bad": {"*": "right"}})
+    assert experiment(assay_home, factory, sc, "--json").returncode == 0
+    other = run_cli(assay_home, "experiment", "change", "--factory", str(factory), "--suite", "other",
+                    "--sandbox", "none", "--json", plugins=PLUGINS, FAKE_SCENARIO=str(sc))
+    assert other.returncode == 0, other.stderr
+    first, second = sorted((assay_home / "evals" / "experiments").iterdir())
+    for broken in (first / "setup.json", assay_home / "logs" / "experiment" / f"{first.name}.json"):
+        kept = broken.read_text()
+        broken.write_text("{not json")
+        listed = run_cli(assay_home, "experiments", "--json", plugins=PLUGINS)
+        assert listed.returncode == 0, listed.stderr
+        assert [e["id"] for e in json.loads(listed.stdout)] == [second.name]
+        assert first.name in listed.stderr and str(broken) in listed.stderr
+        broken.write_text(kept)
+
+
+def test_a_full_disk_is_one_line_and_the_run_resumes_to_the_same_verdict(tmp_path: Path):
+    """Finding 5 and the acceptance's full disk: ASSAY_HOME on a small tmpfs that a session fills -
+    one line and exit 1, the record not left "running"; with space freed, the resume gives the
+    Verdict of an uninterrupted run."""
+    home = tmp_path / "home"
+    home.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", str(home)], capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"can't mount a tmpfs here for a full disk: {mounted.stderr.strip()}")
+    try:
+        factory = make_factory(tmp_path)
+        steps = {"good": {"*": "right"}, "bad": {"fixture/t2": "wrong", "*": "right"}}
+        reference = tmp_path / "reference"
+        reference.mkdir()
+        make_suite(reference)
+        ref = experiment(reference, factory, scenario(tmp_path / "ref.json", steps), "--candidate-model", "bad", "--json")
+        assert ref.returncode == 0, ref.stderr
+        make_suite(home)
+        sc = scenario(tmp_path / "s.json", {**steps, "good": {"fixture/t1": "fill,right", "*": "right"}})
+        full = experiment(home, factory, sc, "--candidate-model", "bad", "--workers", "1", "--json")
+        assert full.returncode == 1, full.stderr
+        assert full.stderr.count("\n") == 1 and "No space left on device" in full.stderr, full.stderr
+        listed = json.loads(run_cli(home, "experiments", "--json", plugins=PLUGINS).stdout)
+        assert [e["state"] for e in listed] in (["errored"], ["interrupted"])
+        for filler in home.rglob("filler.bin"):
+            filler.unlink()
+        scenario(sc, steps)
+        resumed = experiment(home, factory, sc, "--candidate-model", "bad", "--json")
+        assert resumed.returncode == 0, resumed.stderr
+        assert verdict(home) == verdict(reference)
+    finally:
+        subprocess.run(["umount", "-l", str(home)], check=False)
+
+
+def verdict(home: Path) -> dict:
+    data = json.loads((exp_dir(home) / "verdict.json").read_text())
+    data.pop("computed_at")
+    return data
