@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -302,3 +303,73 @@ def verdict(home: Path) -> dict:
     data = json.loads((exp_dir(home) / "verdict.json").read_text())
     data.pop("computed_at")
     return data
+
+
+def processes_of(marker: str) -> list[int]:
+    """Live processes whose command line or environment mentions ``marker`` (a test's own path)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            text = (entry / "cmdline").read_bytes() + (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in text and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def tag_of(pid: int) -> str:
+    return f"{pid}.{Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[19]}"
+
+
+@pytest.mark.slow
+def test_kill_9_at_random_points_under_both_backends_leaves_nothing_and_resumes_to_the_same_verdict(tmp_path: Path):
+    """Acceptance: kill -9 at random points of a 16-Trial Experiment whose sessions keep committing,
+    under the pass-through backend and bwrap: no process of the killed run lives on, the resume
+    gives the uninterrupted Verdict, and the killed run's cgroups and proxy folders are gone."""
+    factory = make_factory(tmp_path)
+    steps = {"good": {"*": "churn:0.4,right"},
+             "bad": {"fixture/t1": "churn:0.4,wrong", "fixture/t3": "wrong", "*": "churn:0.2,right"}}
+    long_running = {model: {task: how.replace("churn:0.4", "churn:30").replace("churn:0.2", "churn:30")
+                            for task, how in tasks.items()} for model, tasks in steps.items()}
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    make_suite(reference)
+    done = experiment(reference, factory, scenario(tmp_path / "ref.json", steps), "--candidate-model", "bad", "--json")
+    assert done.returncode == 0, done.stderr
+    expected = verdict(reference)
+
+    backends = ["none"]
+    check = BwrapBackend().check()
+    if check.works:
+        backends.append("bwrap")
+    else:
+        print(f"bwrap can't run here ({check.reason}): only the pass-through backend is tested")
+    caps = detect()
+    rng = random.Random(16)
+    for backend in backends:
+        for round_ in range(4):
+            home = tmp_path / f"{backend}-{round_}"
+            (home / "scenario").mkdir(parents=True)
+            make_suite(home)
+            # Even rounds: sessions that write for 30 s, so a session outliving the kill is seen;
+            # odd rounds: the reference's own, so the kill lands anywhere (Trials, grading, Verdict).
+            sc = scenario(home / "scenario" / "s.json", long_running if round_ % 2 == 0 else steps)
+            env = cli_env(home, PLUGINS, FAKE_SCENARIO=str(sc))
+            argv = [sys.executable, "-m", "assay", "experiment", "change", "--factory", str(factory), "--suite",
+                    "fixture", "--candidate-model", "bad", "--sandbox", backend, "--json"]
+            proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            killed = tag_of(proc.pid)
+            time.sleep(rng.uniform(1.0, 5.0))
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate()
+            wait_for(lambda: not processes_of(str(sc)), timeout=10)
+            scenario(sc, steps)
+            resumed = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+            assert resumed.returncode == 0, resumed.stderr
+            assert verdict(home) == expected, f"{backend} round {round_}"
+            assert not list(Path(tempfile.gettempdir()).glob(f"assay-proxy-{killed}-*"))
+            if caps.parent is not None:
+                assert not list(caps.parent.glob(f"assay-trial-{killed}-*"))
