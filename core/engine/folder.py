@@ -1,7 +1,8 @@
 """An Experiment's folder: identity, the Bar check, Trial attempts, Scores, and what state it is in.
 
 Everything here is derived from files, so a run killed at any instant is resumed by reading
-the folder again: an attempt folder without ``trial.json`` was cut short and is re-run.
+the folder again: an attempt folder without ``trial.json`` was cut short; it is emptied and
+its re-run takes the next number, so no folder is written by two runs.
 
 ```
 evals/experiments/<id>/
