@@ -373,3 +373,28 @@ def test_kill_9_at_random_points_under_both_backends_leaves_nothing_and_resumes_
             assert not list(Path(tempfile.gettempdir()).glob(f"assay-proxy-{killed}-*"))
             if caps.parent is not None:
                 assert not list(caps.parent.glob(f"assay-trial-{killed}-*"))
+
+
+def test_a_ctrl_c_that_trio_wraps_in_exception_groups_still_reads_as_a_stop():
+    """Finding 5: a Ctrl-C that reaches trio before the run's own signal handler comes out as an
+    exception group (with the cancellations it caused), which used to escape as a 40-line
+    traceback; it is a Stop, unless a real error came with it."""
+    import trio
+    from assay.engine.start import _interrupted
+
+    async def trials(*errors: BaseException) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.sleep_forever)
+            for error in errors:  # each raised by a task of its own, in the same scheduling batch
+                nursery.start_soon(_raise, error)
+
+    async def _raise(error: BaseException) -> None:
+        raise error
+
+    for errors, stop in (((KeyboardInterrupt(),), True),
+                         ((KeyboardInterrupt(), OSError(28, "No space left on device")), False)):
+        with pytest.raises(BaseException) as caught:
+            trio.run(trials, *errors)
+        assert isinstance(caught.value, BaseExceptionGroup)
+        assert len(caught.value.exceptions) == len(errors)
+        assert _interrupted(caught.value) is stop
