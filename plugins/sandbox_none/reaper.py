@@ -60,14 +60,22 @@ def _reap_leftovers() -> None:
                 pass
 
 
-def _watch_lifeline(fd: int, session: int) -> None:
-    """Kill the session when the assay process that holds the pipe's write end is gone."""
+def _watch_lifeline(fd: int, session: int, handle: int | None) -> None:
+    """Kill the session when the assay process that holds the pipe's write end is gone (through
+    its pidfd ``handle`` where the kernel has them, so a reaped session's reused pid is never hit);
+    the main thread then reaps it and kills what it leaves."""
     try:
         while os.read(fd, 1):
             pass
     except OSError:
         pass
-    _kill(session)
+    try:
+        if handle is not None:
+            signal.pidfd_send_signal(handle, signal.SIGKILL)
+        else:
+            os.kill(session, signal.SIGKILL)
+    except OSError:
+        pass
 
 
 def main(argv: list[str]) -> int:
@@ -85,7 +93,11 @@ def main(argv: list[str]) -> int:
         except OSError as e:
             print(f"assay: could not start {argv[0]}: {e}", file=sys.stderr)
             os._exit(127)
-    threading.Thread(target=_watch_lifeline, args=(lifeline, session), daemon=True).start()
+    try:
+        handle = os.pidfd_open(session)  # before any wait, so it is the session's for sure
+    except (AttributeError, OSError):  # a kernel before 5.3
+        handle = None
+    threading.Thread(target=_watch_lifeline, args=(lifeline, session, handle), daemon=True).start()
     while True:
         pid, status = os.waitpid(-1, 0)
         if pid == session:
