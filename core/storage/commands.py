@@ -48,8 +48,9 @@ class Command:
                                runs=runs, **fields)
         command = cls(home, record)
         command._save()
-        command.log(f"started (run {runs}, pid {os.getpid()})")
-        command.activity("started", f"{kind} {id} started")
+        with contextlib.suppress(OSError):  # an unwritable log fails the run at its next line, which records it
+            command.log(f"started (run {runs}, pid {os.getpid()})")
+            command.activity("started", f"{kind} {id} started")
         return command
 
     @property

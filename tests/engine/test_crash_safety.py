@@ -398,3 +398,21 @@ def test_a_ctrl_c_that_trio_wraps_in_exception_groups_still_reads_as_a_stop():
         assert isinstance(caught.value, BaseExceptionGroup)
         assert len(caught.value.exceptions) == len(errors)
         assert _interrupted(caught.value) is stop
+
+
+def test_an_unwritable_command_log_is_one_line_and_the_record_says_errored(world, assay_home: Path, tmp_path: Path):
+    """Finding 5: a Command log that can't be written (here a folder at its path) is one line and
+    exit 1, and the Command record says "errored", not "running"."""
+    factory, _ = world
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "bad": {"*": "right"}})
+    assert experiment(assay_home, factory, sc, "--json").returncode == 0
+    exp = exp_dir(assay_home)
+    (exp / "verdict.json").unlink()  # something left to do
+    log = assay_home / "logs" / "experiment" / f"{exp.name}.log"
+    log.unlink()
+    log.mkdir()
+    failed = experiment(assay_home, factory, sc, "--json")
+    assert failed.returncode == 1
+    assert failed.stderr.count("\n") == 1 and str(log) in failed.stderr, failed.stderr
+    record = json.loads((assay_home / "logs" / "experiment" / f"{exp.name}.json").read_text())
+    assert record["state"] == "errored"
