@@ -9,10 +9,14 @@ from typing import Any
 
 
 def _line(counts: Any, elapsed: float) -> str:
+    clock = f"{int(elapsed) // 60:02d}:{int(elapsed) % 60:02d} elapsed"
+    if counts.to_grade:
+        return (f"Trials: {counts.done}/{counts.total} done, {counts.void} void; "
+                f"grading: {counts.graded}/{counts.to_grade} Eval tasks graded, {clock}")
     left = counts.total - counts.done - counts.running
     return (
         f"Trials: {counts.running} running, {counts.done}/{counts.total} done, {counts.void} void, "
-        f"{max(left, 0)} left, {int(elapsed) // 60:02d}:{int(elapsed) % 60:02d} elapsed"
+        f"{max(left, 0)} left, {clock}"
     )
 
 
@@ -41,9 +45,12 @@ def reporter(*, quiet: bool = False) -> tuple[Callable[[str, Any], None], Callab
     step = {"every": 1, "last": -1}
 
     def report_plain(event: str, counts: Any) -> None:
-        """About ten lines per run, plus one whenever a Trial turns void."""
+        """About ten lines for the Trials, plus one whenever a Trial turns void and one per Eval task graded."""
         if event == "start":
             step["every"] = max(1, counts.total // 10)
+        elif event in ("grading", "task graded"):  # grading can take long (model Graders): say so
+            print(_line(counts, time.monotonic() - began), file=sys.stderr, flush=True)
+            return
         elif event != "trial ended":
             return
         mark = (counts.done // step["every"], counts.void)

@@ -78,6 +78,8 @@ class Counts:
     done: int = 0
     running: int = 0
     void: int = 0
+    to_grade: int = 0  # Eval tasks whose Trials are being graded (0 until grading starts)
+    graded: int = 0
 
 
 Reporter = Callable[[str, Counts], None]
@@ -239,10 +241,14 @@ class ExperimentRun:
         by_task: dict[str, list[SlotState]] = collections.defaultdict(list)
         for state in self.states():
             by_task[state.slot.task].append(state)
-        for task_id, states in by_task.items():
-            if any(s.void_final or s.last is None or s.next_attempt is not None for s in states):
-                continue  # dropped, or not finished
+        finished = {task_id: states for task_id, states in by_task.items()  # not dropped, all finished
+                    if not any(s.void_final or s.last is None or s.next_attempt is not None for s in states)}
+        self.counts.to_grade = len(finished)
+        self.report("grading", self.counts)
+        for task_id, states in finished.items():
             await self._grade_task(self.tasks[task_id], states)
+            self.counts.graded += 1
+            self.report("task graded", self.counts)
 
     async def _grade_task(self, task: EvalTask, states: list[SlotState]) -> None:
         ungraded = {}

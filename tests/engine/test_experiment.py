@@ -377,6 +377,27 @@ def test_a_factory_build_that_fails_errors_the_experiment_in_one_line(world, ass
     assert line.startswith("assay: error: Experiment ") and "exited 4: broken build" in line
     record = json.loads(next((assay_home / "logs" / "experiment").glob("*.json")).read_text())
     assert record["state"] == "errored" and record["outcome"] == "errored"
+    # issue 17: with --json, an errored Experiment still answers on stdout with a JSON object (it printed nothing)
+    as_json = experiment(assay_home, factory, sc, "--json")
+    assert as_json.returncode == 1
+    answer = last_json(as_json.stdout)
+    assert answer["outcome"] == "errored" and answer["verdict"] is None and "exited 4: broken build" in answer["error"]
+    assert answer["id"] == record["id"]
+
+
+def test_plain_progress_counts_tasks_and_trials_right_and_shows_grading(assay_home: Path, tmp_path: Path):
+    """Issue 17: no "1 tasks"/"1 Trial(s)" in the announcement, and grading shows its progress
+    (the last line was "16/16 done" while every task was still being graded)."""
+    factory = make_factory(tmp_path)
+    make_suite(assay_home, tasks=1)
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}})
+    result = experiment(assay_home, factory, sc, "--trials-per-task", "1", "--workers", "2")
+    assert result.returncode == 0, result.stderr
+    assert "with 1 task and 1 Trial per Arm each" in result.stdout
+    progress = [line for line in result.stderr.splitlines() if line.startswith("Trials:")]
+    assert progress[-3].startswith("Trials: 0 running, 2/2 done, 0 void, 0 left")
+    assert progress[-2].startswith("Trials: 2/2 done, 0 void; grading: 0/1 Eval tasks graded")
+    assert progress[-1].startswith("Trials: 2/2 done, 0 void; grading: 1/1 Eval tasks graded")
 
 
 def test_resuming_in_another_sandbox_is_refused(world, assay_home: Path, tmp_path: Path):

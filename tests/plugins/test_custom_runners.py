@@ -104,6 +104,8 @@ def test_runner_failure_modes_give_the_right_trial_records_and_the_experiment_fi
     assert sorted(v["void_cause"] for v in voids) == ["usage_limit"] * 3
     s = scores(assay_home)
     assert s[(tasks[modes.index("uncommitted")], "candidate", 0)]["passed"] is False, "uncommitted work never counts"
+    # issue 17: the Score names the files it ignored (it ended in an empty "uncommitted files ignored:")
+    assert s[(tasks[modes.index("uncommitted")], "candidate", 0)]["why"].endswith("; uncommitted files ignored: calc.py")
     assert s[(tasks[modes.index("ask")], "candidate", 0)]["passed"] is False
     assert all(s[(t, "baseline", 0)]["passed"] for t in tasks if t != tasks[modes.index("usage_limit")])
 
