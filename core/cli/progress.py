@@ -51,7 +51,9 @@ def reporter(*, quiet: bool = False) -> tuple[Callable[[str, Any], None], Callab
         elif event in ("grading", "task graded"):  # grading can take long (model Graders): say so
             print(_line(counts, time.monotonic() - began), file=sys.stderr, flush=True)
             return
-        elif event != "trial ended":
+        elif event == "trial ended" and counts.total - counts.done - counts.running > 0:
+            return  # a worker takes the next Trial at once: print then, so `running` counts it too
+        elif event not in ("trial ended", "trial started"):
             return
         mark = (counts.done // step["every"], counts.void)
         if mark != step["last"] or counts.done == counts.total:
