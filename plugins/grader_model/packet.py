@@ -18,11 +18,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from assay.evaltasks.timesafe import origin_path
-from assay.plugins.grader_model.untrusted import read_untrusted_reports
+from assay.plugins.grader_model.untrusted import Refused, read_untrusted_file, read_untrusted_reports
 from assay.storage import files
 from assay.storage.git import GitError
 from assay.storage.records import EvalTask, TrialView
-from assay.storage.untrusted import MIB, UntrustedFileError, read_bytes
+from assay.storage.untrusted import MIB
 from assay.storage.untrusted_git import inspected
 
 PACKET_FILE = "packet.md"
@@ -101,10 +101,10 @@ def write_packet(folder: Path, task: EvalTask, bodies: Mapping[str, str], contex
 def read_answer(folder: Path, labels: Iterable[str]) -> tuple[dict[str, dict] | None, str]:
     """The Grader's answer by label, or None and what is wrong with it."""
     try:
-        data = json.loads(read_bytes(folder / ANSWER_FILE, root=folder, limit=MIB))
+        data = json.loads(read_untrusted_file(folder, ANSWER_FILE))  # the Grader's session wrote it: untrusted too
     except FileNotFoundError:
         return None, f"no {ANSWER_FILE} was written"
-    except UntrustedFileError as e:
+    except Refused as e:
         return None, str(e)
     except ValueError as e:
         return None, f"{ANSWER_FILE} is not valid JSON ({e})"
