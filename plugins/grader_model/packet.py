@@ -22,12 +22,10 @@ from assay.plugins.grader_model.untrusted import Refused, read_untrusted_file, r
 from assay.storage import files
 from assay.storage.git import GitError
 from assay.storage.records import EvalTask, TrialView
-from assay.storage.untrusted import MIB
 from assay.storage.untrusted_git import inspected
 
 PACKET_FILE = "packet.md"
 ANSWER_FILE = "scores.json"
-SUBMISSION_LIMIT = 4 * MIB  # all of one Trial's reports together
 SCHEMA = {"scores": [{"label": "A", "pass": True, "why": "…", "wrong_finding": False, "borderline": False}]}
 
 
