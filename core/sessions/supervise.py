@@ -10,7 +10,6 @@ signal goes, and when to end the session early.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
@@ -20,6 +19,7 @@ import trio
 from assay.hooks.protocols import ProcessResult
 from assay.sessions.proctree import ProcessTree, become_subreaper
 from assay.storage.untrusted import MIB, LineBuffer
+from assay.sessions.spawn import Child, spawn
 
 
 def _never() -> bool:
@@ -73,10 +73,7 @@ class Supervisor:
         and re-raises once nothing is left.
         """
         started = trio.current_time()
-        proc = await trio.lowlevel.open_process(
-            list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=dict(env), cwd=cwd, start_new_session=True, preexec_fn=preexec_fn, pass_fds=tuple(pass_fds),
-        )
+        proc = spawn(argv, cwd=cwd, env=env, preexec_fn=preexec_fn, pass_fds=pass_fds)  # never on a worker thread
         on_start()
         tree = ProcessTree(proc.pid)
         tail = bytearray()
@@ -99,8 +96,7 @@ class Supervisor:
                         nursery.cancel_scope.cancel()
         finally:
             with trio.CancelScope(shield=True):
-                await proc.stdout.aclose()
-                await proc.stderr.aclose()
+                await proc.aclose()
         return ProcessResult(
             exit_code=proc.returncode, backend=self.name, duration=trio.current_time() - started,
             timed_out=session.cancelled_caught and not end_early(), stderr_tail=tail.decode(errors="replace"),
@@ -114,7 +110,7 @@ class Supervisor:
             await trio.sleep(self.poll)
 
     async def _end(
-        self, proc: trio.Process, tree: ProcessTree, stop_signals: Sequence[int],
+        self, proc: Child, tree: ProcessTree, stop_signals: Sequence[int],
         signal_stop: Callable[[ProcessTree, int], None],
     ) -> None:
         """Stop a leader still running with its stop signals, then kill whatever is left."""

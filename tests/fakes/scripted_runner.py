@@ -3,7 +3,8 @@
 
 Modes: fix, nofix (delivers without a fix), noresult, garbage, exit3, outer_void (claims
 memory_cap), usage_limit (a runner void), commit_scratch (fixes, but commits an excluded file),
-uncommitted (fixes on disk only), ask (stopped_to_ask), sleep (hangs).
+uncommitted (fixes on disk only), ask (stopped_to_ask), sleep (hangs), fix_after:SECONDS (works that
+long, as a real agent does, then fixes), sigkill (kills itself, as an agent's ``kill -9 $$`` would).
 """
 
 import json
@@ -27,6 +28,9 @@ def main() -> int:
     here = Path(request["runner_dir"])
     behaviour = json.loads((here / "behaviour.json").read_text())
     mode = behaviour.get(request["task"], behaviour.get("*", "fix"))
+    if mode.startswith("fix_after:"):
+        time.sleep(float(mode.split(":")[1]))
+        mode = "fix"
     out = Path(request["output_dir"]) / "result.json"
     assert Path(request["home"], ".agent", "skills", "fix.md").is_file(), "home files mapped"
     print(f"scripted runner: {mode} on {request['task']}", flush=True)
@@ -59,6 +63,8 @@ def main() -> int:
         result("stopped_to_ask", summary="Which add do you mean?")
     elif mode == "sleep":
         time.sleep(60)
+    elif mode == "sigkill":
+        os.kill(os.getpid(), 9)
     return 0
 
 
