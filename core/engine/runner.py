@@ -304,11 +304,8 @@ def _repository_state(repository: Any) -> tuple[str, str]:
 
 
 def _sandbox_says(outcome: SessionOutcome, process: ProcessResult) -> SessionOutcome:
-    """The sandbox's own void cause (memory cap, failed start) outranks the session's reading, and
-    a session SIGKILLed by someone other than assay (which kills only at a timeout) was the host's doing."""
-    cause = process.void_cause
-    if cause is None and process.exit_code == -signal.SIGKILL and not process.timed_out:
-        cause = VoidCause.HOST_KILL
-    if cause is not None:
-        return attrs.evolve(outcome, outcome=Outcome.VOID, void_cause=cause)
+    """The sandbox's own void cause (memory cap, failed start, a kill from outside) outranks the
+    session's reading. A session SIGKILLed from inside its sandbox is read as any other ending: the Arm's."""
+    if process.void_cause is not None:
+        return attrs.evolve(outcome, outcome=Outcome.VOID, void_cause=process.void_cause)
     return outcome

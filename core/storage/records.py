@@ -31,7 +31,7 @@ class VoidCause(str, enum.Enum):
     LOGIN_FAILED = "login_failed"
     SERVER_ERROR = "server_error"
     PLAN_LIMIT = "plan_limit"
-    HOST_KILL = "host_kill"  # SIGKILLed from outside (the kernel's OOM killer, a person), not by assay
+    HOST_KILL = "host_kill"  # killed from outside its sandbox (the kernel's OOM killer, a person), not by assay
     MEMORY_CAP = "memory_cap"
     REPOSITORY_CHANGED = "repository_changed"  # a review that edited or committed its repository
     # The only causes a Custom runner may claim for itself (custom-runners ticket).

@@ -24,6 +24,7 @@ from assay.hooks.protocols import PROXY_LOG, Invocation, ProcessResult, SandboxC
 from assay.plugins.sandbox_bwrap import memory, mounts
 from assay.plugins.sandbox_bwrap.handshake import Handshake
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, resolver, upstream_table
+from assay.sessions import hostkills
 from assay.sessions.proctree import ProcessTree
 from assay.sessions.supervise import Supervisor
 from assay.storage.records import VoidCause
@@ -91,6 +92,7 @@ class BwrapBackend(Supervisor):
     ) -> ProcessResult:
         cap = self._caps().start(self._limit())
         handshake = Handshake.open()
+        oom_before = hostkills.oom_kills()
         try:
             with tempfile.TemporaryDirectory(prefix="assay-proxy-") as sockets:
                 proxy = Proxy(
@@ -110,7 +112,7 @@ class BwrapBackend(Supervisor):
                         )
                         reports.cancel_scope.deadline = trio.current_time() + self.drain  # the last reports
                     nursery.cancel_scope.cancel()
-            return _reading(result, handshake, capped=cap.killed())
+            return hostkills.judge(_reading(result, handshake, capped=cap.killed()), oom_before)
         finally:
             handshake.close()
             with trio.CancelScope(shield=True):
@@ -147,7 +149,11 @@ def _signal_session(tree: ProcessTree, signum: int) -> None:
 
 
 def _reading(result: ProcessResult, handshake: Handshake, *, capped: bool) -> ProcessResult:
-    """The command's own exit status (not bwrap's), and the sandbox's void cause if there is one."""
+    """The command's own exit status (not bwrap's), and the sandbox's void cause if there is one.
+
+    Nothing inside can kill the relay (PID 1 of its namespace), so a sandbox that ends without its
+    exit report was killed from outside; a command that killed itself is the Arm's doing.
+    """
     if handshake.exit_code() is not None:
         result = attrs.evolve(result, exit_code=handshake.exit_code())
     if handshake.failure:
@@ -156,6 +162,8 @@ def _reading(result: ProcessResult, handshake: Handshake, *, capped: bool) -> Pr
         return attrs.evolve(result, void_cause=VoidCause.MEMORY_CAP)
     if not handshake.started and not result.timed_out:  # bwrap, the cap or the relay failed to set up
         return attrs.evolve(result, void_cause=VoidCause.SANDBOX_FAILED)
+    if handshake.exit_code() is None and not result.timed_out:  # the relay (PID 1) or bwrap killed from outside
+        return attrs.evolve(result, void_cause=VoidCause.HOST_KILL)
     return result
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import attrs
 from assay.hooks.protocols import Invocation, ProcessResult, SandboxCheck
+from assay.sessions import hostkills
 from assay.sessions.supervise import Supervisor
 
 REAPER = Path(__file__).with_name("reaper.py")
@@ -25,8 +26,10 @@ class NoneBackend(Supervisor):
     async def run(
         self, invocation: Invocation, *, timeout: float, on_line: Callable[[str], None]
     ) -> ProcessResult:
-        return await self.supervise(
+        oom_before = hostkills.oom_kills()
+        result = await self.supervise(
             (sys.executable, "-S", "-I", str(REAPER), *invocation.argv), cwd=invocation.cwd,
             env=invocation.env, timeout=timeout, on_line=on_line,
             stop_signals=invocation.stop_signals,
         )
+        return hostkills.judge(result, oom_before)

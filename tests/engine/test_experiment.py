@@ -149,14 +149,15 @@ def test_void_once_is_rerun_and_then_counts(world, assay_home: Path, tmp_path: P
     assert sorted((t["attempt"], t["outcome"]) for t in t1) == [(0, "delivered"), (0, "void"), (1, "delivered")]
 
 
-def test_a_session_killed_by_the_host_is_void_and_rerun(world, assay_home: Path, tmp_path: Path):
+def test_a_session_that_kills_itself_is_a_fail_not_a_void(world, assay_home: Path, tmp_path: Path):
+    """Issue 14 finding 7: `kill -9 $$` inside the session is the Arm's fail, not re-run, never host_kill."""
     factory, _ = world
     sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "oom": {"fixture/t3": "sigkill-once,right", "*": "right"}})
     result = experiment(assay_home, factory, sc, "--candidate-model", "oom", "--json")
     assert result.returncode == 0, result.stderr
     t3 = [t for t in trial_records(assay_home) if t["task"] == "fixture/t3" and t["arm"] == "candidate"]
-    assert sorted((t["attempt"], t["outcome"], t["void_cause"]) for t in t3) == [
-        (0, "delivered", None), (0, "void", "host_kill"), (1, "delivered", None)]
+    assert sorted((t["attempt"], t["outcome"], t["void_cause"], t["exit_code"]) for t in t3) == [
+        (0, "delivered", None, 0), (0, "failed", None, -9)]
 
 
 def test_plan_limit_pauses_and_running_again_finishes(world, assay_home: Path, tmp_path: Path):

@@ -7,7 +7,7 @@ behaviour is a comma-separated list of steps, e.g. "sleep:0.2,right":
   sleep:S         sleep S seconds
   void:CAUSE      print a void event (e.g. void:login_failed) and exit 1
   void-once:CAUSE the same, but only on the first attempt (a marker file remembers it)
-  sigkill-once    be SIGKILLed (as by the host) on the first attempt only
+  sigkill-once    SIGKILL itself (an agent's `kill -9 $$`) on the first attempt only
   plan_limit      print a plan-limit event
   background      leave a background process running (its pid goes to $FAKE_SCENARIO.bg)
   crash           exit 3 with no result
@@ -52,7 +52,7 @@ def main() -> int:
         elif name == "void":
             print(json.dumps({"type": "void", "cause": arg}), flush=True)
             return 1
-        elif name == "sigkill-once":  # killed from outside, as the kernel's OOM killer would
+        elif name == "sigkill-once":  # killed from inside its own sandbox
             marker = Path(f"{scenario_path}.{model}.{task.replace('/', '_')}.killed")
             if not marker.exists():
                 marker.write_text("1")
