@@ -26,7 +26,7 @@ from assay.hooks.protocols import (
     SessionOutcome,
     TrialContext,
 )
-from assay.storage import formats
+from assay.storage import files, formats
 from assay.storage.commands import Command, now
 from assay.storage.git import GitError
 from assay.storage.home import AssayHome
@@ -221,6 +221,8 @@ class ExperimentRun:
                 outcome = SessionOutcome(Outcome.VOID, VoidCause.SANDBOX_FAILED, diagnostic=f"{type(e).__name__}: {e}")
                 process = ProcessResult(exit_code=None, backend=self.backend.name, duration=0.0)
         outcome = _sandbox_says(outcome, process)
+        if process.stderr_tail:  # what a session said before it died: often the only clue
+            files.write_text(folder / "stderr.log", process.stderr_tail)
         if review_only and outcome.outcome is not Outcome.VOID:
             if _repository_state(repository) != before:
                 outcome = attrs.evolve(outcome, outcome=Outcome.VOID, void_cause=VoidCause.REPOSITORY_CHANGED,
@@ -230,7 +232,7 @@ class ExperimentRun:
             started_at=started, ended_at=now(), backend=process.backend, void_cause=outcome.void_cause,
             exit_code=process.exit_code, session_id=outcome.session_id, turns=outcome.turns,
             tokens=dict(outcome.tokens), cost_usd=outcome.cost_usd, final_message=outcome.final_message,
-            diagnostic=outcome.diagnostic or process.stderr_tail[-2000:],
+            diagnostic=_diagnostic(outcome, process),
         )
         formats.write(folder / "trial.json", record)
         return record
@@ -301,6 +303,14 @@ def _repository_state(repository: Any) -> tuple[str, str]:
             return repo.head, repo.status()
     except GitError as e:
         return "", f"unreadable: {e}"
+
+
+def _diagnostic(outcome: SessionOutcome, process: ProcessResult) -> str | None:
+    """The session's own diagnostic, with the end of its stderr when it did not deliver."""
+    stderr = process.stderr_tail.strip()
+    if not stderr or outcome.outcome is Outcome.DELIVERED or stderr[-300:] in (outcome.diagnostic or ""):
+        return outcome.diagnostic or stderr[-2000:] or None
+    return "; ".join(filter(None, [outcome.diagnostic, f"stderr: {stderr[-1000:]}"]))
 
 
 def _sandbox_says(outcome: SessionOutcome, process: ProcessResult) -> SessionOutcome:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import attrs
-from assay.engine import results, touched
+from assay.engine import preflight, results, touched
 from assay.engine.arms import RUNNER_KIND, ArmError, ArmFlags, resolve_arms
 from assay.engine.factory import Factory, FactoryError
 from assay.engine.folder import ExperimentDir, bar_differences, experiment_id
@@ -256,6 +256,10 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
     import trio
     from assay.engine.runner import ExperimentRun
 
+    try:
+        preflight.probe_arms(plan.sources, arms_summary(plan.setup), plan.backend, home.root)
+    except preflight.ArmCannotStart as e:
+        raise PlanError(str(e)) from None
     exp = ExperimentDir(home.experiments / plan.id)
     try:
         with exclusive_lock(exp.lock_file), contextlib.ExitStack() as scripted:

@@ -240,6 +240,11 @@ class ArmRuntime(Protocol):
     async def run(self, ctx: TrialContext) -> tuple[SessionOutcome, ProcessResult]:
         """Run the session to its end through ``ctx.backend``."""
 
+    def probe(self, folder: Path) -> Invocation:
+        """The Arm's program started once, doing no work (a Harness binary's ``--version``; a check
+        that a Custom runner's command is there), with ``folder`` (empty) as its scratch space:
+        an Arm that can't start in the sandbox is refused before its first Trial."""
+
 
 @runtime_checkable
 class ArmKind(Protocol):

@@ -91,6 +91,9 @@ class ScriptedArm:
     async def run(self, ctx: TrialContext) -> tuple[SessionOutcome, ProcessResult]:
         return await self.arm.run(attrs.evolve(ctx, backend=self.backend))
 
+    def probe(self, folder: Path) -> Invocation:
+        return self.arm.probe(folder)
+
 
 @attrs.frozen
 class Served:

@@ -3,7 +3,7 @@
 ``harnesskit`` a Harness's binary, environment allow-list and fresh home; ``credentials`` the
 logins handed to sessions; ``harness_arm`` one Trial's session of a Factory Arm; ``supervise``
 running a session's process to its end, timeout or Stop; ``spawn`` starting it from trio's own
-thread (which outlives it); ``hostkills`` telling a kill from outside the sandbox from one inside; ``proctree`` finding and killing every
-process a session started; ``streams`` judging a session from its event stream (outcome, void
-cause, tokens, cost).
+thread (which outlives it); ``hostkills`` telling a kill from outside the sandbox from one
+inside; ``proctree`` finding and killing every process a session started; ``streams`` judging a
+session from its event stream (outcome, void cause, tokens, cost).
 """

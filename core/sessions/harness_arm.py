@@ -10,7 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import attrs
-from assay.hooks.protocols import Harness, HarnessBinary, ProcessResult, SessionOutcome, SessionRequest, TrialContext
+from assay.hooks.protocols import (
+    Harness,
+    HarnessBinary,
+    Invocation,
+    ProcessResult,
+    SessionOutcome,
+    SessionRequest,
+    TrialContext,
+)
 from assay.storage.records import ArmSetup
 
 
@@ -44,3 +52,15 @@ class HarnessArm:
 
         process = await ctx.backend.run(invocation, timeout=ctx.timeout, on_line=on_line)
         return decoder.finish(process), process
+
+    def probe(self, folder: Path) -> Invocation:
+        """The binary's ``--version``, with everything a session of it has bound, but no provider."""
+        request = SessionRequest(
+            repository=folder / "repo", home=folder / "home", prompt="",
+            binary=HarnessBinary(self.setup.harness_path or "", self.setup.harness_version or ""),
+            model=self.setup.model, effort=self.setup.effort,
+        )
+        request.repository.mkdir(parents=True)
+        request.home.mkdir()
+        invocation = self.harness.invocation(request)
+        return attrs.evolve(invocation, argv=(request.binary.path, "--version"), hosts=(), log_dir=folder)

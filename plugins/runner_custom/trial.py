@@ -47,11 +47,9 @@ class CustomRunnerArm:
             "base": ctx.task.base, "branch": branch, "runner_dir": str(bundle), "output_dir": str(output),
             "home": str(ctx.home), "task": ctx.task.id,
         })
-        argv = tuple(a.replace("{runner_dir}", str(bundle)).replace("{request}", str(request)) for a in frozen["command"])
         invocation = Invocation(
-            argv=argv, cwd=ctx.repository,
-            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(ctx.home), "LANG": "C.UTF-8",
-                 "ASSAY_REQUEST": str(request)},
+            argv=_argv(frozen["command"], bundle, request), cwd=ctx.repository,
+            env={**_env(ctx.home), "ASSAY_REQUEST": str(request)},
             read_only=(bundle, issue, request), read_write=(ctx.repository, ctx.home, output), log_dir=ctx.folder,
         )
         process = await ctx.backend.run(
@@ -65,6 +63,30 @@ class CustomRunnerArm:
                 return _note_uncommitted(outcome, repo), process
         except GitError as e:
             return SessionOutcome(Outcome.FAILED, diagnostic=f"its repository can't be read: {e}"), process
+
+
+    def probe(self, folder: Path) -> Invocation:
+        """A check, in the sandbox, that the runner's command names a program there (it is not
+        started: a runner has no ``--version`` to promise). Its files are verified by each Trial."""
+        bundle = self.folder / "bundle"
+        command = json.loads((self.folder / "frozen.json").read_text())["command"]
+        program = _argv(command, bundle, folder / "request.json")[0]
+        return Invocation(
+            argv=("sh", "-c", PROBE, "assay-probe", program), cwd=folder, env=_env(folder),
+            read_only=(bundle,), read_write=(folder,), log_dir=folder,
+        )
+
+
+# Succeeds if $1 names an executable file, as a path or on PATH.
+PROBE = 'p=$(command -v -- "$1") && [ -x "$p" ] && exit 0; echo "$1: no such program in the sandbox" >&2; exit 127'
+
+
+def _argv(command: list[str], bundle: Path, request: Path) -> tuple[str, ...]:
+    return tuple(a.replace("{runner_dir}", str(bundle)).replace("{request}", str(request)) for a in command)
+
+
+def _env(home: Path) -> dict[str, str]:
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8"}
 
 
 def read_result(process: ProcessResult, path: Path, root: Path) -> SessionOutcome:

@@ -11,6 +11,7 @@ behaviour is a comma-separated list of steps, e.g. "sleep:0.2,right":
   plan_limit      print a plan-limit event
   background      leave a background process running (its pid goes to $FAKE_SCENARIO.bg)
   crash           exit 3 with no result
+  die:TEXT        print TEXT on stderr and exit 1 with nothing on stdout (a CLI that can't start)
   report:TEXT     write ~/reports/review.md (a code review; "|" becomes a new line)
   link:TARGET     make ~/reports/x.md a symbolic link to TARGET (a hostile review)
   edit            change a file in the repository without committing
@@ -102,6 +103,9 @@ def main() -> int:
             os.mkfifo(reports / "zz.md")
         elif name == "crash":
             return 3
+        elif name == "die":
+            print(arg, file=sys.stderr, flush=True)
+            return 1
         elif name == "allocate":
             held = bytearray(int(arg) << 20)  # zero-filled, so every page is touched
             print(json.dumps({"type": "allocated", "bytes": len(held)}), flush=True)

@@ -56,7 +56,8 @@ class FakeAgentHarness:
     provider_hosts = ("fake.invalid",)
 
     def locate(self) -> HarnessBinary:
-        return HarnessBinary(os.path.realpath(sys.executable), "fake-agent 1.0")
+        """This Python, or ``FAKE_AGENT_BINARY`` (a binary the sandbox may not see)."""
+        return HarnessBinary(os.environ.get("FAKE_AGENT_BINARY") or os.path.realpath(sys.executable), "fake-agent 1.0")
 
     def login_present(self, assay_home: Path) -> bool:
         return True
