@@ -8,6 +8,7 @@ user-level files a session reads plus the Arm's own Factory skills.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -51,9 +52,73 @@ def install_root(binary: str) -> Path:
     path = Path(binary)
     parts = path.parts
     if "node_modules" in parts:
-        i = parts.index("node_modules")
+        i = len(parts) - 1 - parts[::-1].index("node_modules")  # the innermost package holds it
         return Path(*parts[: i + (3 if parts[i + 1].startswith("@") else 2)])
     return path.parent
+
+
+def install_paths(binary: str) -> tuple[Path, ...]:
+    """Every folder a binary needs to run, to be bound read-only into its sandbox.
+
+    For an npm-installed CLI: its package and every dependency Node resolves for it, wherever
+    npm put them (``npm install`` into a folder hoists a native package such as
+    ``@openai/codex-linux-x64`` beside the CLI's, ``-g`` nests it inside), and, for a script
+    run by ``node``, the node on PATH wherever it is installed (nvm, Volta, Homebrew, /usr/local).
+    """
+    root = install_root(binary)
+    if "node_modules" not in root.parts:
+        return (root,)
+    paths = _npm_closure(root)
+    node = _node_root() if _runs_on_node(Path(binary)) else None
+    if node is not None:
+        paths.append(node)
+    return tuple(p for p in paths if not any(q != p and q in p.parents for q in paths))
+
+
+def _npm_closure(package: Path) -> list[Path]:
+    """``package`` and its dependencies (optional ones included, when installed), as Node finds them."""
+    found: list[Path] = []
+    todo = [package]
+    while todo:
+        folder = todo.pop()
+        if folder in found:
+            continue
+        found.append(folder)
+        try:
+            meta = json.loads((folder / "package.json").read_text())
+        except (OSError, ValueError):
+            continue
+        for name in {**meta.get("dependencies", {}), **meta.get("optionalDependencies", {})}:
+            resolved = _resolve(folder, name)
+            if resolved is not None:
+                todo.append(resolved)
+    return found
+
+
+def _resolve(package: Path, name: str) -> Path | None:
+    """Where Node's ``require(name)`` from ``package`` lands: the nearest ``node_modules/name`` up the tree."""
+    for folder in (package, *package.parents):
+        if folder.name != "node_modules" and (candidate := folder / "node_modules" / name).is_dir():
+            return Path(os.path.realpath(candidate))
+    return None
+
+
+def _runs_on_node(binary: Path) -> bool:
+    try:
+        with open(binary, "rb") as f:
+            first = f.readline(200)
+    except OSError:
+        return False
+    return first.startswith(b"#!") and b"node" in first
+
+
+def _node_root() -> Path | None:
+    """The installation of the ``node`` on PATH (``<root>/bin/node``), unless the system's own /usr holds it."""
+    node = shutil.which("node")
+    if node is None:
+        return None
+    root = Path(os.path.realpath(node)).parents[1]
+    return None if root in (Path("/"), Path("/usr")) or Path("/usr") in root.parents else root
 
 
 def parse_version(text: str) -> str:

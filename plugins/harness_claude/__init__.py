@@ -14,7 +14,7 @@ from assay import hookimpl
 from assay.hooks.protocols import HarnessBinary, Invocation, ProviderRoute, SessionRequest
 from assay.plugins.harness_claude import command
 from assay.plugins.harness_claude.stream import ClaudeDecoder
-from assay.sessions.harnesskit import install_root, locate_binary, routed
+from assay.sessions.harnesskit import install_paths, locate_binary, routed
 
 
 class ClaudeHarness:
@@ -32,7 +32,7 @@ class ClaudeHarness:
         command.fill_home(request)
         return Invocation(
             argv=command.argv(request), cwd=request.repository, env=command.environment(request),
-            read_only=(install_root(request.binary.path),), read_write=(request.repository, request.home),
+            read_only=install_paths(request.binary.path), read_write=(request.repository, request.home),
             hosts=self.provider_hosts,
             stop_signals=(int(signal.SIGTERM),),
         )

@@ -15,7 +15,7 @@ from assay import hookimpl
 from assay.hooks.protocols import HarnessBinary, Invocation, ProviderRoute, SessionRequest
 from assay.plugins.harness_codex import command
 from assay.plugins.harness_codex.stream import CodexDecoder
-from assay.sessions.harnesskit import install_root, locate_binary, routed
+from assay.sessions.harnesskit import install_paths, locate_binary, routed
 
 
 class CodexHarness:
@@ -45,7 +45,7 @@ class CodexHarness:
         auth = command.fill_home(request, login=login)
         return Invocation(
             argv=command.argv(request, settings), cwd=request.repository, env=command.environment(request),
-            read_only=(install_root(request.binary.path),),
+            read_only=install_paths(request.binary.path),
             read_write=(request.repository, request.home, *((auth,) if auth else ())),
             hosts=self.provider_hosts, stop_signals=(int(signal.SIGINT), int(signal.SIGTERM)),
         )

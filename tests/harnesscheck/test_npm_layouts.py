@@ -1,0 +1,84 @@
+"""npm-installed CLIs run in the sandbox however they were installed (issue 13, finding 2).
+
+``npm install`` into a folder (not ``-g``) hoists a CLI's native package beside it
+(``node_modules/@openai/codex-linux-x64``); the sandbox once bound only the CLI's own package, so
+every Codex session exited 1 at once. These tests install the real npm packages into a folder and
+run ``assay harnesses check`` on them, beside the global install, and check that a node installed
+outside /usr (nvm, Volta, Homebrew) is bound too.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from assay.sessions.harnesskit import install_paths
+
+from tests.harnesscheck.test_harness_checks import ALL_CHECKS, INSTALL, check, need, statuses
+
+
+@functools.cache
+def _installed_into_a_folder(root: str) -> tuple[Path | None, str]:
+    """``npm install --prefix ROOT`` of both CLIs: the folder of their commands, or why not."""
+    if shutil.which("npm") is None:
+        return None, "npm is not installed"
+    done = subprocess.run(["npm", "install", "--prefix", root, *INSTALL.values()], capture_output=True, text=True,
+                          timeout=600)
+    commands = Path(root) / "node_modules" / ".bin"
+    if done.returncode != 0 or not (commands / "codex").exists():
+        return None, f"npm install --prefix failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}"
+    return commands, ""
+
+
+@pytest.fixture(scope="module")
+def npm_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    commands, why = _installed_into_a_folder(str(tmp_path_factory.mktemp("npm-folder")))
+    if commands is None:
+        pytest.skip(why)
+    return commands
+
+
+def test_clis_installed_into_a_folder_bind_their_hoisted_native_packages(npm_folder: Path) -> None:
+    """The hoisted native package is among the paths a session of the CLI gets bound."""
+    codex = os.path.realpath(npm_folder / "codex")
+    bound = install_paths(codex)
+    modules = npm_folder.parent
+    assert modules / "@openai" / "codex" in bound and modules / "@openai" / "codex-linux-x64" in bound, bound
+    assert modules not in bound, "only what the CLI resolves, not the whole folder"
+
+
+@pytest.mark.parametrize("layout", ["global", "folder"])
+def test_real_clis_pass_every_check_installed_globally_or_into_a_folder(
+    layout: str, assay_home: Path, request: pytest.FixtureRequest
+) -> None:
+    """`assay harnesses check` passes for claude and codex from `npm install -g` and from `npm install --prefix DIR`."""
+    need("claude", "codex")
+    path = os.environ["PATH"]
+    if layout == "folder":
+        path = f"{request.getfixturevalue('npm_folder')}{os.pathsep}{path}"
+    code, reports = check(assay_home, "claude", "codex", PATH=path)
+    for harness in ("claude", "codex"):
+        assert statuses(reports[harness]) == dict.fromkeys(ALL_CHECKS, "pass"), reports[harness]
+    assert code == 0
+
+
+def test_a_node_installed_outside_usr_is_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A node script's sessions get the node on PATH bound, wherever it is installed (here: an nvm-like folder)."""
+    node = tmp_path / "nvm" / "versions" / "node" / "v22.0.0" / "bin" / "node"
+    node.parent.mkdir(parents=True)
+    node.write_text(f"#!/bin/sh\nexec {shutil.which('node') or '/usr/bin/node'} \"$@\"\n")
+    node.chmod(0o755)
+    package = tmp_path / "project" / "node_modules" / "@openai" / "codex"
+    (package / "bin").mkdir(parents=True)
+    (package / "package.json").write_text('{"name": "@openai/codex", "optionalDependencies": {"@openai/codex-linux-x64": "1"}}')
+    (package / "bin" / "codex.js").write_text("#!/usr/bin/env node\n")
+    native = package.parent / "codex-linux-x64"
+    native.mkdir()
+    monkeypatch.setenv("PATH", f"{node.parent}{os.pathsep}{os.environ['PATH']}")
+    assert install_paths(str(package / "bin" / "codex.js")) == (package, native, node.parents[1])
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert install_paths(str(package / "bin" / "codex.js")) == (package, native), "a node under /usr is bound already"
