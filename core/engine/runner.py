@@ -8,6 +8,7 @@ missing, and writes each result atomically, so a kill at any instant is resumed 
 from __future__ import annotations
 
 import collections
+import contextlib
 import signal
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -106,17 +107,30 @@ class ExperimentRun:
     _cached: dict[str, Any] = attrs.field(factory=dict, init=False)
     _queue: SlotQueue | None = attrs.field(default=None, init=False)
     _work: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
+    _grading: trio.Nursery | None = attrs.field(default=None, init=False)
+    _graders: trio.CapacityLimiter | None = attrs.field(default=None, init=False)
+    _graded: set[str] = attrs.field(factory=set, init=False)  # tasks whose grading has started
 
     async def run(self) -> str:
-        """Run to the end, a pause or a Stop; returns the Experiment's outcome."""
+        """Run to the end, a pause or a Stop; returns the Experiment's outcome.
+
+        Each task is graded as soon as its last Trial ends, while other tasks' Trials run, with
+        up to ``workers`` tasks graded at once; what is left (tasks finished on an earlier run)
+        is graded after the Trials.
+        """
+        self._graders = trio.CapacityLimiter(self.workers)
         async with trio.open_nursery() as root:
             root.start_soon(self._watch_signals)
-            with self._work:  # a Stop cuts Trials and grading short alike; both resume
-                with self.command.stage("trials"):
-                    await self._trials()
-                if not self.paused:
-                    with self.command.stage("grade"):
-                        await self._grade()
+            # A Stop cuts Trials and grading short alike (both resume); the grade stage ends when
+            # the last grading does.
+            with self._work, contextlib.ExitStack() as grade_stage:
+                async with trio.open_nursery() as grading:
+                    self._grading = grading
+                    with self.command.stage("trials"):
+                        await self._trials()
+                    if not self.paused:
+                        grade_stage.enter_context(self.command.stage("grade"))
+                        self._grade()
             root.cancel_scope.cancel()
         if self.stopped:
             return "stopped"
@@ -173,6 +187,8 @@ class ExperimentRun:
             )
             self.report("trial ended", self.counts)
             queue.done(again)
+            if again is None:
+                self._grade_when_finished(slot.task)
 
     def _pause(self) -> None:
         if not self.paused:
@@ -239,16 +255,27 @@ class ExperimentRun:
 
     # --- Grading ------------------------------------------------------------------------------
 
-    async def _grade(self) -> None:
-        by_task: dict[str, list[SlotState]] = collections.defaultdict(list)
-        for state in self.states():
-            by_task[state.slot.task].append(state)
-        for task_id, states in by_task.items():
-            if any(s.void_final or s.last is None or s.next_attempt is not None for s in states):
-                continue  # dropped, or not finished
-            await self._grade_task(self.tasks[task_id], states)
+    def _grade(self) -> None:
+        """Start grading every finished task not graded yet."""
+        for task_id in dict.fromkeys(s.task for s in self.exp.slots(self.setup.tasks)):
+            self._grade_when_finished(task_id)
+
+    def _grade_when_finished(self, task_id: str) -> None:
+        """Start grading the task if every Trial of it has finished (and none was dropped)."""
+        if task_id in self._graded or self._grading is None:
+            return
+        states = [self.exp.slot_state(s, self.bar) for s in self.exp.slots(self.setup.tasks) if s.task == task_id]
+        if any(s.void_final or s.last is None or s.next_attempt is not None for s in states):
+            return  # dropped, or not finished
+        self._graded.add(task_id)
+        self._grading.start_soon(self._grade_task, self.tasks[task_id], states)
 
     async def _grade_task(self, task: EvalTask, states: list[SlotState]) -> None:
+        assert self._graders is not None
+        async with self._graders:
+            await self._grade_states(task, states)
+
+    async def _grade_states(self, task: EvalTask, states: list[SlotState]) -> None:
         ungraded = {}
         for state in states:
             record = state.last

@@ -1,4 +1,4 @@
-"""Trials as long as real sessions (issue 13, finding 1; issue 14, finding 7).
+"""Trials as long as real sessions, graded as they finish (issue 13, findings 1 and 3).
 
 Real agent sessions last minutes. A sandboxed session was once SIGKILLed about 10 s in: bwrap's
 ``--die-with-parent`` is the kernel's parent-death signal, which fires when the *thread* that
@@ -9,6 +9,7 @@ backends, and check what a user sees: the Trial records, the Scores and the CLI'
 
 from __future__ import annotations
 
+import datetime
 import functools
 import json
 import signal
@@ -136,3 +137,41 @@ def test_stop_during_a_long_bwrap_trial_stops_it_and_leaves_nothing(assay_home: 
     assert json.loads(out.strip().splitlines()[-1])["outcome"] == "stopped"
     assert trial_records(assay_home) == []
     assert runner_pids(assay_home) == []
+
+
+def _timed_test_command(home: Path, seconds: float) -> None:
+    """Each task's test command prints when it started and ended (kept in the Trial's grade/test-output.txt)."""
+    for task in (home / "evals" / "suites" / "proc").glob("*/task.toml"):
+        task.write_text(task.read_text().replace(
+            'test_command = ["python3", "-m", "unittest", "-q"]',
+            'test_command = ["sh", "-c", "echo start $(date +%s.%N); sleep '
+            f'{seconds:g}; python3 -m unittest -q; echo end $(date +%s.%N)"]',
+        ))
+
+
+def _grading_times(home: Path) -> dict[str, list[tuple[float, float]]]:
+    """Per task, when each of its code-Grader runs started and ended."""
+    runs: dict[str, list[tuple[float, float]]] = {}
+    for output in home.glob("evals/experiments/*/trials/*/*/attempt-*/grade/test-output.txt"):
+        said = dict(line.split() for line in output.read_text().splitlines() if line.startswith(("start ", "end ")))
+        runs.setdefault(output.parents[3].name, []).append((float(said["start"]), float(said["end"])))
+    return runs
+
+
+def test_each_task_is_graded_as_soon_as_its_trials_finish_workers_at_a_time(assay_home: Path, tmp_path: Path) -> None:
+    """Finding 3: a task is graded while other tasks' Trials still run, and up to --workers tasks are
+    graded at once (before: every Trial first, then one test command at a time)."""
+    make_process_suite(assay_home, tasks=3)
+    _timed_test_command(assay_home, 4)
+    behaviour = {"proc/p3": "fix_after:15", "*": "fix"}
+    proc = runner_experiment(assay_home, tmp_path, "none", behaviour, "--workers", "2")
+    out, err = proc.communicate(timeout=200)
+    assert proc.returncode == 0, err
+    runs = _grading_times(assay_home)
+    assert sorted(runs) == ["proc__p1", "proc__p2", "proc__p3"] and all(len(r) == 2 for r in runs.values()), runs
+    slow_ended = max(datetime.datetime.fromisoformat(t["ended_at"]).timestamp()
+                     for t in trial_records(assay_home) if t["task"] == "proc/p3")
+    for task in ("proc__p1", "proc__p2"):
+        assert max(end for _, end in runs[task]) < slow_ended, f"{task} was graded before p3's Trials ended"
+    (a_start, a_end), (b_start, b_end) = min(runs["proc__p1"]), min(runs["proc__p2"])
+    assert a_start < b_end and b_start < a_end, "two tasks were graded at once"
