@@ -52,14 +52,15 @@ def test_a_runner_that_kills_itself_fails_once_and_is_never_void(backend: str, a
 
 
 def _relays_of(home: Path) -> list[int]:
-    """Host pids of the bwrap relays (PID 1 of each sandbox) running a Trial of ``home``."""
+    """Host pids of the bwrap relays (PID 1 of each sandbox) running a Trial of a runner frozen in ``home``."""
     found = []
     for entry in Path("/proc").iterdir():
         try:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"/run/assay/relay.py" in argv and any(a.startswith(str(home).encode()) for a in argv):
+        if b"/run/assay/relay.py" in argv and any(a.startswith(str(home).encode()) and a.endswith(b"/runner.py")
+                                                  for a in argv):  # a Trial's, not the pre-flight probe's
             found.append(int(entry.name))
     return found
 
