@@ -34,9 +34,8 @@ def test_a_runner_naming_a_missing_program_is_refused_before_any_trial(
     )
     assert result.returncode == 2, result.stderr
     assert result.stderr.count("\n") == 1, result.stderr
-    assert result.stderr.startswith(
-        f"assay: error: the Candidate's runner 'broken' can't start in the '{backend}' sandbox (assay-no-such-agent: "), \
-        result.stderr
+    refusal = f"assay: error: the Candidate's runner 'broken' can't start in the '{backend}' sandbox"
+    assert result.stderr.startswith(f"{refusal} (assay-no-such-agent: "), result.stderr
     assert "command must name a program" in result.stderr
     assert trial_records(assay_home) == []
     assert not list(assay_home.glob("evals/experiments/*/trials"))
@@ -59,8 +58,8 @@ def test_a_harness_binary_the_sandbox_cannot_see_is_refused_before_any_trial(ass
     )
     assert result.returncode == 2, result.stderr
     assert result.stderr.count("\n") == 1, result.stderr
-    assert result.stderr.startswith(
-        f"assay: error: the Baseline's Harness 'fake-agent' ({hidden}) can't start in the 'bwrap' sandbox "), result.stderr
+    refusal = f"assay: error: the Baseline's Harness 'fake-agent' ({hidden}) can't start in the 'bwrap' sandbox "
+    assert result.stderr.startswith(refusal), result.stderr
     assert f"can't start {hidden}" in result.stderr and "assay harnesses check fake-agent" in result.stderr
     assert trial_records(assay_home) == []
 

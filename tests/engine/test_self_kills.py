@@ -38,7 +38,9 @@ def experiment(home: Path, tmp_path: Path, backend: str, candidate: dict,
 
 
 @pytest.mark.parametrize("backend", ["bwrap", "none"])
-def test_a_runner_that_kills_itself_fails_once_and_is_never_void(backend: str, assay_home: Path, tmp_path: Path) -> None:
+def test_a_runner_that_kills_itself_fails_once_and_is_never_void(
+    backend: str, assay_home: Path, tmp_path: Path
+) -> None:
     """`kill -9 $$` in the Trial is the Arm's fail: one attempt, a failed Score, no host_kill."""
     sandbox(backend)
     make_process_suite(assay_home, tasks=1)

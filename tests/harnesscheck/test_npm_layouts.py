@@ -74,7 +74,8 @@ def test_a_node_installed_outside_usr_is_bound(tmp_path: Path, monkeypatch: pyte
     node.chmod(0o755)
     package = tmp_path / "project" / "node_modules" / "@openai" / "codex"
     (package / "bin").mkdir(parents=True)
-    (package / "package.json").write_text('{"name": "@openai/codex", "optionalDependencies": {"@openai/codex-linux-x64": "1"}}')
+    (package / "package.json").write_text(
+        '{"name": "@openai/codex", "optionalDependencies": {"@openai/codex-linux-x64": "1"}}')
     (package / "bin" / "codex.js").write_text("#!/usr/bin/env node\n")
     native = package.parent / "codex-linux-x64"
     native.mkdir()
