@@ -336,7 +336,7 @@ def _diagnostic(outcome: SessionOutcome, process: ProcessResult) -> str | None:
     """The session's own diagnostic, with the end of its stderr when it did not deliver."""
     stderr = process.stderr_tail.strip()
     if not stderr or outcome.outcome is Outcome.DELIVERED or stderr[-300:] in (outcome.diagnostic or ""):
-        return outcome.diagnostic or stderr[-2000:] or None
+        return outcome.diagnostic or process.stderr_tail[-2000:]
     return "; ".join(filter(None, [outcome.diagnostic, f"stderr: {stderr[-1000:]}"]))
 
 
