@@ -243,7 +243,8 @@ class ArmRuntime(Protocol):
     def probe(self, folder: Path) -> Invocation:
         """The Arm's program started once, doing no work (a Harness binary's ``--version``; a check
         that a Custom runner's command is there), with ``folder`` (empty) as its scratch space:
-        an Arm that can't start in the sandbox is refused before its first Trial."""
+        an Arm that can't start in the sandbox is refused before its first Trial. A runtime
+        without it is not probed."""
 
 
 @runtime_checkable
