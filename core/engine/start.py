@@ -28,7 +28,7 @@ from assay.hooks.protocols import (ArmKind, ArmRuntime, Harness, NotYetImplement
 from assay.sessions.harness_arm import HarnessArm
 from assay.storage import formats
 from assay.storage.commands import Command, now
-from assay.storage.files import Locked, exclusive_lock
+from assay.storage.files import Locked, exclusive_lock, private_folder
 from assay.storage.home import AssayHome
 from assay.storage.records import ARMS, Arm, ArmSetup, Bar, EvalTask, Setup, Suite, TaskSetup
 
@@ -261,6 +261,8 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
     except preflight.ArmCannotStart as e:
         raise PlanError(str(e)) from None
     exp = ExperimentDir(home.experiments / plan.id)
+    private_folder(home.experiments)
+    private_folder(exp.path)
     try:
         with exclusive_lock(exp.lock_file), contextlib.ExitStack() as scripted:
             setup = record(exp, plan)

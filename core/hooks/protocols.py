@@ -307,7 +307,18 @@ class UpstreamRouting(Protocol):
 
 
 @attrs.frozen
+class Limit:
+    """One limit a backend puts on each Trial (``memory``, ``pids``, ``disk``, ``seccomp``): whether
+    it holds on this machine, and how it is enforced or why it is missing."""
+
+    name: str
+    in_force: bool
+    how: str
+
+
+@attrs.frozen
 class SandboxCheck:
     works: bool
     reason: str = ""
     memory_cap: str = "none"
+    limits: tuple[Limit, ...] = ()

@@ -76,6 +76,16 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+def private_folder(path: Path) -> None:
+    """Make ``path`` (and any missing parent) a folder only its owner can enter (0700).
+
+    A Trial's files live in its Experiment's folder while it runs, and may be whatever the agent
+    made (a set-uid binary, until the sandbox clears it): nobody else may reach them.
+    """
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o700)
+
+
 def remove_tree(path: Path) -> None:
     """Remove a folder, read-only parts included (a Trial may leave some); a missing one is fine."""
     if not path.exists() and not path.is_symlink():

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import attrs
-from assay.hooks.protocols import Invocation, ProcessResult, SandboxCheck
+from assay.hooks.protocols import Invocation, Limit, ProcessResult, SandboxCheck
 from assay.sessions import hostkills
 from assay.sessions.supervise import Supervisor
 
@@ -21,7 +21,9 @@ class NoneBackend(Supervisor):
     name = "none"
 
     def check(self) -> SandboxCheck:
-        return SandboxCheck(works=True, reason="pass-through: no isolation, no network limit, no memory cap")
+        return SandboxCheck(works=True, reason="pass-through: no isolation, no network limit, no memory cap",
+                            limits=tuple(Limit(name, False, "pass-through: no limit")
+                                         for name in ("memory", "pids", "disk", "seccomp")))
 
     async def run(
         self, invocation: Invocation, *, timeout: float, on_line: Callable[[str], None]
