@@ -20,7 +20,7 @@ from assay.cli.output import JsonOpt, emit_json, fail, table
 from assay.engine.results import read_verdict
 from assay.hooks import plugin_manager as plugin_loading
 from assay.storage import commands, formats
-from assay.storage.files import Locked, exclusive_lock
+from assay.storage.files import Locked, NotALockFile, exclusive_lock
 from assay.storage.home import AssayHome
 from assay.storage.records import ARMS, Bar, Recheck
 
@@ -318,8 +318,12 @@ def experiments(
     rows = []
     for path in sorted(home.experiments.glob("*/setup.json")) if home.experiments.is_dir() else []:
         exp = ExperimentDir(path.parent)
-        setup, command = exp.setup(), _command(home, exp.id)
-        verdict = read_verdict(exp)
+        try:
+            setup, command = exp.setup(), _command(home, exp.id)
+            verdict = read_verdict(exp)
+        except (formats.FormatError, OSError) as e:  # one broken Experiment hides none of the others
+            typer.echo(f"assay: warning: Experiment {exp.id} can't be read: {e}", err=True)
+            continue
         rows.append({
             "id": exp.id, "state": commands.effective_state(command) if command else "created",
             "outcome": command.outcome if command else None,
@@ -386,7 +390,8 @@ def _recheck_command(plugins: plugin_loading.Plugins):
                 if exp.score(slot) is None:
                     fail(f"Trial {trial} has no Score yet to recheck")
                 formats.write(exp.recheck_file(slot), Recheck(slot.task, slot.arm, slot.index, passed, why,
-                                                              os.environ.get("USER", "unknown"), commands.now()))
+                                                              os.environ.get("USER", "unknown"), commands.now(),
+                                                              graded=exp.in_force(slot)))
                 result = experiment_verdict(exp, setup, bar, results.wrong_finding_kinds(plugins))
                 formats.write(exp.verdict_file, result)
                 command = _command(home, exp.id)
@@ -396,6 +401,8 @@ def _recheck_command(plugins: plugin_loading.Plugins):
                         waiting=results.waiting_text(result)))
         except Locked:
             fail(f"Experiment {exp.id} is running; recheck it once it ends", code=1)
+        except NotALockFile as e:
+            fail(str(e))
         waiting = [item["trial"] for item in result.recheck if not item["rechecked"]]
         if json_:
             emit_json({"id": exp.id, "trial": trial, "passed": passed, "verdict": result.verdict,
@@ -417,13 +424,13 @@ def stop(
     home = AssayHome.from_env()
     exp = _find(home, id)
     command = _command(home, exp.id)
-    if command is None or commands.effective_state(command) != "running":
+    if command is None or not commands.runs(command):
         fail(f"Experiment {exp.id} is not running", code=1)
     os.kill(command.pid, signal.SIGTERM)
     deadline = time.monotonic() + wait
-    while commands.is_alive(command.pid) and time.monotonic() < deadline:
+    while commands.runs(command) and time.monotonic() < deadline:
         time.sleep(0.1)
-    if commands.is_alive(command.pid):
+    if commands.runs(command):
         fail(f"Experiment {exp.id} (pid {command.pid}) did not stop within {wait:.0f}s", code=1)
     typer.echo(f"Stopped Experiment {exp.id}; run it again to resume.")
 

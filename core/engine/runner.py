@@ -311,6 +311,7 @@ class ExperimentRun:
             raise RuntimeError(f"no Grader of the '{task.kind}' kind scored {task.id} Trials {missing}")
 
     def _save_score(self, slot: Slot, score: Score) -> None:
+        score = attrs.evolve(score, graded=self.exp.in_force(slot))
         formats.write(self.exp.score_file(slot), score)
         self.command.log(f"Score {slot.key}: {'pass' if score.passed else 'fail'} ({score.grader}): {score.why[:200]}")
 

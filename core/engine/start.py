@@ -28,7 +28,7 @@ from assay.hooks.protocols import (ArmKind, ArmRuntime, Harness, NotYetImplement
 from assay.sessions.harness_arm import HarnessArm
 from assay.storage import formats
 from assay.storage.commands import Command, now
-from assay.storage.files import Locked, exclusive_lock, private_folder
+from assay.storage.files import Locked, NotALockFile, exclusive_lock, private_folder
 from assay.storage.home import AssayHome
 from assay.storage.records import ARMS, Arm, ArmSetup, Bar, EvalTask, Setup, Suite, TaskSetup
 
@@ -59,6 +59,15 @@ def _root_cause(error: BaseException) -> BaseException:
         real = [e for e in leaves if type(e).__name__ != "Cancelled"]
         return (real or leaves)[0]
     return error
+
+
+def _interrupted(error: BaseException) -> bool:
+    """A Ctrl-C that reached the run before its own handler did: KeyboardInterrupt, alone or in
+    trio's exception groups beside the cancellations it caused."""
+    if isinstance(error, BaseExceptionGroup):
+        leaves = [e for e in error.exceptions if type(e).__name__ != "Cancelled"]
+        return bool(leaves) and all(_interrupted(e) for e in leaves)
+    return isinstance(error, KeyboardInterrupt)
 
 
 @attrs.frozen
@@ -269,7 +278,8 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
             finished = _finished(exp)
             if finished is not None:
                 return exp, finished
-            command = Command.start(home, "experiment", plan.id, arms=arms_summary(setup), bar=plan.bar)
+            command = Command.start(home, "experiment", plan.id, lock=exp.lock_file, arms=arms_summary(setup),
+                                    bar=plan.bar)
             try:
                 with command.stage("arms"):
                     runtimes = {arm: _runtime(home, plan, setup.arm(arm), arm, command) for arm in ARMS}
@@ -282,20 +292,28 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
                     command=command, report=report,
                 )
                 outcome = trio.run(run.run)
-            except KeyboardInterrupt:  # before the run could take the signal itself
-                command.finish("stopped", "stopped", "stopped; run the same command again to resume")
-                raise
             except Exception as e:
                 cause = _root_cause(e)
-                command.log("".join(traceback.format_exception(e)))
-                command.finish("errored", "errored", f"{type(cause).__name__}: {cause}")
+                with contextlib.suppress(OSError):  # a full disk must not hide the error behind its own
+                    command.log("".join(traceback.format_exception(e)))
+                with contextlib.suppress(OSError):  # unwritten, the record reads "interrupted" (its lock is free)
+                    command.finish("errored", "errored", f"{type(cause).__name__}: {cause}")
                 raise ExperimentErrored(f"Experiment {plan.id} errored: {cause} (see {command.log_path})") from e
+            except BaseException as e:
+                if not _interrupted(e):
+                    raise
+                command.log("Stop received (SIGINT) before the run could take it: cutting work short")
+                outcome = "stopped"
             state = {"paused": "paused", "stopped": "stopped"}.get(outcome, "done")
             waiting = results.waiting_text(formats.read(exp.verdict_file, results.ExperimentVerdict)) if state == "done" else ""
             command.finish(state, outcome, _summary(exp, outcome), waiting)
             return exp, outcome
     except Locked:
         raise PlanError(f"Experiment {plan.id} is already running in another process") from None
+    except NotALockFile as e:
+        raise PlanError(str(e)) from None
+    except OSError as e:  # a full disk or an unwritable ASSAY_HOME, outside the run itself
+        raise ExperimentErrored(f"Experiment {plan.id} errored: {e}") from e
 
 
 def _finished(exp: ExperimentDir) -> str | None:

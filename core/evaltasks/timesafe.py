@@ -404,7 +404,9 @@ def _git(cwd: Path | None, *args: str, input: str | None = None) -> str:
 
 def _run(cwd: Path | None, *argv: str, input: str | None = None) -> str:
     """Run a command and return its stdout; a failure is a :class:`TimeSafeError` with its last words."""
-    proc = subprocess.run(argv, cwd=cwd, input=input, capture_output=True, text=True, env=_env())
+    # A process group of its own: a terminal's Ctrl-C is assay's to handle (a Stop), not the child's.
+    proc = subprocess.run(argv, cwd=cwd, input=input, capture_output=True, text=True, env=_env(),
+                          process_group=0)
     if proc.returncode:
         raise _failed(argv, proc.returncode, proc.stderr or proc.stdout)
     return proc.stdout
@@ -414,7 +416,7 @@ def _run(cwd: Path | None, *argv: str, input: str | None = None) -> str:
 def _started(cwd: Path, *args: str) -> Iterator[subprocess.Popen[str]]:
     """Git running in the background for the block; killed and reaped if the block fails."""
     with subprocess.Popen(["git", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, env=_env()) as proc:
+                          text=True, env=_env(), process_group=0) as proc:  # as _run's
         try:
             yield proc
         except BaseException:

@@ -157,8 +157,8 @@ class Score:
     A ``pending`` Score (its reason) has no judgement yet: its task waits, and so does the Verdict.
     """
 
-    FORMAT: ClassVar[int] = 2
-    UPGRADES: ClassVar[dict] = {1: dict}
+    FORMAT: ClassVar[int] = 3
+    UPGRADES: ClassVar[dict] = {1: dict, 2: dict}
 
     task: str
     arm: Arm
@@ -171,13 +171,15 @@ class Score:
     evidence: str | None = None
     pending: str | None = None
     label: str | None = None
+    graded: str | None = None  # the attempt it judged ("attempt-N sha256:…"); it counts only while that is in force
 
 
 @attrs.frozen
 class Recheck:
     """A person's recheck of one Trial's Score, kept beside the Grader's; it decides in its place."""
 
-    FORMAT: ClassVar[int] = 1
+    FORMAT: ClassVar[int] = 2
+    UPGRADES: ClassVar[dict] = {1: dict}
 
     task: str
     arm: Arm
@@ -186,6 +188,7 @@ class Recheck:
     why: str
     by: str
     at: dt.datetime
+    graded: str | None = None  # as a Score's: the attempt it judged
 
 
 @attrs.frozen
@@ -281,14 +284,16 @@ class Stage:
 class CommandRecord:
     """A long-running job (an Experiment, later a Scoring run), as the Inbox reads it."""
 
-    FORMAT: ClassVar[int] = 3
-    UPGRADES: ClassVar[dict] = {1: dict, 2: dict}
+    FORMAT: ClassVar[int] = 4
+    UPGRADES: ClassVar[dict] = {1: dict, 2: dict, 3: dict}
 
     kind: str
     id: str
     state: str  # running | paused | stopped | errored | done
     started_at: dt.datetime
     pid: int | None = None
+    pid_start: int | None = None  # when that process started (clock ticks since boot): a reused pid is not it
+    lock: str | None = None  # the lock file it holds while it runs: what says it runs, never the pid alone
     ended_at: dt.datetime | None = None
     outcome: str | None = None  # pass | fail | inconclusive | paused | stopped | errored
     summary: str = ""

@@ -30,6 +30,7 @@ from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, p
 from assay.sessions import hostkills
 from assay.sessions.proctree import ProcessTree
 from assay.sessions.supervise import Supervisor
+from assay.storage import owners
 from assay.storage.records import VoidCause
 
 RELAY = Path(__file__).with_name("relay.py")
@@ -90,7 +91,7 @@ class BwrapBackend(Supervisor):
         if shutil.which(self.executable) is None:
             return SandboxCheck(False, f"{self.executable} is not installed (apt-get install bubblewrap)", described,
                                 limits_here)
-        with tempfile.TemporaryDirectory(prefix="assay-check-") as folder:
+        with tempfile.TemporaryDirectory(prefix=f"assay-check-{owners.tag()}-") as folder:
             invocation = Invocation(argv=("true",), cwd=Path(folder), env={"PATH": "/usr/bin:/bin"},
                                     read_write=(Path(folder),))
             try:
@@ -104,6 +105,8 @@ class BwrapBackend(Supervisor):
     async def run(
         self, invocation: Invocation, *, timeout: float, on_line: Callable[[str], None]
     ) -> ProcessResult:
+        for prefix in ("assay-proxy-", "assay-check-"):  # what a killed run left
+            owners.sweep(Path(tempfile.gettempdir()), prefix, shutil.rmtree)
         cap = TrialLimits.start(self._caps(), self._limit(), self.pids_caps or pids.detect(),
                                 self.pids_limit or pids.default_limit(), self.file_size or limits.file_size_limit())
         handshake = Handshake.open(seccomp.program() if seccomp.supported() else None)
@@ -112,7 +115,7 @@ class BwrapBackend(Supervisor):
         try:
             staged = await trio.to_thread.run_sync(
                 (self.disk_caps or disk.detect()).start, self.disk_limit or disk.default_limit(), invocation.read_write)
-            with tempfile.TemporaryDirectory(prefix="assay-proxy-") as sockets:
+            with tempfile.TemporaryDirectory(prefix=f"assay-proxy-{owners.tag()}-") as sockets:
                 proxy = Proxy(
                     Allowlist.of(invocation.hosts), (invocation.log_dir or invocation.cwd.parent) / PROXY_LOG,
                     resolver(self.hosts_file), own_addresses(), upstreams=upstream_table(self.upstreams),

@@ -7,6 +7,8 @@ import secrets
 import time
 from pathlib import Path
 
+from assay.storage import owners
+
 Found = tuple[str, Path]  # ("cgroup v2" or "cgroup v1", our own cgroup's folder)
 
 
@@ -24,8 +26,10 @@ def writable(controller: str, v1_probe: str, proc_self: Path = Path("/proc/self"
 
 
 def child(parent: Path) -> Path:
-    """A fresh child cgroup for one Trial."""
-    path = parent / f"assay-trial-{secrets.token_hex(6)}"
+    """A fresh child cgroup for one Trial, named for this process (a killed run's, emptied by its
+    death, are removed first)."""
+    owners.sweep(parent, "assay-trial-", Path.rmdir)
+    path = parent / f"assay-trial-{owners.tag()}-{secrets.token_hex(6)}"
     path.mkdir()
     return path
 

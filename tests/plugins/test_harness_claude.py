@@ -16,9 +16,9 @@ from assay.plugins.harness_claude import ClaudeHarness, command
 from assay.plugins.harness_claude.stream import ClaudeDecoder
 from assay.sessions import credentials
 from assay.sessions.harnesskit import HarnessNotInstalled, parse_version
-from assay.storage.commands import is_alive as alive
 from assay.storage.records import Outcome, VoidCause
 
+from tests.conftest import alive
 from tests.fakes.fake_cli import calls, install
 from tests.harness_fixtures import (
     FAILED,

@@ -14,9 +14,9 @@ from assay.plugins.harness_codex import CodexHarness
 from assay.plugins.harness_codex.stream import CodexDecoder
 from assay.plugins.sandbox_none.backend import NoneBackend
 from assay.sessions.harnesskit import HarnessNotInstalled, parse_version
-from assay.storage.commands import is_alive as alive
 from assay.storage.records import Outcome, VoidCause
 
+from tests.conftest import alive
 from tests.fakes.fake_cli import calls, install
 from tests.harness_fixtures import FAILED, TIMED_OUT, decode, lines, offline, recorded, request, run_session
 
