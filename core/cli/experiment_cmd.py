@@ -109,6 +109,7 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         prior_weight: float = typer.Option(None, help="Bar: the prior, in pseudo Eval tasks (default 1)."),
         trials_per_task: int = typer.Option(None, help="Bar: Trials per Arm per Eval task (default by suite kind: 3, or 1 for spec-review)."),
         timeout: float = typer.Option(None, help="Bar: per-Trial timeout in seconds (a timeout is a fail)."),
+        void_backoff: float = typer.Option(None, help="Bar: seconds before re-running a Trial the provider failed; doubles each time (default 30)."),
         model_grader: list[str] = typer.Option([], "--model-grader", help="Bar: a model Grader seat HARNESS:MODEL (repeatable; the first from neither Arm's family grades)."),
         workers: int = typer.Option(2, min=1, help="Trials running at once."),
         sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap where it works, else none)."),
@@ -130,7 +131,8 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         """
         home = AssayHome.from_env()
         bar = _bar(margin=margin, level=level, seed=seed, draws=draws, prior_weight=prior_weight,
-                   timeout_seconds=timeout, model_graders=tuple(model_grader) or None)
+                   timeout_seconds=timeout, void_backoff_seconds=void_backoff,
+                   model_graders=tuple(model_grader) or None)
         plan = _plan(plugins, home, bar, trials_per_task, sandbox, factory, suite, locals(),
                      scripts=_arm_scripts(scripted_provider), unsandboxed_grader=unsandboxed_grader)
         run_plan(home, plugins, plan, workers=workers, json_=json_)

@@ -34,7 +34,6 @@ from assay.storage.records import (
     TaskSetup,
     TrialRecord,
     TrialView,
-    VoidCause,
 )
 
 _ATTEMPT = re.compile(r"attempt-(\d+)")
@@ -158,9 +157,8 @@ class ExperimentDir:
         last = records[-1]
         if last.outcome is not Outcome.VOID:
             return SlotState(slot, tuple(records), None)
-        # A plan-limit stop pauses the Experiment; it doesn't use up the task's re-runs.
-        counted = sum(1 for r in records if r.outcome is Outcome.VOID and r.void_cause is not VoidCause.PLAN_LIMIT)
-        if counted > bar.void_reruns:
+        # Every void counts, a plan limit's too: no Trial is attempted more than 1 + void_reruns times.
+        if sum(1 for r in records if r.outcome is Outcome.VOID) > bar.void_reruns:
             return SlotState(slot, tuple(records), None, void_final=True)
         return SlotState(slot, tuple(records), following)
 

@@ -37,6 +37,10 @@ from assay.storage.untrusted_git import inspected
 
 # Outcomes that are fails without asking a Grader: the session itself didn't deliver.
 SELF_EVIDENT_FAILS = {Outcome.FAILED, Outcome.TIMEOUT, Outcome.STOPPED_TO_ASK}
+# Void causes that mean the plan ran out: the Experiment pauses, however the limit was recognised.
+PLAN_LIMIT_CAUSES = {VoidCause.PLAN_LIMIT, VoidCause.USAGE_LIMIT}
+# Void causes that mean the provider is failing: a re-run waits first (the Bar's backoff).
+PROVIDER_FAILING = {VoidCause.SERVER_ERROR, VoidCause.PROVIDER_UNREACHABLE}
 
 
 class SlotQueue:
@@ -179,6 +183,10 @@ class ExperimentRun:
                 state = self.exp.slot_state(slot, self.bar)
                 if state.next_attempt is not None and not self.paused:
                     again = (slot, state.next_attempt)
+                failing = sum(1 for r in state.records if r.void_cause in PROVIDER_FAILING)
+                if again is not None and record.void_cause in PROVIDER_FAILING:
+                    await trio.sleep(self.bar.void_backoff_seconds * 2 ** (failing - 1))
+                    again = None if self.paused else again
             if again is None:
                 self.counts.done += 1
             self.command.log(
@@ -193,7 +201,7 @@ class ExperimentRun:
     def _pause(self) -> None:
         if not self.paused:
             self.paused = True
-            self.command.log("plan-limit warning: starting no new Trial; the Experiment pauses")
+            self.command.log("plan limit: starting no new Trial; the Experiment pauses")
             self.command.activity("plan_limit", f"experiment {self.exp.id} hit a plan-limit warning")
             if self._queue is not None:
                 self._queue.close()
@@ -228,7 +236,7 @@ class ExperimentRun:
             ctx = TrialContext(
                 task=task, prompt=self.prompts[slot.arm][task.id], folder=folder, repository=repository, home=home,
                 backend=self.backend, timeout=self.bar.timeout_seconds, assay_home=self.home.root,
-                log=log, on_plan_limit=self._pause,
+                log=log, on_plan_limit=self._pause, provider_error_limit=self.bar.void_provider_errors,
                 writable=tuple(p for p in [timesafe.origin_path(repository)] if p.exists()),
             )
             try:
@@ -239,6 +247,8 @@ class ExperimentRun:
         outcome = _sandbox_says(outcome, process)
         if process.stderr_tail:  # what a session said before it died: often the only clue
             files.write_text(folder / "stderr.log", process.stderr_tail)
+        if outcome.plan_limit or outcome.void_cause in PLAN_LIMIT_CAUSES:
+            self._pause()  # a limit read only once the session ended never reached the live callback
         if review_only and outcome.outcome is not Outcome.VOID:
             if _repository_state(repository) != before:
                 outcome = attrs.evolve(outcome, outcome=Outcome.VOID, void_cause=VoidCause.REPOSITORY_CHANGED,

@@ -10,6 +10,9 @@ Format history:
   Recheck 1: first version. CommandRecord 2: ``waiting`` (what a person must do before it is done).
 - Setup 2, CommandRecord 3: an Arm's ``scripted_provider`` (its Trials talked to a script).
   (Older files read as before: the new fields take their defaults.)
+- Bar 3: ``void_provider_errors``, ``void_backoff_seconds`` (older Bars upgrade to the defaults, which
+  were the behaviour's limits nowhere before). TrialRecord 2: void causes ``login_mismatch`` and
+  ``harness_changed`` (a format 1 reader would not know them).
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ class VoidCause(str, enum.Enum):
     HOST_KILL = "host_kill"  # killed from outside its sandbox (the kernel's OOM killer, a person), not by assay
     MEMORY_CAP = "memory_cap"
     REPOSITORY_CHANGED = "repository_changed"  # a review that edited or committed its repository
+    LOGIN_MISMATCH = "login_mismatch"  # the session used another login than the one assay gave it
+    HARNESS_CHANGED = "harness_changed"  # the session ran another version than the one fixed at the start
     # The only causes a Custom runner may claim for itself (custom-runners ticket).
     SESSION_UNAVAILABLE = "session_unavailable"
     USAGE_LIMIT = "usage_limit"
@@ -105,8 +110,8 @@ class Bar:
     2k+1 values a task's difference can take.
     """
 
-    FORMAT: ClassVar[int] = 2
-    UPGRADES: ClassVar[dict] = {1: dict}
+    FORMAT: ClassVar[int] = 3
+    UPGRADES: ClassVar[dict] = {1: dict, 2: lambda d: {**d, "void_provider_errors": 10, "void_backoff_seconds": 30.0}}
 
     margin: float = attrs.field(default=0.10, validator=_SHARE)
     level: float = attrs.field(default=0.95, validator=_rule(lambda v: 0.0 < v < 1.0, "strictly between 0 and 1"))
@@ -118,6 +123,10 @@ class Bar:
     )
     timeout_seconds: float = attrs.field(default=3600.0, validator=_rule(lambda v: v > 0, "above 0 seconds"))
     void_reruns: int = attrs.field(default=2, validator=_rule(lambda v: v >= 0, "0 or more"))
+    # A session that only retried this many provider errors before any work is stopped and void.
+    void_provider_errors: int = attrs.field(default=10, validator=_rule(lambda v: v >= 1, "1 or more"))
+    # The wait before re-running a Trial the provider failed (server error, unreachable); doubles each time.
+    void_backoff_seconds: float = attrs.field(default=30.0, validator=_rule(lambda v: v >= 0, "0 or more seconds"))
     max_dropped_share: float = attrs.field(default=0.10, validator=_SHARE)
     model_graders: tuple[str, ...] = ()  # "harness:model" seats, tried in order
 
@@ -126,7 +135,8 @@ class Bar:
 class TrialRecord:
     """One attempt of one Trial: one session of one Arm on one Eval task."""
 
-    FORMAT: ClassVar[int] = 1
+    FORMAT: ClassVar[int] = 2
+    UPGRADES: ClassVar[dict] = {1: dict}
 
     task: str
     arm: Arm
