@@ -165,6 +165,8 @@ def run_plan(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, wor
     except experiments_core.PlanError as e:
         fail(str(e))
     except experiments_core.ExperimentErrored as e:
+        if json_:  # a script reading stdout gets an answer it can parse, not nothing
+            typer.echo(json.dumps({"id": plan.id, "outcome": "errored", "verdict": None, "error": str(e)}))
         fail(str(e), code=1)
     finally:
         close()
@@ -217,6 +219,7 @@ def _announce(plan: Any, bar: Bar, json_: bool) -> None:
     counts = {t.trials for t in setup.tasks}
     k = counts.pop() if len(counts) == 1 else None
     typer.echo(f"  Eval tasks: {len(setup.tasks)} in {', '.join(setup.suites)}; sandbox: {setup.sandbox}")
+    tasks = _plural(len(setup.tasks), "task")
     if plan.chosen_because:
         typer.echo("  Suites chosen from the change:")
         for line in plan.chosen_because:
@@ -224,9 +227,13 @@ def _announce(plan: Any, bar: Bar, json_: bool) -> None:
     if k is not None:
         chance = verdicts.chance_of_clear_verdict(len(setup.tasks), k, bar)
         typer.echo(
-            f"  Before the start: with {len(setup.tasks)} tasks and {k} Trial(s) per Arm each, the chance of a "
+            f"  Before the start: with {tasks} and {_plural(k, 'Trial')} per Arm each, the chance of a "
             f"clear Verdict if the Arms are equal is {chance:.0%}."
         )
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def _conclude(exp: Any, outcome: str, json_: bool) -> None:

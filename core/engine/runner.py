@@ -85,6 +85,8 @@ class Counts:
     done: int = 0
     running: int = 0
     void: int = 0
+    to_grade: int = 0  # Eval tasks whose grading has started
+    graded: int = 0
 
 
 Reporter = Callable[[str, Counts], None]
@@ -278,12 +280,16 @@ class ExperimentRun:
         if any(s.void_final or s.last is None or s.next_attempt is not None for s in states):
             return  # dropped, or not finished
         self._graded.add(task_id)
+        self.counts.to_grade += 1
+        self.report("grading", self.counts)
         self._grading.start_soon(self._grade_task, self.tasks[task_id], states)
 
     async def _grade_task(self, task: EvalTask, states: list[SlotState]) -> None:
         assert self._graders is not None
         async with self._graders:
             await self._grade_states(task, states)
+        self.counts.graded += 1
+        self.report("task graded", self.counts)
 
     async def _grade_states(self, task: EvalTask, states: list[SlotState]) -> None:
         ungraded = {}

@@ -9,6 +9,7 @@ Format history:
 - Bar 2: ``model_graders`` (the model Grader seats). Score 2: ``pending``, ``label``.
   Recheck 1: first version. CommandRecord 2: ``waiting`` (what a person must do before it is done).
 - Setup 2, CommandRecord 3: an Arm's ``scripted_provider`` (its Trials talked to a script).
+- Setup 3: each task's resolved ``base``/``change`` commits and ``inputs_digest``.
   (Older files read as before: the new fields take their defaults.)
 - Bar 3: ``void_provider_errors``, ``void_backoff_seconds`` (older Bars upgrade to the defaults, which
   were the behaviour's limits nowhere before). TrialRecord 2: void causes ``login_mismatch`` and
@@ -119,7 +120,8 @@ class Bar:
     seed: int = attrs.field(default=20261129, validator=_rule(lambda v: v >= 0, "0 or more"))
     draws: int = attrs.field(default=20_000, validator=_rule(lambda v: v >= 100, "at least 100"))
     trials_per_task: Mapping[str, int] = attrs.field(
-        factory=lambda: {"code-review": 3, "process": 3, "spec-review": 1}
+        factory=lambda: {"code-review": 3, "process": 3, "spec-review": 1},
+        validator=_rule(lambda v: all(isinstance(n, int) and n >= 1 for n in v.values()), "1 or more for every kind"),
     )
     timeout_seconds: float = attrs.field(default=3600.0, validator=_rule(lambda v: v > 0, "above 0 seconds"))
     void_reruns: int = attrs.field(default=2, validator=_rule(lambda v: v >= 0, "0 or more"))
@@ -256,19 +258,23 @@ class ArmSetup:
 
 @attrs.frozen
 class TaskSetup:
-    """An Eval task as an Experiment runs it."""
+    """An Eval task as an Experiment runs it: its commits as resolved when the Experiment started
+    and a digest of its ``task.toml`` and inputs (None in a Setup recorded before format 3)."""
 
     id: str
     kind: str
     trials: int
+    base: str | None = None
+    change: str | None = None
+    inputs_digest: str | None = None
 
 
 @attrs.frozen
 class Setup:
     """What an Experiment compares: both Arms, its suites and tasks, the sandbox backend."""
 
-    FORMAT: ClassVar[int] = 2
-    UPGRADES: ClassVar[dict] = {1: dict}
+    FORMAT: ClassVar[int] = 3
+    UPGRADES: ClassVar[dict] = {1: dict, 2: dict}
 
     id: str
     baseline: ArmSetup

@@ -104,6 +104,8 @@ def test_runner_failure_modes_give_the_right_trial_records_and_the_experiment_fi
     assert sorted(v["void_cause"] for v in voids) == ["usage_limit"] * 3
     s = scores(assay_home)
     assert s[(tasks[modes.index("uncommitted")], "candidate", 0)]["passed"] is False, "uncommitted work never counts"
+    # issue 17: the Score names the files it ignored (it ended in an empty "uncommitted files ignored:")
+    assert s[(tasks[modes.index("uncommitted")], "candidate", 0)]["why"].endswith("; uncommitted files ignored: calc.py")
     assert s[(tasks[modes.index("ask")], "candidate", 0)]["passed"] is False
     assert all(s[(t, "baseline", 0)]["passed"] for t in tasks if t != tasks[modes.index("usage_limit")])
 
@@ -186,3 +188,23 @@ def test_named_runner_from_assay_home(assay_home, tmp_path, suite):
                    "--candidate-runner", "tidy", "--json", cwd=tmp_path)
     assert prepared.returncode == 0, prepared.stderr
     assert json.loads(prepared.stdout)["arms"]["candidate"]["runner"] == "tidy"
+
+
+def test_a_branch_base_is_resolved_so_the_git_exclude_check_still_runs(assay_home, tmp_path):
+    """Issue 17: a task `base = "main"` (a ref, as docs/eval-tasks.md allows) reaches the runner's
+    request.json and the git_exclude check as its commit; as a ref, `main..HEAD` in the Trial's copy
+    (whose branch is main) was empty, so a committed excluded file slipped through."""
+    [task] = make_process_suite(assay_home, tasks=1)
+    toml = assay_home / "evals" / "suites" / "proc" / "p1" / "task.toml"
+    text = toml.read_text()
+    base = text.split('base = "')[1].split('"')[0]
+    toml.write_text(text.replace(f'base = "{base}"', 'base = "main"'))
+    good = make_runner(tmp_path / "good", "good", {"*": "fix"})
+    odd = make_runner(tmp_path / "odd", "odd", {"*": "commit_scratch"}, git_exclude=("*.scratch",))
+    result = run(assay_home, "experiment", "--suite", "proc", "--baseline-runner", str(good),
+                 "--candidate-runner", str(odd), "--trials-per-task", "1", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    got = trials(assay_home)[(task, "candidate", 0)]
+    assert got["outcome"] == "failed" and "notes.scratch" in got["diagnostic"]
+    [request] = assay_home.glob("evals/experiments/*/trials/*/candidate-0/attempt-0/request.json")
+    assert json.loads(request.read_text())["base"] == base

@@ -156,8 +156,10 @@ def test_a_trial_sees_its_own_paths_and_nothing_else(bwrap: BwrapBackend, world:
     assert set(seen["real_home"]) <= {root.relative_to(home).parts[0] for root in installs() if home in root.parents}
     assert seen["source"] is False
     assert seen["given"] == "a skill\n" and seen["given_writable"] is False
-    leading = {path.relative_to("/tmp").parts[0] for path in (world.repo, given) if Path("/tmp") in path.parents}
-    assert set(seen["tmp"]) <= leading  # a fresh /tmp: only the folders leading to bound paths
+    # A fresh /tmp: only the folders leading to bound paths, the Python running assay among them
+    # when its venv lives under /tmp (issue 17: this failed for a venv made in /tmp).
+    leading = {path.relative_to("/tmp").parts[0] for path in (world.repo, given, *installs()) if Path("/tmp") in path.parents}
+    assert set(seen["tmp"]) <= leading
     assert len(seen["pids"]) == 2  # the relay and this process: no host process
     assert seen["oom_score_adj"] == "1000" and seen["capabilities"] == ["0000000000000000"]
     assert seen["proxy"] == "http://127.0.0.1:3128"
