@@ -10,7 +10,7 @@ import contextlib
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import attrs
@@ -85,12 +85,17 @@ def netns_unavailable() -> str | None:
 
 def processes_running(*argv: str) -> list[int]:
     """Host pids of every process running exactly ``argv``."""
-    wanted = "".join(f"{arg}\0" for arg in argv).encode()
+    wanted = [arg.encode() for arg in argv]
+    return processes_where(lambda running: running == wanted)
+
+
+def processes_where(test: Callable[[list[bytes]], bool]) -> list[int]:
+    """Host pids of every process whose argv passes ``test``."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
-                if (entry / "cmdline").read_bytes() == wanted:
+                if test((entry / "cmdline").read_bytes().split(b"\0")[:-1]):
                     found.append(int(entry.name))
     return found
 

@@ -23,6 +23,7 @@ from assay.plugins.sandbox_bwrap.backend import BwrapBackend
 
 from tests.conftest import cli_env, run_cli
 from tests.experiment_fixtures import PLUGINS, make_process_suite, make_runner
+from tests.sandbox_fixtures import processes_where
 
 LONG = 32.0  # seconds: three times trio's idle-thread timeout
 SLOW_TEST = 12.0  # seconds a code-Grader test command takes
@@ -60,15 +61,8 @@ def slow_test_command(home: Path, suite: str = "proc") -> None:
 
 def runner_pids(home: Path) -> list[int]:
     """Host pids of the scripted runners frozen in ``home`` that still run."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if entry.name.isdigit() and argv[0] == b"python3" and argv[1].startswith(str(home).encode()):
-            found.append(int(entry.name))
-    return found
+    return processes_where(lambda argv: argv[:1] == [b"python3"] and argv[1:2] != []
+                           and argv[1].startswith(str(home).encode()))
 
 
 def runner_experiment(home: Path, tmp_path: Path, backend: str, behaviour: dict, *args: str) -> subprocess.Popen:

@@ -24,6 +24,7 @@ from assay.storage.records import VoidCause
 from tests.conftest import cli_env
 from tests.engine.test_long_trials import sandbox, score_records, trial_records
 from tests.experiment_fixtures import PLUGINS, make_process_suite, make_runner
+from tests.sandbox_fixtures import processes_where
 
 
 def experiment(home: Path, tmp_path: Path, backend: str, candidate: dict,
@@ -55,16 +56,8 @@ def test_a_runner_that_kills_itself_fails_once_and_is_never_void(
 
 def _relays_of(home: Path) -> list[int]:
     """Host pids of the bwrap relays (PID 1 of each sandbox) running a Trial of a runner frozen in ``home``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"/run/assay/relay.py" in argv and any(a.startswith(str(home).encode()) and a.endswith(b"/runner.py")
-                                                  for a in argv):  # a Trial's, not the pre-flight probe's
-            found.append(int(entry.name))
-    return found
+    return processes_where(lambda argv: b"/run/assay/relay.py" in argv and any(
+        a.startswith(str(home).encode()) and a.endswith(b"/runner.py") for a in argv))  # a Trial's, not the probe's
 
 
 def test_a_sandbox_killed_from_outside_is_void_host_kill_and_rerun(assay_home: Path, tmp_path: Path) -> None:
