@@ -21,9 +21,11 @@ from pathlib import Path
 
 import attrs
 from assay.plugins.sandbox_bwrap.memory import parse_size
+from assay.storage import owners
 
 DISK_ENV = "ASSAY_TRIAL_DISK"
 DEFAULT_LIMIT = 8 << 30
+PREFIX = "assay-disk-"  # then the maker's tag (:mod:`assay.storage.owners`)
 
 
 def default_limit() -> int:
@@ -62,8 +64,7 @@ class Staged:
                 except OSError as e:  # whatever the Trial left there is its own doing: its failure
                     notes += f"assay sandbox: can't put back all the Trial left in {folder}: {e}\n"
         finally:
-            subprocess.run(["umount", str(mount)], check=False, capture_output=True)
-            shutil.rmtree(root, ignore_errors=True)
+            remove(root)
         return notes
 
 
@@ -88,7 +89,8 @@ class DiskCaps:
                          key=lambda folder: len(folder.parts))  # a folder is put back before one inside it
         if self.kind == "none" or not folders:
             return Staged(limit, None)
-        root = Path(tempfile.mkdtemp(prefix="assay-disk-"))
+        owners.sweep(Path(tempfile.gettempdir()), PREFIX, remove)  # what a killed run left mounted
+        root = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{owners.tag()}-"))
         staged = Staged(limit, root)
         try:
             image, mount = root / "image", root / "mnt"
@@ -107,6 +109,16 @@ class DiskCaps:
                 staged.finish()
             raise
         return staged
+
+
+def remove(root: Path) -> None:
+    """Unmount a Trial's file system and delete it (its image too); a mount that stays busy is left."""
+    mount = root / "mnt"
+    if os.path.ismount(mount):
+        subprocess.run(["umount", str(mount)], check=False, capture_output=True)
+        if os.path.ismount(mount):
+            return  # rmtree would empty the mounted file system, then fail on it
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def detect() -> DiskCaps:

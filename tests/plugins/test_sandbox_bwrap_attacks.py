@@ -365,12 +365,38 @@ def test_a_disk_fill_stops_at_the_trials_disk_cap(bwrap: BwrapBackend, trial: Pa
     caps = disk.detect()
     if not caps.in_force:
         pytest.skip(caps.describe(64 << 20))
+    before = _disks()
     result, lines = attack(attrs.evolve(bwrap, disk_limit=64 << 20), trial, DISK_FILL)
     assert lines == ["stopped 28"], result.stderr_tail  # ENOSPC
     assert "filled its disk cap" in result.stderr_tail
     assert (trial / "repo" / "kept.txt").read_text() == "work before the fill\n"
     assert sum(f.stat().st_size for f in (trial / "repo").iterdir()) <= 64 << 20
-    assert not list(Path(tempfile.gettempdir()).glob("assay-disk-*"))  # its file system is gone
+    assert _disks() <= before  # its file system is unmounted and gone
+
+
+def _disks() -> set[Path]:
+    return set(Path(tempfile.gettempdir()).glob(f"{disk.PREFIX}*"))
+
+
+def test_a_killed_runs_trial_disk_is_unmounted_by_the_next_trial(tmp_path: Path) -> None:
+    """Issue 16: what a dead run left is swept by the next. A killed run's Trial file system stays
+    mounted (and its image on the host's disk) until a later Trial starts and removes it."""
+    caps = disk.detect()
+    if not caps.in_force:
+        pytest.skip(caps.describe(16 << 20))
+    (tmp_path / "work").mkdir()
+
+    def trial_disk(end: str) -> Path:  # a run of its own: this one sweeps only once
+        started = subprocess.run(
+            [sys.executable, "-c", "import sys; from pathlib import Path; from assay.plugins.sandbox_bwrap import disk; "
+             f"s = disk.DiskCaps('loop ext4').start(16 << 20, [Path(sys.argv[1])]); print(s.root); {end}",
+             str(tmp_path / "work")], capture_output=True, text=True, check=True)
+        return Path(started.stdout.strip())
+
+    left = trial_disk("")  # exits without finish(), as a killed run does
+    assert os.path.ismount(left / "mnt")
+    finished = trial_disk("s.finish()")
+    assert not left.exists() and not finished.exists()
 
 
 def test_a_disk_fill_in_one_file_stops_at_the_file_size_cap(bwrap: BwrapBackend, trial: Path) -> None:

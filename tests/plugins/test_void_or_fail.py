@@ -12,7 +12,7 @@ import pytest
 from assay.hooks.protocols import ProcessResult, SessionOutcome
 from assay.plugins.harness_claude.stream import ClaudeDecoder
 from assay.plugins.harness_codex.stream import CodexDecoder
-from assay.sessions.streams import EventDecoder
+from assay.sessions.streams import EventDecoder, cause_in_text
 from assay.storage.records import Outcome, VoidCause
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -28,6 +28,14 @@ AGENT_TEXTS = ("connect ECONNREFUSED 127.0.0.1:5432", "HTTP 401 from the stub se
 OAUTH_403 = 'API Error: 403 {"error":{"details":{"error_code":"oauth_org_not_allowed"}}}'
 LIMIT = "You've hit your session limit · resets 2pm (UTC)"
 
+
+
+def _kind_of_429(text: str) -> str:
+    """A failed result with HTTP 429 and a limit message is how claude states a plan limit (the
+    status is structured; the text says which 429 it was), so it is not the agent's prose."""
+    return PLAN_LIMIT if cause_in_text(text) is VoidCause.PLAN_LIMIT else OTHER
+
+
 # (kind, event): kind says what the event is, so the property can tell work and stated causes apart.
 CLAUDE_EVENTS = st.one_of(
     st.sampled_from([(WORK, claude.TOOL_USE), (WORK, claude.TOOL_RESULT), (WORK, claude.TEXT)]),
@@ -37,7 +45,7 @@ CLAUDE_EVENTS = st.one_of(
     st.sampled_from(AGENT_TEXTS).flatmap(lambda text: st.sampled_from([
         (OTHER, claude.api_error(text, error="unknown")),
         (OTHER, claude.failed_result(text)), (OTHER, claude.failed_result(text, 400)),
-        (OTHER, claude.failed_result(text, 500)), (OTHER, claude.failed_result(text, 429))])),
+        (OTHER, claude.failed_result(text, 500)), (_kind_of_429(text), claude.failed_result(text, 429))])),
     st.sampled_from([
         (PLAN_LIMIT, claude.rate_limit("rejected")),
         (PLAN_LIMIT, claude.api_error(LIMIT, error="rate_limit", api_error="usage_limit_reached", api_error_status=429)),
