@@ -8,8 +8,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from assay.storage.owners import process_start
 
 FAKES = Path(__file__).parent / "fakes"
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie waiting to be reaped has ended)."""
+    return process_start(pid) is not None
 
 
 @pytest.fixture

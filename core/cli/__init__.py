@@ -14,7 +14,6 @@ import sys
 from typing import Any
 
 import assay
-import click
 import typer
 from assay.cli import output
 from assay.hooks import plugin_manager as plugin_loading
@@ -48,10 +47,10 @@ class LazyGroup(TyperGroup):
 
     plugins: Plugins  # set on the subclass that make_app builds
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: typer.Context) -> list[str]:
         return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+    def get_command(self, ctx: typer.Context, cmd_name: str) -> Any:
         if cmd_name in COMMANDS and cmd_name not in self.commands:
             self._load(COMMANDS[cmd_name][0])
         return self.commands.get(cmd_name)
@@ -64,16 +63,15 @@ class LazyGroup(TyperGroup):
         for name, command in typer.main.get_group(app).commands.items():
             self.commands.setdefault(name, command)
 
-    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
-        try:
-            return click.Group.resolve_command(self, ctx, args)
-        except click.UsageError as e:
-            close = difflib.get_close_matches(args[0], self.list_commands(ctx)) if args else []
+    def resolve_command(self, ctx: typer.Context, args: list[str]) -> Any:
+        # Typer suggests only among loaded commands; suggest among every command's name instead.
+        if args and not args[0].startswith("-") and args[0] not in self.list_commands(ctx):
+            close = difflib.get_close_matches(args[0], self.list_commands(ctx))
             if close:
-                e.message = f"{e.message.rstrip('.')}. Did you mean {', '.join(map(repr, close))}?"
-            raise
+                ctx.fail(f"No such command {args[0]!r}. Did you mean {', '.join(map(repr, close))}?")
+        return super().resolve_command(ctx, args)
 
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_commands(self, ctx: typer.Context, formatter: Any) -> None:  # Typer's own (vendored) click
         rows = []
         for name in self.list_commands(ctx):
             if name in COMMANDS:

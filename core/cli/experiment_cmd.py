@@ -20,7 +20,7 @@ from assay.cli.output import JsonOpt, emit_json, fail, table
 from assay.engine.results import read_verdict
 from assay.hooks import plugin_manager as plugin_loading
 from assay.storage import commands, formats
-from assay.storage.files import Locked, exclusive_lock
+from assay.storage.files import Locked, NotALockFile, exclusive_lock
 from assay.storage.home import AssayHome
 from assay.storage.records import ARMS, Bar, Recheck
 
@@ -109,6 +109,7 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         prior_weight: float = typer.Option(None, help="Bar: the prior, in pseudo Eval tasks (default 1)."),
         trials_per_task: int = typer.Option(None, help="Bar: Trials per Arm per Eval task (default by suite kind: 3, or 1 for spec-review)."),
         timeout: float = typer.Option(None, help="Bar: per-Trial timeout in seconds (a timeout is a fail)."),
+        void_backoff: float = typer.Option(None, help="Bar: seconds before re-running a Trial the provider failed; doubles each time (default 30)."),
         model_grader: list[str] = typer.Option([], "--model-grader", help="Bar: a model Grader seat HARNESS:MODEL (repeatable; the first from neither Arm's family grades)."),
         workers: int = typer.Option(2, min=1, help="Trials running at once."),
         sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap where it works, else none)."),
@@ -130,7 +131,8 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         """
         home = AssayHome.from_env()
         bar = _bar(margin=margin, level=level, seed=seed, draws=draws, prior_weight=prior_weight,
-                   timeout_seconds=timeout, model_graders=tuple(model_grader) or None)
+                   timeout_seconds=timeout, void_backoff_seconds=void_backoff,
+                   model_graders=tuple(model_grader) or None)
         plan = _plan(plugins, home, bar, trials_per_task, sandbox, factory, suite, locals(),
                      scripts=_arm_scripts(scripted_provider), unsandboxed_grader=unsandboxed_grader)
         run_plan(home, plugins, plan, workers=workers, json_=json_)
@@ -163,6 +165,8 @@ def run_plan(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, wor
     except experiments_core.PlanError as e:
         fail(str(e))
     except experiments_core.ExperimentErrored as e:
+        if json_:  # a script reading stdout gets an answer it can parse, not nothing
+            typer.echo(json.dumps({"id": plan.id, "outcome": "errored", "verdict": None, "error": str(e)}))
         fail(str(e), code=1)
     finally:
         close()
@@ -215,6 +219,7 @@ def _announce(plan: Any, bar: Bar, json_: bool) -> None:
     counts = {t.trials for t in setup.tasks}
     k = counts.pop() if len(counts) == 1 else None
     typer.echo(f"  Eval tasks: {len(setup.tasks)} in {', '.join(setup.suites)}; sandbox: {setup.sandbox}")
+    tasks = _plural(len(setup.tasks), "task")
     if plan.chosen_because:
         typer.echo("  Suites chosen from the change:")
         for line in plan.chosen_because:
@@ -222,9 +227,13 @@ def _announce(plan: Any, bar: Bar, json_: bool) -> None:
     if k is not None:
         chance = verdicts.chance_of_clear_verdict(len(setup.tasks), k, bar)
         typer.echo(
-            f"  Before the start: with {len(setup.tasks)} tasks and {k} Trial(s) per Arm each, the chance of a "
+            f"  Before the start: with {tasks} and {_plural(k, 'Trial')} per Arm each, the chance of a "
             f"clear Verdict if the Arms are equal is {chance:.0%}."
         )
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def _conclude(exp: Any, outcome: str, json_: bool) -> None:
@@ -318,8 +327,12 @@ def experiments(
     rows = []
     for path in sorted(home.experiments.glob("*/setup.json")) if home.experiments.is_dir() else []:
         exp = ExperimentDir(path.parent)
-        setup, command = exp.setup(), _command(home, exp.id)
-        verdict = read_verdict(exp)
+        try:
+            setup, command = exp.setup(), _command(home, exp.id)
+            verdict = read_verdict(exp)
+        except (formats.FormatError, OSError) as e:  # one broken Experiment hides none of the others
+            typer.echo(f"assay: warning: Experiment {exp.id} can't be read: {e}", err=True)
+            continue
         rows.append({
             "id": exp.id, "state": commands.effective_state(command) if command else "created",
             "outcome": command.outcome if command else None,
@@ -386,7 +399,8 @@ def _recheck_command(plugins: plugin_loading.Plugins):
                 if exp.score(slot) is None:
                     fail(f"Trial {trial} has no Score yet to recheck")
                 formats.write(exp.recheck_file(slot), Recheck(slot.task, slot.arm, slot.index, passed, why,
-                                                              os.environ.get("USER", "unknown"), commands.now()))
+                                                              os.environ.get("USER", "unknown"), commands.now(),
+                                                              graded=exp.in_force(slot)))
                 result = experiment_verdict(exp, setup, bar, results.wrong_finding_kinds(plugins))
                 formats.write(exp.verdict_file, result)
                 command = _command(home, exp.id)
@@ -396,6 +410,8 @@ def _recheck_command(plugins: plugin_loading.Plugins):
                         waiting=results.waiting_text(result)))
         except Locked:
             fail(f"Experiment {exp.id} is running; recheck it once it ends", code=1)
+        except NotALockFile as e:
+            fail(str(e))
         waiting = [item["trial"] for item in result.recheck if not item["rechecked"]]
         if json_:
             emit_json({"id": exp.id, "trial": trial, "passed": passed, "verdict": result.verdict,
@@ -417,13 +433,13 @@ def stop(
     home = AssayHome.from_env()
     exp = _find(home, id)
     command = _command(home, exp.id)
-    if command is None or commands.effective_state(command) != "running":
+    if command is None or not commands.runs(command):
         fail(f"Experiment {exp.id} is not running", code=1)
     os.kill(command.pid, signal.SIGTERM)
     deadline = time.monotonic() + wait
-    while commands.is_alive(command.pid) and time.monotonic() < deadline:
+    while commands.runs(command) and time.monotonic() < deadline:
         time.sleep(0.1)
-    if commands.is_alive(command.pid):
+    if commands.runs(command):
         fail(f"Experiment {exp.id} (pid {command.pid}) did not stop within {wait:.0f}s", code=1)
     typer.echo(f"Stopped Experiment {exp.id}; run it again to resume.")
 

@@ -3,6 +3,7 @@ checks of each real CLI against a scripted provider; ``assay setup``: store the 
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import typer
@@ -66,9 +67,12 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
     def setup_command() -> None:
         """Store the Claude Code login token (from `claude setup-token`) in ASSAY_HOME/credentials.toml."""
         home = AssayHome.from_env()
-        token = typer.prompt("Claude Code token (from `claude setup-token`)", hide_input=True).strip()
+        if sys.stdin.isatty():
+            token = typer.prompt("Claude Code token (from `claude setup-token`)", hide_input=True).strip()
+        else:  # no terminal to prompt on: the token comes on stdin, e.g. from a secrets manager
+            token = sys.stdin.readline().strip()
         if not token:
-            fail("no token given; nothing changed")
+            fail("no token given; nothing changed (without a terminal, pipe it in: `echo TOKEN | assay setup`)")
         credentials.put(home.credentials, credentials.CLAUDE_TOKEN, token)
         typer.echo(f"Saved the Claude Code token to {home.credentials} (mode 0600).")
 

@@ -10,9 +10,10 @@ from typing import Any
 
 def _line(counts: Any, elapsed: float) -> str:
     left = counts.total - counts.done - counts.running
+    grading = f"; grading: {counts.graded}/{counts.to_grade} Eval tasks graded" if counts.to_grade else ""
     return (
         f"Trials: {counts.running} running, {counts.done}/{counts.total} done, {counts.void} void, "
-        f"{max(left, 0)} left, {int(elapsed) // 60:02d}:{int(elapsed) % 60:02d} elapsed"
+        f"{max(left, 0)} left{grading}, {int(elapsed) // 60:02d}:{int(elapsed) % 60:02d} elapsed"
     )
 
 
@@ -41,10 +42,17 @@ def reporter(*, quiet: bool = False) -> tuple[Callable[[str, Any], None], Callab
     step = {"every": 1, "last": -1}
 
     def report_plain(event: str, counts: Any) -> None:
-        """About ten lines per run, plus one whenever a Trial turns void."""
+        """About ten lines for the Trials, plus one whenever a Trial turns void, and one per Eval task
+        graded once only grading is left."""
         if event == "start":
             step["every"] = max(1, counts.total // 10)
-        elif event != "trial ended":
+        elif event in ("grading", "task graded"):  # tasks are graded as their Trials end
+            if counts.done == counts.total:  # only grading is left, and it can take long: say how far it is
+                print(_line(counts, time.monotonic() - began), file=sys.stderr, flush=True)
+            return
+        elif event == "trial ended" and counts.total - counts.done - counts.running > 0:
+            return  # a worker takes the next Trial at once: print then, so `running` counts it too
+        elif event not in ("trial ended", "trial started"):
             return
         mark = (counts.done // step["every"], counts.void)
         if mark != step["last"] or counts.done == counts.total:

@@ -1,4 +1,4 @@
-"""``assay sandbox check``: which sandbox backends work here, which memory cap applies, and why not."""
+"""``assay sandbox check``: which sandbox backends work here, which limits Trials get, and why not."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
 
     @sandbox.command("check")
     def check_command(json_: bool = JsonOpt) -> None:
-        """Say whether bwrap works here, which memory cap Trials get, and why not where it doesn't.
+        """Say whether bwrap works here, which limits Trials get (and which are missing), and why not.
 
         Exits 1 when bwrap can't run, so scripts and CI can insist on it.
         """
@@ -32,6 +32,9 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
                 [(r["name"], "yes" if r["works"] else "no", r["memory_cap"], r["reason"] or "-") for r in rows],
                 empty="No sandbox backends installed.",
             )
+            for r in rows:
+                for name, limit in r["limits"].items():
+                    typer.echo(f"{r['name']} {name}: {'in force' if limit['in_force'] else 'MISSING'}, {limit['how']}")
             typer.echo(f"Trials run in {DEFAULT}." if usable else
                        f"{DEFAULT} can't run here: an Experiment needs `--sandbox none` to run without it.")
         if not usable:
@@ -43,5 +46,10 @@ def _check(name: str, backend: SandboxBackend) -> dict[str, Any]:
     try:
         result = backend.check()
     except Exception as e:
-        return {"name": name, "works": False, "reason": f"check failed: {type(e).__name__}: {e}", "memory_cap": "none"}
-    return {"name": name, "works": result.works, "reason": result.reason, "memory_cap": result.memory_cap}
+        return {"name": name, "works": False, "reason": f"check failed: {type(e).__name__}: {e}", "memory_cap": "none",
+                "limits": {}, "missing": []}
+    return {
+        "name": name, "works": result.works, "reason": result.reason, "memory_cap": result.memory_cap,
+        "limits": {limit.name: {"in_force": limit.in_force, "how": limit.how} for limit in result.limits},
+        "missing": [limit.name for limit in result.limits if not limit.in_force],
+    }

@@ -48,6 +48,8 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
             start = time.perf_counter()
             path = timesafe.trial_copy(cached, dest, origin=origin, verify=True)
             timings["copy_and_verify"] = time.perf_counter() - start
+        except timesafe.DestinationNotEmpty as e:
+            fail(f"--dest: {e}")
         except timesafe.TimeSafeError as e:
             fail(str(e), code=1)
         if not json_:

@@ -105,7 +105,7 @@ class Factory:
             config = self.config(commit)
             if config.build:
                 proc = subprocess.run(list(config.build), cwd=work, capture_output=True, text=True,
-                                      env={**os.environ, "ASSAY_BUILD_COMMIT": commit})
+                                      env={**os.environ, "ASSAY_BUILD_COMMIT": commit}, process_group=0)
                 if proc.returncode != 0:
                     files.remove_tree(work)
                     tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [""]

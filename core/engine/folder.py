@@ -1,7 +1,8 @@
 """An Experiment's folder: identity, the Bar check, Trial attempts, Scores, and what state it is in.
 
 Everything here is derived from files, so a run killed at any instant is resumed by reading
-the folder again: an attempt folder without ``trial.json`` was cut short and is re-run.
+the folder again: an attempt folder without ``trial.json`` was cut short; it is emptied and
+its re-run takes the next number, so no folder is written by two runs.
 
 ```
 evals/experiments/<id>/
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -32,8 +34,9 @@ from assay.storage.records import (
     TaskSetup,
     TrialRecord,
     TrialView,
-    VoidCause,
 )
+
+_ATTEMPT = re.compile(r"attempt-(\d+)")
 
 
 def experiment_id(baseline: ArmSetup, candidate: ArmSetup, suites: Sequence[str]) -> str:
@@ -128,48 +131,75 @@ class ExperimentDir:
                 for arm in ARMS:
                     yield Slot(task.id, arm, index)
 
-    def slot_state(self, slot: Slot, bar: Bar) -> SlotState:
-        """Finished attempts and what to run next (a void re-run, a cut-short re-run, or nothing)."""
-        records: list[TrialRecord] = []
+    def attempts(self, slot: Slot) -> list[int]:
+        """The numbers of the slot's attempt folders, in order; a stray ``attempt-*`` name is refused."""
         folder = self.slot_folder(slot)
-        attempts = sorted(
-            (int(p.name.split("-")[1]) for p in folder.glob("attempt-*")), key=int
-        ) if folder.is_dir() else []
-        for n in attempts:
-            trial_file = self.attempt_folder(slot, n) / "trial.json"
-            if not trial_file.exists():  # cut short by a kill: run this attempt again, fresh
-                return SlotState(slot, tuple(records), n)
-            records.append(formats.read(trial_file, TrialRecord))
+        numbers = []
+        for path in folder.glob("attempt-*") if folder.is_dir() else ():
+            match = _ATTEMPT.fullmatch(path.name)
+            if match is None or not path.is_dir():
+                raise formats.FormatError(f"{path}: not an attempt folder (attempt-N); move it out of the Experiment")
+            numbers.append(int(match[1]))
+        return sorted(numbers)
+
+    def slot_state(self, slot: Slot, bar: Bar) -> SlotState:
+        """Finished attempts and what to run next (a void re-run, a cut-short re-run, or nothing).
+
+        An attempt folder without ``trial.json`` was cut short; it is passed over, and its re-run
+        takes the next number, so no attempt's folder is ever used twice.
+        """
+        attempts = self.attempts(slot)
+        records = [formats.read(self.attempt_folder(slot, n) / "trial.json", TrialRecord)
+                   for n in attempts if (self.attempt_folder(slot, n) / "trial.json").exists()]
+        following = attempts[-1] + 1 if attempts else 0
         if not records:
-            return SlotState(slot, (), 0)
+            return SlotState(slot, (), following)
         last = records[-1]
         if last.outcome is not Outcome.VOID:
             return SlotState(slot, tuple(records), None)
-        # A plan-limit stop pauses the Experiment; it doesn't use up the task's re-runs.
-        counted = sum(1 for r in records if r.outcome is Outcome.VOID and r.void_cause is not VoidCause.PLAN_LIMIT)
-        if counted > bar.void_reruns:
+        # Every void counts, a plan limit's too: no Trial is attempted more than 1 + void_reruns times.
+        if sum(1 for r in records if r.outcome is Outcome.VOID) > bar.void_reruns:
             return SlotState(slot, tuple(records), None, void_final=True)
-        return SlotState(slot, tuple(records), last.attempt + 1)
+        return SlotState(slot, tuple(records), following)
 
     def fresh_attempt(self, slot: Slot, attempt: int) -> Path:
+        """A new attempt's folder; the cut-short attempts before it are emptied (their folders stay,
+        holding their numbers), so what they held can't be mistaken for the new one's."""
+        for n in self.attempts(slot):
+            earlier = self.attempt_folder(slot, n)
+            if n < attempt and not (earlier / "trial.json").exists():
+                files.empty_folder(earlier)
         folder = self.attempt_folder(slot, attempt)
-        files.remove_tree(folder)
         folder.mkdir(parents=True)
         return folder
 
     def view(self, slot: Slot, record: TrialRecord) -> TrialView:
         return TrialView(record, self.attempt_folder(slot, record.attempt))
 
+    def in_force(self, slot: Slot) -> str | None:
+        """The attempt a Score or a recheck must have judged to count: the slot's last finished
+        attempt, named with its record's digest (a re-run at the same number is another attempt)."""
+        for n in reversed(self.attempts(slot)):
+            path = self.attempt_folder(slot, n) / "trial.json"
+            if path.exists():
+                return f"attempt-{n} sha256:{hashlib.sha256(path.read_bytes()).hexdigest()[:16]}"
+        return None
+
     def score(self, slot: Slot) -> Score | None:
+        """The slot's Score, unless it judged an attempt no longer in force (then it is void and the
+        Trial is graded again). A Score written before Scores named their attempt still counts."""
         path = self.score_file(slot)
-        return formats.read(path, Score) if path.exists() else None
+        score = formats.read(path, Score) if path.exists() else None
+        return score if score is None or score.graded in (None, self.in_force(slot)) else None
 
     def recheck_file(self, slot: Slot) -> Path:
         return self.score_file(slot).with_suffix(".recheck.json")
 
     def recheck(self, slot: Slot) -> Recheck | None:
+        """A person's recheck, bound to its attempt as a Score is."""
         path = self.recheck_file(slot)
-        return formats.read(path, Recheck) if path.exists() else None
+        recheck = formats.read(path, Recheck) if path.exists() else None
+        return recheck if recheck is None or recheck.graded in (None, self.in_force(slot)) else None
 
     def find_slot(self, setup: Setup, key: str) -> Slot | None:
         """The Trial named ``SUITE/TASK:ARM-N`` (as listings print it)."""

@@ -37,6 +37,10 @@ from assay.storage.untrusted_git import inspected
 
 # Outcomes that are fails without asking a Grader: the session itself didn't deliver.
 SELF_EVIDENT_FAILS = {Outcome.FAILED, Outcome.TIMEOUT, Outcome.STOPPED_TO_ASK}
+# Void causes that mean the plan ran out: the Experiment pauses, however the limit was recognised.
+PLAN_LIMIT_CAUSES = {VoidCause.PLAN_LIMIT, VoidCause.USAGE_LIMIT}
+# Void causes that mean the provider is failing: a re-run waits first (the Bar's backoff).
+PROVIDER_FAILING = {VoidCause.SERVER_ERROR, VoidCause.PROVIDER_UNREACHABLE}
 
 
 class SlotQueue:
@@ -81,6 +85,8 @@ class Counts:
     done: int = 0
     running: int = 0
     void: int = 0
+    to_grade: int = 0  # Eval tasks whose grading has started
+    graded: int = 0
 
 
 Reporter = Callable[[str, Counts], None]
@@ -179,6 +185,10 @@ class ExperimentRun:
                 state = self.exp.slot_state(slot, self.bar)
                 if state.next_attempt is not None and not self.paused:
                     again = (slot, state.next_attempt)
+                failing = sum(1 for r in state.records if r.void_cause in PROVIDER_FAILING)
+                if again is not None and record.void_cause in PROVIDER_FAILING:
+                    await trio.sleep(self.bar.void_backoff_seconds * 2 ** (failing - 1))
+                    again = None if self.paused else again
             if again is None:
                 self.counts.done += 1
             self.command.log(
@@ -193,7 +203,7 @@ class ExperimentRun:
     def _pause(self) -> None:
         if not self.paused:
             self.paused = True
-            self.command.log("plan-limit warning: starting no new Trial; the Experiment pauses")
+            self.command.log("plan limit: starting no new Trial; the Experiment pauses")
             self.command.activity("plan_limit", f"experiment {self.exp.id} hit a plan-limit warning")
             if self._queue is not None:
                 self._queue.close()
@@ -228,7 +238,7 @@ class ExperimentRun:
             ctx = TrialContext(
                 task=task, prompt=self.prompts[slot.arm][task.id], folder=folder, repository=repository, home=home,
                 backend=self.backend, timeout=self.bar.timeout_seconds, assay_home=self.home.root,
-                log=log, on_plan_limit=self._pause,
+                log=log, on_plan_limit=self._pause, provider_error_limit=self.bar.void_provider_errors,
                 writable=tuple(p for p in [timesafe.origin_path(repository)] if p.exists()),
             )
             try:
@@ -239,6 +249,8 @@ class ExperimentRun:
         outcome = _sandbox_says(outcome, process)
         if process.stderr_tail:  # what a session said before it died: often the only clue
             files.write_text(folder / "stderr.log", process.stderr_tail)
+        if outcome.plan_limit or outcome.void_cause in PLAN_LIMIT_CAUSES:
+            self._pause()  # a limit read only once the session ended never reached the live callback
         if review_only and outcome.outcome is not Outcome.VOID:
             if _repository_state(repository) != before:
                 outcome = attrs.evolve(outcome, outcome=Outcome.VOID, void_cause=VoidCause.REPOSITORY_CHANGED,
@@ -268,12 +280,16 @@ class ExperimentRun:
         if any(s.void_final or s.last is None or s.next_attempt is not None for s in states):
             return  # dropped, or not finished
         self._graded.add(task_id)
+        self.counts.to_grade += 1
+        self.report("grading", self.counts)
         self._grading.start_soon(self._grade_task, self.tasks[task_id], states)
 
     async def _grade_task(self, task: EvalTask, states: list[SlotState]) -> None:
         assert self._graders is not None
         async with self._graders:
             await self._grade_states(task, states)
+        self.counts.graded += 1
+        self.report("task graded", self.counts)
 
     async def _grade_states(self, task: EvalTask, states: list[SlotState]) -> None:
         ungraded = {}
@@ -311,6 +327,7 @@ class ExperimentRun:
             raise RuntimeError(f"no Grader of the '{task.kind}' kind scored {task.id} Trials {missing}")
 
     def _save_score(self, slot: Slot, score: Score) -> None:
+        score = attrs.evolve(score, graded=self.exp.in_force(slot))
         formats.write(self.exp.score_file(slot), score)
         self.command.log(f"Score {slot.key}: {'pass' if score.passed else 'fail'} ({score.grader}): {score.why[:200]}")
 

@@ -28,7 +28,7 @@ from assay.hooks.protocols import (ArmKind, ArmRuntime, Harness, NotYetImplement
 from assay.sessions.harness_arm import HarnessArm
 from assay.storage import formats
 from assay.storage.commands import Command, now
-from assay.storage.files import Locked, exclusive_lock
+from assay.storage.files import Locked, NotALockFile, exclusive_lock, private_folder
 from assay.storage.home import AssayHome
 from assay.storage.records import ARMS, Arm, ArmSetup, Bar, EvalTask, Setup, Suite, TaskSetup
 
@@ -59,6 +59,15 @@ def _root_cause(error: BaseException) -> BaseException:
         real = [e for e in leaves if type(e).__name__ != "Cancelled"]
         return (real or leaves)[0]
     return error
+
+
+def _interrupted(error: BaseException) -> bool:
+    """A Ctrl-C that reached the run before its own handler did: KeyboardInterrupt, alone or in
+    trio's exception groups beside the cancellations it caused."""
+    if isinstance(error, BaseExceptionGroup):
+        leaves = [e for e in error.exceptions if type(e).__name__ != "Cancelled"]
+        return bool(leaves) and all(_interrupted(e) for e in leaves)
+    return isinstance(error, KeyboardInterrupt)
 
 
 @attrs.frozen
@@ -113,17 +122,19 @@ def plan(
             base_arm, cand_arm = played["baseline"].mark(base_arm), played["candidate"].mark(cand_arm)
         backend = _backend(plugins, sandbox, sandbox_fallback)
         kinds = plugins.suite_kinds()
+        _check_seats(plugins, bar.model_graders)
         _graders_can_sit(plugins, {g for s in loaded for g in kinds[s.kind].graders}, bar, backend, unsandboxed_grader)
         tasks = {t.id: t for s in loaded for t in s.tasks}
         for task in tasks.values():  # every bundled prompt renders for its task, or we say why now
             kinds[task.kind].session_prompt(task)
+        bar = _bar_for(bar, {s.kind: kinds[s.kind] for s in loaded}, trials_per_task)
     except (ArmError, FactoryError, ManifestError, PluginError, NotYetImplemented, PromptError) as e:
         raise PlanError(str(e)) from None
-    bar = _bar_for(bar, {s.kind: kinds[s.kind] for s in loaded}, trials_per_task)
     setup = Setup(
         id=experiment_id(base_arm, cand_arm, [s.name for s in loaded]),
         baseline=base_arm, candidate=cand_arm, suites=tuple(s.name for s in loaded),
-        tasks=tuple(TaskSetup(t.id, t.kind, bar.trials_per_task[t.kind]) for s in loaded for t in s.tasks),
+        tasks=tuple(TaskSetup(t.id, t.kind, bar.trials_per_task[t.kind], t.base, t.change, manifests.inputs_digest(t))
+                    for s in loaded for t in s.tasks),
         sandbox=backend.name,
         factory=str(factory.root) if factory else None, created_at=now(),
     )
@@ -190,12 +201,28 @@ def _scripts(paths: Mapping[Arm, Path], sources: Mapping[Arm, Harness | ArmKind]
 
 def _bar_for(bar: Bar, kinds: Mapping[str, SuiteKind], override: int | None) -> Bar:
     """The Bar with Trials per task for every kind in play: the override, the Bar's, else the kind's."""
+    if override is not None and override < 1:
+        raise PlanError(f"--trials-per-task must be 1 or more, got {override}")
     per_kind = dict(bar.trials_per_task)
     for name, kind in kinds.items():
         per_kind.setdefault(name, kind.trials_per_task)
     if override is not None:
         per_kind = {name: override for name in per_kind}
     return attrs.evolve(bar, trials_per_task=per_kind)
+
+
+def _check_seats(plugins: Plugins, seats: Sequence[str]) -> None:
+    """Every model Grader seat is HARNESS:MODEL naming a known Harness, or nothing is recorded
+    (whether a Grader sitting there can run here is that Grader's to say: ``SeatedGrader``)."""
+    harnesses = plugins.harnesses()
+    for seat in seats:
+        harness, _, model = seat.partition(":")
+        if not harness.strip() or not model.strip():
+            missing = "model" if harness.strip() else "Harness"
+            raise PlanError(f"--model-grader '{seat}': a model Grader seat is HARNESS:MODEL (the {missing} is missing)")
+        if harness not in harnesses:
+            raise PlanError(f"--model-grader '{seat}': no Harness '{harness}' is installed "
+                            f"(known: {', '.join(sorted(harnesses)) or 'none'})")
 
 
 def _backend(plugins: Plugins, name: str | None, fallback: bool) -> SandboxBackend:
@@ -234,10 +261,12 @@ def record(exp: ExperimentDir, plan: Plan) -> Setup:
             f"Experiment {plan.id}: the Bar was recorded before its first Trial and can't change "
             f"({'; '.join(differences)})"
         )
-    if recorded.tasks != plan.setup.tasks:
+    changed = task_changes(recorded.tasks, plan.setup.tasks)
+    if changed:
         raise PlanError(
-            f"Experiment {plan.id}: its suites' Eval tasks changed since its first Trial; the same Arms "
-            f"and suites name the same Experiment, so move {exp.path} aside to start it afresh"
+            f"Experiment {plan.id}: its Eval tasks changed since its first Trial ({'; '.join(changed)}); "
+            f"the same Arms and suites name the same Experiment, so to start a fresh one run "
+            f"`mv {exp.path} {exp.path}.old` and then this command again"
         )
     if recorded.sandbox != plan.setup.sandbox:
         raise PlanError(
@@ -245,6 +274,20 @@ def record(exp: ExperimentDir, plan: Plan) -> Setup:
             f"--sandbox {recorded.sandbox} so every Trial of one Verdict runs alike"
         )
     return recorded
+
+
+def task_changes(recorded: Sequence[TaskSetup], now: Sequence[TaskSetup]) -> list[str]:
+    """What differs between the tasks a Setup recorded and the tasks as they are now; a field a
+    Setup recorded before format 3 (None) is not compared."""
+    before, after = {t.id: t for t in recorded}, {t.id: t for t in now}
+    changes = [f"{task} added" for task in after if task not in before]
+    changes += [f"{task} removed" for task in before if task not in after]
+    for task in before.keys() & after.keys():
+        old, new = attrs.asdict(before[task]), attrs.asdict(after[task])
+        for field in (f for f in old if old[f] is not None and old[f] != new[f]):
+            changes.append(f"{task}: its task.toml or input files changed" if field == "inputs_digest"
+                           else f"{task}: {field} was {old[field]}, now {new[field]}")
+    return sorted(changes)
 
 
 def arms_summary(setup: Setup) -> dict[str, ArmSetup]:
@@ -261,13 +304,16 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
     except preflight.ArmCannotStart as e:
         raise PlanError(str(e)) from None
     exp = ExperimentDir(home.experiments / plan.id)
+    private_folder(home.experiments)
+    private_folder(exp.path)
     try:
         with exclusive_lock(exp.lock_file), contextlib.ExitStack() as scripted:
             setup = record(exp, plan)
             finished = _finished(exp)
             if finished is not None:
                 return exp, finished
-            command = Command.start(home, "experiment", plan.id, arms=arms_summary(setup), bar=plan.bar)
+            command = Command.start(home, "experiment", plan.id, lock=exp.lock_file, arms=arms_summary(setup),
+                                    bar=plan.bar)
             try:
                 with command.stage("arms"):
                     runtimes = {arm: _runtime(home, plan, setup.arm(arm), arm, command) for arm in ARMS}
@@ -280,20 +326,28 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
                     command=command, report=report,
                 )
                 outcome = trio.run(run.run)
-            except KeyboardInterrupt:  # before the run could take the signal itself
-                command.finish("stopped", "stopped", "stopped; run the same command again to resume")
-                raise
             except Exception as e:
                 cause = _root_cause(e)
-                command.log("".join(traceback.format_exception(e)))
-                command.finish("errored", "errored", f"{type(cause).__name__}: {cause}")
+                with contextlib.suppress(OSError):  # a full disk must not hide the error behind its own
+                    command.log("".join(traceback.format_exception(e)))
+                with contextlib.suppress(OSError):  # unwritten, the record reads "interrupted" (its lock is free)
+                    command.finish("errored", "errored", f"{type(cause).__name__}: {cause}")
                 raise ExperimentErrored(f"Experiment {plan.id} errored: {cause} (see {command.log_path})") from e
+            except BaseException as e:
+                if not _interrupted(e):
+                    raise
+                command.log("Stop received (SIGINT) before the run could take it: cutting work short")
+                outcome = "stopped"
             state = {"paused": "paused", "stopped": "stopped"}.get(outcome, "done")
             waiting = results.waiting_text(formats.read(exp.verdict_file, results.ExperimentVerdict)) if state == "done" else ""
             command.finish(state, outcome, _summary(exp, outcome), waiting)
             return exp, outcome
     except Locked:
         raise PlanError(f"Experiment {plan.id} is already running in another process") from None
+    except NotALockFile as e:
+        raise PlanError(str(e)) from None
+    except OSError as e:  # a full disk or an unwritable ASSAY_HOME, outside the run itself
+        raise ExperimentErrored(f"Experiment {plan.id} errored: {e}") from e
 
 
 def _finished(exp: ExperimentDir) -> str | None:

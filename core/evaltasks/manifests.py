@@ -6,12 +6,14 @@ first, so ``assay suites check`` can report a whole tree in one run.
 
 from __future__ import annotations
 
+import hashlib
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
+from assay.evaltasks import timesafe
 from assay.hooks.protocols import SuiteKind
 from assay.storage.home import AssayHome
 from assay.storage.records import EvalTask, Suite
@@ -96,8 +98,9 @@ def read_suite_manifest(folder: Path, kinds: Mapping[str, SuiteKind], problems: 
             "valid": len(problems) == before}
 
 
-def read_task(suite: str, kind: SuiteKind, folder: Path, problems: list[Problem]) -> EvalTask | None:
-    """Validate one ``task.toml`` against its suite kind's requirements."""
+def read_task(suite: str, kind: SuiteKind | None, folder: Path, problems: list[Problem]) -> EvalTask | None:
+    """Validate one ``task.toml`` against its suite kind's requirements (only the shared ones when
+    the suite's kind is unknown), with ``base`` and ``change`` resolved to commits in its repository."""
     path = folder / TASK_FILE
     data = _read_toml(path, problems)
     if data is None:
@@ -114,14 +117,19 @@ def read_task(suite: str, kind: SuiteKind, folder: Path, problems: list[Problem]
     for key in ("repository", "base"):
         if key not in data:
             problems.append(Problem(path, key, "required"))
-    if kind.needs_change and "change" not in data:
+    if kind and kind.needs_change and "change" not in data:
         problems.append(Problem(path, "change", f"required for {kind.name} tasks (the change under review)"))
     repository = fields["repository"]
     if repository and "://" not in repository and not repository.startswith("git@"):
         resolved = (folder / repository).resolve()
         if not resolved.exists():
             problems.append(Problem(path, "repository", f"no such repository: {resolved}"))
-        repository = str(resolved)
+            repository = None
+        else:
+            repository = str(resolved)
+    if repository:
+        for key in ("base", "change"):
+            fields[key] = _commit(repository, fields[key], key, path, problems)
 
     inputs: dict[str, Path] = {}
     raw_inputs = data.get("inputs", {})
@@ -138,7 +146,7 @@ def read_task(suite: str, kind: SuiteKind, folder: Path, problems: list[Problem]
         elif not file.is_file():
             problems.append(Problem(path, f"inputs.{name}", f"no such file: {file}"))
         inputs[name] = file
-    for name in kind.required_inputs:
+    for name in kind.required_inputs if kind else ():
         if name not in raw_inputs:
             problems.append(Problem(path, f"inputs.{name}", f"required for {kind.name} tasks"))
 
@@ -147,15 +155,35 @@ def read_task(suite: str, kind: SuiteKind, folder: Path, problems: list[Problem]
         problems.append(Problem(path, "criteria", "expected a table"))
         criteria = {}
     _check_criteria(criteria, path, problems)
-    for name in kind.required_criteria:
+    for name in kind.required_criteria if kind else ():
         if name not in criteria:
             problems.append(Problem(path, f"criteria.{name}", f"required for {kind.name} tasks"))
-    if len(problems) > before or repository is None or fields["base"] is None:
+    if len(problems) > before or kind is None or repository is None or fields["base"] is None:
         return None
     return EvalTask(
         suite=suite, name=folder.name, kind=kind.name, folder=folder, repository=repository,
         base=fields["base"], change=fields["change"], inputs=inputs, criteria=criteria,
     )
+
+
+def _commit(repository: str, ref: str | None, key: str, path: Path, problems: list[Problem]) -> str | None:
+    """The commit ``ref`` names now: a tag or branch is read once, so every Trial sees the same commit."""
+    if ref is None:
+        return None
+    try:
+        return timesafe.resolve_base(repository, ref, key)
+    except timesafe.TimeSafeError as e:
+        problems.append(Problem(path, key, str(e)))
+        return None
+
+
+def inputs_digest(task: EvalTask) -> str:
+    """SHA-256 over what a task is made of besides its commits: its ``task.toml`` and input files."""
+    digest = hashlib.sha256((task.folder / TASK_FILE).read_bytes())
+    for name, file in sorted(task.inputs.items()):
+        digest.update(f"\0{name}\0".encode())
+        digest.update(file.read_bytes())
+    return digest.hexdigest()
 
 
 def _check_criteria(criteria: Mapping[str, Any], path: Path, problems: list[Problem]) -> None:
@@ -180,10 +208,7 @@ def _check_criteria(criteria: Mapping[str, Any], path: Path, problems: list[Prob
 
 def load_suite(home: AssayHome, name: str, kinds: Mapping[str, SuiteKind]) -> Suite:
     """One suite with all its tasks; raises :class:`ManifestError` with every problem found."""
-    folder = home.suites / name
-    if not (folder / SUITE_FILE).is_file():
-        known = ", ".join(list_suite_names(home)) or "none"
-        raise ManifestError([Problem(folder / SUITE_FILE, "(suite)", f"unknown suite '{name}' (known: {known})")])
+    folder = _suite_folder(home, name)
     problems: list[Problem] = []
     suite = _load_suite(folder, kinds, problems)
     if problems or suite is None:
@@ -191,15 +216,23 @@ def load_suite(home: AssayHome, name: str, kinds: Mapping[str, SuiteKind]) -> Su
     return suite
 
 
+def _suite_folder(home: AssayHome, name: str) -> Path:
+    folder = home.suites / name
+    if not (folder / SUITE_FILE).is_file():
+        known = ", ".join(list_suite_names(home)) or "none"
+        raise ManifestError([Problem(folder / SUITE_FILE, "(suite)", f"unknown suite '{name}' (known: {known})")])
+    return folder
+
+
 def _load_suite(folder: Path, kinds: Mapping[str, SuiteKind], problems: list[Problem]) -> Suite | None:
+    """The suite, or None if its ``suite.toml`` is invalid; its tasks are checked either way."""
     manifest = read_suite_manifest(folder, kinds, problems)
-    if manifest is None or manifest["kind"] is None:
-        return None
+    kind = kinds[manifest["kind"]] if manifest and manifest["kind"] else None
     task_dirs = sorted(p.parent for p in folder.glob(f"*/{TASK_FILE}"))
-    tasks = [read_task(folder.name, kinds[manifest["kind"]], d, problems) for d in task_dirs]
+    tasks = [read_task(folder.name, kind, d, problems) for d in task_dirs]
     if not task_dirs:
         problems.append(Problem(folder / SUITE_FILE, "(tasks)", f"no Eval tasks (folders holding {TASK_FILE})"))
-    if not manifest.pop("valid"):
+    if manifest is None or not manifest.pop("valid"):
         return None
     return Suite(
         name=folder.name, folder=folder, tasks=tuple(t for t in tasks if t is not None), **manifest
@@ -224,13 +257,21 @@ def check_all(home: AssayHome, kinds: Mapping[str, SuiteKind]) -> tuple[list[Sui
 
 
 def find_task(home: AssayHome, ref: str, kinds: Mapping[str, SuiteKind]) -> EvalTask:
-    """The task named ``SUITE/TASK``."""
+    """The task named ``SUITE/TASK``; refused only for its own problems (or a suite kind unknown),
+    not for its sibling tasks' or the rest of ``suite.toml``'s."""
     suite_name, sep, task_name = ref.partition("/")
     if not sep or not task_name:
         raise ManifestError([Problem(Path(ref), "(task)", "expected SUITE/TASK")])
-    suite = load_suite(home, suite_name, kinds)
-    for task in suite.tasks:
-        if task.name == task_name:
-            return task
-    known = ", ".join(t.name for t in suite.tasks)
-    raise ManifestError([Problem(suite.folder / task_name / TASK_FILE, "(task)", f"unknown task '{task_name}' in suite '{suite_name}' (known: {known})")])
+    folder = _suite_folder(home, suite_name)
+    problems: list[Problem] = []
+    manifest = read_suite_manifest(folder, kinds, problems)
+    if manifest is None or manifest["kind"] is None:
+        raise ManifestError(problems)
+    if not (folder / task_name / TASK_FILE).is_file():
+        known = ", ".join(sorted(p.parent.name for p in folder.glob(f"*/{TASK_FILE}")))
+        raise ManifestError([Problem(folder / task_name / TASK_FILE, "(task)", f"unknown task '{task_name}' in suite '{suite_name}' (known: {known})")])
+    problems = []
+    task = read_task(suite_name, kinds[manifest["kind"]], folder / task_name, problems)
+    if problems or task is None:
+        raise ManifestError(problems)
+    return task

@@ -32,6 +32,10 @@ class TimeSafeError(RuntimeError):
     """A time-safe repository could not be prepared; the message is one line saying why."""
 
 
+class DestinationNotEmpty(TimeSafeError):
+    """The folder asked for a Trial's copy already holds something: the caller's input, not a failure."""
+
+
 class LeakError(TimeSafeError):
     """A repository holds something from after its base commit; ``leaks`` names every one."""
 
@@ -115,10 +119,10 @@ def prepare_cache(home: AssayHome, repository: str, base: str) -> CachedRepo:
     return CachedRepo(repository, commit, final)
 
 
-def resolve_base(repository: str, base: str) -> str:
-    """The full commit id ``base`` names in ``repository`` (a ref, a short id or a commit)."""
+def resolve_base(repository: str, base: str, what: str = "base") -> str:
+    """The full commit id ``base`` (the task's ``what``) names in ``repository``: a ref, a short id or a commit."""
     if _is_url(repository):
-        return base.lower() if _FULL_SHA.fullmatch(base) else _resolve_remote(repository, base)
+        return base.lower() if _FULL_SHA.fullmatch(base) else _resolve_remote(repository, base, what)
     source = Path(repository)
     if not source.is_dir():
         raise TimeSafeError(f"no such repository: {source}")
@@ -126,21 +130,21 @@ def resolve_base(repository: str, base: str) -> str:
         shallow, commit = _git(source, "rev-parse", "--is-shallow-repository", "--verify",
                                "--end-of-options", f"{base}^{{commit}}").split()
     except TimeSafeError as e:
-        raise TimeSafeError(f"cannot resolve base '{base}' in {source} ({e})") from None
+        raise TimeSafeError(f"cannot resolve {what} '{base}' in {source} ({e})") from None
     if shallow == "true":
         raise TimeSafeError(f"{source} is a shallow clone, so the history of base is cut short; "
                             "run `git fetch --unshallow` in it first")
     return commit
 
 
-def _resolve_remote(url: str, ref: str) -> str:
+def _resolve_remote(url: str, ref: str, what: str) -> str:
     """Resolve a ref on a remote, peeling an annotated tag to its commit."""
     lines = [line.split("\t") for line in _git(None, "ls-remote", url, ref, f"{ref}^{{}}").splitlines()]
     peeled = {name.removesuffix("^{}"): sha for sha, name in lines if name.endswith("^{}")}
     commits = {peeled.get(name, sha) for sha, name in lines if not name.endswith("^{}")}
     if len(commits) != 1:
         found = "nothing" if not commits else f"{len(commits)} different commits"
-        raise TimeSafeError(f"base '{ref}' matches {found} in {url}; name a commit or a full ref")
+        raise TimeSafeError(f"{what} '{ref}' matches {found} in {url}; name a commit or a full ref")
     return commits.pop()
 
 
@@ -305,7 +309,7 @@ def trial_copy(cached: CachedRepo, dest: Path, *, branch: str = "main", origin: 
     bare = origin_path(dest) if origin else None
     for folder in (dest, bare):
         if folder is not None and folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-            raise TimeSafeError(f"{folder} is not an empty folder; a Trial's copy needs a fresh one")
+            raise DestinationNotEmpty(f"{folder} is not an empty folder; a Trial's copy needs a fresh one")
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
         # Plain copies (no ownership or xattrs to carry over); the index is re-stamped below anyway.
@@ -404,7 +408,9 @@ def _git(cwd: Path | None, *args: str, input: str | None = None) -> str:
 
 def _run(cwd: Path | None, *argv: str, input: str | None = None) -> str:
     """Run a command and return its stdout; a failure is a :class:`TimeSafeError` with its last words."""
-    proc = subprocess.run(argv, cwd=cwd, input=input, capture_output=True, text=True, env=_env())
+    # A process group of its own: a terminal's Ctrl-C is assay's to handle (a Stop), not the child's.
+    proc = subprocess.run(argv, cwd=cwd, input=input, capture_output=True, text=True, env=_env(),
+                          process_group=0)
     if proc.returncode:
         raise _failed(argv, proc.returncode, proc.stderr or proc.stdout)
     return proc.stdout
@@ -414,7 +420,7 @@ def _run(cwd: Path | None, *argv: str, input: str | None = None) -> str:
 def _started(cwd: Path, *args: str) -> Iterator[subprocess.Popen[str]]:
     """Git running in the background for the block; killed and reaped if the block fails."""
     with subprocess.Popen(["git", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, env=_env()) as proc:
+                          text=True, env=_env(), process_group=0) as proc:  # as _run's
         try:
             yield proc
         except BaseException:

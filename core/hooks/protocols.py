@@ -102,6 +102,17 @@ class StreamDecoder(Protocol):
 
 
 @runtime_checkable
+class CheckedDecoder(Protocol):
+    """The optional part of the StreamDecoder API: a decoder with it lets assay stop a session
+    that can't be a fair Trial as soon as its stream shows it, instead of at the timeout."""
+
+    def check(self, version: str | None, provider_error_limit: int) -> str | None:
+        """Why the session should stop now (then ``finish`` judges it void, with that cause), or
+        None. ``version`` is the Harness version fixed when the Experiment started;
+        ``provider_error_limit`` the Bar's count of provider errors before any work that stops it."""
+
+
+@runtime_checkable
 class Harness(Protocol):
     """An adapter for one agent CLI."""
 
@@ -232,6 +243,7 @@ class TrialContext:
     log: TextIO
     on_plan_limit: Callable[[], None]  # start nothing new
     writable: tuple[Path, ...] = ()  # more the session may write, e.g. a spec-review's local origin
+    provider_error_limit: int = 10  # provider errors before any work that stop a session (the Bar's)
 
 
 class ArmRuntime(Protocol):
@@ -307,7 +319,18 @@ class UpstreamRouting(Protocol):
 
 
 @attrs.frozen
+class Limit:
+    """One limit a backend puts on each Trial (``memory``, ``pids``, ``disk``, ``seccomp``): whether
+    it holds on this machine, and how it is enforced or why it is missing."""
+
+    name: str
+    in_force: bool
+    how: str
+
+
+@attrs.frozen
 class SandboxCheck:
     works: bool
     reason: str = ""
     memory_cap: str = "none"
+    limits: tuple[Limit, ...] = ()

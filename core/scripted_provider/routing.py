@@ -41,6 +41,7 @@ from assay.scripted_provider.log import ProviderLog
 from assay.scripted_provider.script import Script
 from assay.scripted_provider.server import ScriptedProvider
 from assay.sessions.harness_arm import HarnessArm
+from assay.storage import owners
 from assay.storage.records import ArmSetup
 
 # The stand-in credential every routed session sends: shaped like a Claude OAuth token (which Claude
@@ -119,7 +120,8 @@ class ScriptedProviders:
     def __init__(self, backend: SandboxBackend) -> None:
         self.backend = backend
         # Short on purpose: a Unix socket's path must fit in 108 bytes.
-        self.folder = Path(tempfile.mkdtemp(prefix="assay-scripted-"))
+        owners.sweep(Path(tempfile.gettempdir()), "assay-scripted-", shutil.rmtree)  # a killed run's
+        self.folder = Path(tempfile.mkdtemp(prefix=f"assay-scripted-{owners.tag()}-"))
         self._ca: trustme.CA | None = None
 
     @contextlib.contextmanager

@@ -10,7 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import attrs
+import trio
 from assay.hooks.protocols import (
+    CheckedDecoder,
     Harness,
     HarnessBinary,
     Invocation,
@@ -43,14 +45,22 @@ class HarnessArm:
         if ctx.writable:
             invocation = attrs.evolve(invocation, read_write=(*invocation.read_write, *ctx.writable))
         decoder = self.harness.decoder()
+        checked = decoder if isinstance(decoder, CheckedDecoder) else None
+        cut = trio.CancelScope()  # assay stops a session that can't be a fair Trial
 
         def on_line(line: str) -> None:
             ctx.log.write(line if line.endswith("\n") else line + "\n")
             decoder.feed(line)
             if decoder.plan_limit:
                 ctx.on_plan_limit()
+            if checked is not None and checked.check(self.setup.harness_version, ctx.provider_error_limit):
+                cut.cancel()
 
-        process = await ctx.backend.run(invocation, timeout=ctx.timeout, on_line=on_line)
+        started = trio.current_time()
+        with cut:
+            process = await ctx.backend.run(invocation, timeout=ctx.timeout, on_line=on_line)
+        if cut.cancelled_caught:  # the backend stopped the session and everything it started
+            process = ProcessResult(exit_code=None, backend=ctx.backend.name, duration=trio.current_time() - started)
         return decoder.finish(process), process
 
     def probe(self, folder: Path) -> Invocation:

@@ -4,7 +4,8 @@ The bottom layer: it knows nothing of running. ``home`` is the ``ASSAY_HOME`` la
 atomic writes, append-only logs and locks; ``formats`` the one cattrs converter with format
 numbers; ``records`` every record an Experiment keeps (the Bar, Setup, Trials, Scores) and the
 values they hold (Outcome, VoidCause, EvalTask); ``commands`` Command records, Command logs,
-the Activity log and the Inbox's states; ``git`` a strict wrapper around the real ``git``;
-``untrusted`` reading what a Trial left (no links, no FIFOs, to a limit; capped logs and lines)
-and ``untrusted_git`` host git on a Trial's repository through a shadow git folder.
+the Activity log and the Inbox's states; ``owners`` names (maker's pid and start time) that tell
+a dead run's leftovers; ``git`` a strict wrapper around the real ``git``; ``untrusted`` reading
+what a Trial left (no links, no FIFOs, to a limit; capped logs and lines) and ``untrusted_git``
+host git on a Trial's repository through a shadow git folder.
 """

@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 from assay.storage import files, formats
 from assay.storage.home import AssayHome
+from assay.storage.owners import process_start
 from assay.storage.records import CommandRecord, Stage
 
 NEEDS_YOU = {"fail", "inconclusive", "paused", "errored", "stopped"}
@@ -38,14 +39,18 @@ class Command:
     record: CommandRecord
 
     @classmethod
-    def start(cls, home: AssayHome, kind: str, id: str, **fields: Any) -> Command:
+    def start(cls, home: AssayHome, kind: str, id: str, *, lock: Path | None = None, **fields: Any) -> Command:
+        """Record the Command as running in this process; ``lock`` is the lock file it holds throughout."""
         path = record_path(home, kind, id)
         runs = formats.read(path, CommandRecord).runs + 1 if path.exists() else 1
-        record = CommandRecord(kind=kind, id=id, state="running", started_at=now(), pid=os.getpid(), runs=runs, **fields)
+        record = CommandRecord(kind=kind, id=id, state="running", started_at=now(), pid=os.getpid(),
+                               pid_start=process_start(os.getpid()), lock=str(lock) if lock else None,
+                               runs=runs, **fields)
         command = cls(home, record)
         command._save()
-        command.log(f"started (run {runs}, pid {os.getpid()})")
-        command.activity("started", f"{kind} {id} started")
+        with contextlib.suppress(OSError):  # an unwritable log fails the run at its next line, which records it
+            command.log(f"started (run {runs}, pid {os.getpid()})")
+            command.activity("started", f"{kind} {id} started")
         return command
 
     @property
@@ -83,8 +88,9 @@ class Command:
 
     def finish(self, state: str, outcome: str, summary: str, waiting: str = "") -> None:
         self.update(state=state, outcome=outcome, summary=summary, ended_at=now(), pid=None, waiting=waiting)
-        self.log(f"{state}: {summary}")
-        self.activity(state, f"{self.record.kind} {self.record.id} {outcome}: {summary}", outcome=outcome)
+        with contextlib.suppress(OSError):  # once the record says how it ended, the log lines are a bonus
+            self.log(f"{state}: {summary}")
+            self.activity(state, f"{self.record.kind} {self.record.id} {outcome}: {summary}", outcome=outcome)
 
 
 def all_records(home: AssayHome) -> list[CommandRecord]:
@@ -98,20 +104,15 @@ def all_records(home: AssayHome) -> list[CommandRecord]:
     return sorted(out, key=lambda r: r.started_at, reverse=True)
 
 
-def is_alive(pid: int | None) -> bool:
-    """Whether ``pid`` still runs (a zombie waiting for its parent to reap it has ended)."""
-    if not pid:
+def runs(record: CommandRecord) -> bool:
+    """Whether the process that wrote ``record`` still runs it: its lock is held and the recorded
+    pid is still that process (a pid is reused once it wraps, so it is never enough alone)."""
+    if record.state != "running":
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if record.lock is not None and not files.is_locked(Path(record.lock)):
         return False
-    except PermissionError:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
+    started = process_start(record.pid)
+    return started is not None and record.pid_start in (None, started)
 
 
 def needs_you(record: CommandRecord) -> bool:
@@ -121,6 +122,6 @@ def needs_you(record: CommandRecord) -> bool:
 
 def effective_state(record: CommandRecord) -> str:
     """A record left "running" by a killed process reads as "interrupted"."""
-    if record.state == "running" and not is_alive(record.pid):
+    if record.state == "running" and not runs(record):
         return "interrupted"
     return record.state

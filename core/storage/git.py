@@ -34,11 +34,14 @@ def git_bytes(*args: str, cwd: Path, env: Mapping[str, str] | None = None, input
     full_env = {**(os.environ if inherit else {}), "GIT_TERMINAL_PROMPT": "0", **(env or {})}
     command = f"git {' '.join(args[:3])}"
     if limit is None:
-        proc = subprocess.run(["git", *args], cwd=cwd, env=full_env, input=input, capture_output=True)
+        # A process group of its own: a terminal's Ctrl-C is assay's to handle (a Stop), not the child's.
+        proc = subprocess.run(["git", *args], cwd=cwd, env=full_env, input=input, capture_output=True,
+                              process_group=0)
         code, out, err = proc.returncode, proc.stdout, proc.stderr
     else:
         with tempfile.TemporaryFile() as stderr, subprocess.Popen(
             ["git", *args], cwd=cwd, env=full_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
+            process_group=0,
         ) as running:
             assert running.stdout is not None and input is None
             out = running.stdout.read(limit + 1)

@@ -9,7 +9,11 @@ Format history:
 - Bar 2: ``model_graders`` (the model Grader seats). Score 2: ``pending``, ``label``.
   Recheck 1: first version. CommandRecord 2: ``waiting`` (what a person must do before it is done).
 - Setup 2, CommandRecord 3: an Arm's ``scripted_provider`` (its Trials talked to a script).
+- Setup 3: each task's resolved ``base``/``change`` commits and ``inputs_digest``.
   (Older files read as before: the new fields take their defaults.)
+- Bar 3: ``void_provider_errors``, ``void_backoff_seconds`` (older Bars upgrade to the defaults, which
+  were the behaviour's limits nowhere before). TrialRecord 2: void causes ``login_mismatch`` and
+  ``harness_changed`` (a format 1 reader would not know them).
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ class VoidCause(str, enum.Enum):
     HOST_KILL = "host_kill"  # killed from outside its sandbox (the kernel's OOM killer, a person), not by assay
     MEMORY_CAP = "memory_cap"
     REPOSITORY_CHANGED = "repository_changed"  # a review that edited or committed its repository
+    LOGIN_MISMATCH = "login_mismatch"  # the session used another login than the one assay gave it
+    HARNESS_CHANGED = "harness_changed"  # the session ran another version than the one fixed at the start
     # The only causes a Custom runner may claim for itself (custom-runners ticket).
     SESSION_UNAVAILABLE = "session_unavailable"
     USAGE_LIMIT = "usage_limit"
@@ -105,8 +111,8 @@ class Bar:
     2k+1 values a task's difference can take.
     """
 
-    FORMAT: ClassVar[int] = 2
-    UPGRADES: ClassVar[dict] = {1: dict}
+    FORMAT: ClassVar[int] = 3
+    UPGRADES: ClassVar[dict] = {1: dict, 2: lambda d: {**d, "void_provider_errors": 10, "void_backoff_seconds": 30.0}}
 
     margin: float = attrs.field(default=0.10, validator=_SHARE)
     level: float = attrs.field(default=0.95, validator=_rule(lambda v: 0.0 < v < 1.0, "strictly between 0 and 1"))
@@ -114,10 +120,15 @@ class Bar:
     seed: int = attrs.field(default=20261129, validator=_rule(lambda v: v >= 0, "0 or more"))
     draws: int = attrs.field(default=20_000, validator=_rule(lambda v: v >= 100, "at least 100"))
     trials_per_task: Mapping[str, int] = attrs.field(
-        factory=lambda: {"code-review": 3, "process": 3, "spec-review": 1}
+        factory=lambda: {"code-review": 3, "process": 3, "spec-review": 1},
+        validator=_rule(lambda v: all(isinstance(n, int) and n >= 1 for n in v.values()), "1 or more for every kind"),
     )
     timeout_seconds: float = attrs.field(default=3600.0, validator=_rule(lambda v: v > 0, "above 0 seconds"))
     void_reruns: int = attrs.field(default=2, validator=_rule(lambda v: v >= 0, "0 or more"))
+    # A session that only retried this many provider errors before any work is stopped and void.
+    void_provider_errors: int = attrs.field(default=10, validator=_rule(lambda v: v >= 1, "1 or more"))
+    # The wait before re-running a Trial the provider failed (server error, unreachable); doubles each time.
+    void_backoff_seconds: float = attrs.field(default=30.0, validator=_rule(lambda v: v >= 0, "0 or more seconds"))
     max_dropped_share: float = attrs.field(default=0.10, validator=_SHARE)
     model_graders: tuple[str, ...] = ()  # "harness:model" seats, tried in order
 
@@ -126,7 +137,8 @@ class Bar:
 class TrialRecord:
     """One attempt of one Trial: one session of one Arm on one Eval task."""
 
-    FORMAT: ClassVar[int] = 1
+    FORMAT: ClassVar[int] = 2
+    UPGRADES: ClassVar[dict] = {1: dict}
 
     task: str
     arm: Arm
@@ -157,8 +169,8 @@ class Score:
     A ``pending`` Score (its reason) has no judgement yet: its task waits, and so does the Verdict.
     """
 
-    FORMAT: ClassVar[int] = 2
-    UPGRADES: ClassVar[dict] = {1: dict}
+    FORMAT: ClassVar[int] = 3
+    UPGRADES: ClassVar[dict] = {1: dict, 2: dict}
 
     task: str
     arm: Arm
@@ -171,13 +183,15 @@ class Score:
     evidence: str | None = None
     pending: str | None = None
     label: str | None = None
+    graded: str | None = None  # the attempt it judged ("attempt-N sha256:…"); it counts only while that is in force
 
 
 @attrs.frozen
 class Recheck:
     """A person's recheck of one Trial's Score, kept beside the Grader's; it decides in its place."""
 
-    FORMAT: ClassVar[int] = 1
+    FORMAT: ClassVar[int] = 2
+    UPGRADES: ClassVar[dict] = {1: dict}
 
     task: str
     arm: Arm
@@ -186,6 +200,7 @@ class Recheck:
     why: str
     by: str
     at: dt.datetime
+    graded: str | None = None  # as a Score's: the attempt it judged
 
 
 @attrs.frozen
@@ -243,19 +258,23 @@ class ArmSetup:
 
 @attrs.frozen
 class TaskSetup:
-    """An Eval task as an Experiment runs it."""
+    """An Eval task as an Experiment runs it: its commits as resolved when the Experiment started
+    and a digest of its ``task.toml`` and inputs (None in a Setup recorded before format 3)."""
 
     id: str
     kind: str
     trials: int
+    base: str | None = None
+    change: str | None = None
+    inputs_digest: str | None = None
 
 
 @attrs.frozen
 class Setup:
     """What an Experiment compares: both Arms, its suites and tasks, the sandbox backend."""
 
-    FORMAT: ClassVar[int] = 2
-    UPGRADES: ClassVar[dict] = {1: dict}
+    FORMAT: ClassVar[int] = 3
+    UPGRADES: ClassVar[dict] = {1: dict, 2: dict}
 
     id: str
     baseline: ArmSetup
@@ -281,14 +300,16 @@ class Stage:
 class CommandRecord:
     """A long-running job (an Experiment, later a Scoring run), as the Inbox reads it."""
 
-    FORMAT: ClassVar[int] = 3
-    UPGRADES: ClassVar[dict] = {1: dict, 2: dict}
+    FORMAT: ClassVar[int] = 4
+    UPGRADES: ClassVar[dict] = {1: dict, 2: dict, 3: dict}
 
     kind: str
     id: str
     state: str  # running | paused | stopped | errored | done
     started_at: dt.datetime
     pid: int | None = None
+    pid_start: int | None = None  # when that process started (clock ticks since boot): a reused pid is not it
+    lock: str | None = None  # the lock file it holds while it runs: what says it runs, never the pid alone
     ended_at: dt.datetime | None = None
     outcome: str | None = None  # pass | fail | inconclusive | paused | stopped | errored
     summary: str = ""

@@ -127,6 +127,10 @@ def inspected(repository: Path, *, bare: bool = False) -> Iterator[TrialRepo]:
             (shadow / "HEAD").write_text(f"{head}\n")
         if index is not None:
             (shadow / "index").write_bytes(index)
+            # git trusts an entry's size and whole-second mtime unless the index is no newer than the
+            # file ("racy git"); a copy made later would hide an edit made in the commit's second.
+            written = os.lstat(gitdir / "index").st_mtime_ns
+            os.utime(shadow / "index", ns=(written, written))
         if exclude is not None:
             (shadow / "info" / "exclude").write_bytes(exclude)
         yield TrialRepo(repository, shadow, head, bare)

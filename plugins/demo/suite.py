@@ -21,7 +21,7 @@ import subprocess
 import tomllib
 from pathlib import Path
 
-from assay.storage import files
+from assay.storage import files, owners
 from assay.storage.home import AssayHome
 
 SUITE_NAME = "assay-demo"
@@ -63,7 +63,9 @@ def install_demo_suite(home: AssayHome) -> str:
         return SUITE_NAME
     home.suites.mkdir(parents=True, exist_ok=True)
     # Built outside evals/suites so a half-built folder is never mistaken for a suite.
-    build = home.evals / f".{SUITE_NAME}.build-{os.getpid()}"
+    for prefix in (f".{SUITE_NAME}.build-", f".{SUITE_NAME}.old-"):  # what a killed install left
+        owners.sweep(home.evals, prefix, shutil.rmtree)
+    build = home.evals / f".{SUITE_NAME}.build-{owners.tag()}"
     shutil.rmtree(build, ignore_errors=True)
     try:
         _build_suite(build, digest)
@@ -86,7 +88,7 @@ def _installed_digest(dest: Path) -> str | None:
 
 
 def _swap_in(build: Path, dest: Path, digest: str) -> None:
-    trash = dest.parent / f".{SUITE_NAME}.old-{os.getpid()}"
+    trash = dest.parent / f".{SUITE_NAME}.old-{owners.tag()}"
     if dest.exists():
         os.rename(dest, trash)
     try:

@@ -54,7 +54,7 @@ class CodeGrader:
                 uncommitted = repo.status()
         except GitError as e:
             return self._score(task, view, False, f"its repository can't be graded: {e}", [])
-        notes = [f"uncommitted files ignored:\n{uncommitted}"] if uncommitted else []
+        notes = [_ignored(uncommitted)] if uncommitted else []
         new_tests = task.criteria.get("new_tests")
         if new_tests and not _adds_matching(clone, task.base, new_tests):
             return self._score(task, view, False, f"no new test matching {', '.join(new_tests)} was committed", notes)
@@ -86,6 +86,13 @@ class CodeGrader:
             why=why + ("; " + notes[0].splitlines()[0] if notes else ""),
             evidence=str(Path(view.folder.name) / EVIDENCE),
         )
+
+
+def _ignored(porcelain: str, shown: int = 5) -> str:
+    """One line naming the uncommitted files (the Score's ``why`` keeps only a note's first line)."""
+    names = [line.split(maxsplit=1)[-1] for line in porcelain.splitlines()]  # "XY path", the output stripped
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return f"uncommitted files ignored: {', '.join(names[:shown])}{more}"
 
 
 def _no_report(task: EvalTask, view: TrialView) -> str | None:

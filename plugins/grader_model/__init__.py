@@ -100,16 +100,11 @@ class ModelGrader:
 
     def refusal(self, seats: Sequence[str], harnesses: Mapping[str, Harness], sandbox: str,
                 unsandboxed: bool) -> str | None:
-        """The one check of the seats, when the Experiment starts: each is HARNESS:MODEL with that
-        Harness installed, and no Grader session runs unsandboxed without the user's consent."""
+        """The check of the seats when the Experiment starts (the core has checked each is
+        HARNESS:MODEL with a known Harness): that Harness's CLI is here, and no Grader session runs
+        unsandboxed without the user's consent."""
         for seat in seats:
-            harness, _, model = seat.partition(":")
-            if not harness.strip() or not model.strip():
-                missing = "model" if harness.strip() else "Harness"
-                return f"--model-grader '{seat}': a model Grader seat is HARNESS:MODEL (the {missing} is missing)"
-            if harness not in harnesses:
-                return (f"--model-grader '{seat}': no Harness '{harness}' is installed "
-                        f"(known: {', '.join(sorted(harnesses)) or 'none'})")
+            harness = seat.partition(":")[0]
             try:
                 harnesses[harness].locate()
             except Exception as e:  # locate() raises whatever its Harness raises when the CLI is missing

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -15,7 +16,11 @@ PERMISSION_MODE = "bypassPermissions"
 # Deny rules remove these tools entirely, so no Trial can search or fetch the web.
 DENIED_TOOLS = ("WebSearch", "WebFetch")
 # What a production session reads from ~/.claude besides its memory, history and login.
-USER_FILES = ("CLAUDE.md", "settings.json", "rules", "hooks", "agents", "commands", "output-styles")
+USER_FILES = ("CLAUDE.md", "rules", "hooks", "agents", "commands", "output-styles")
+# Settings that carry a login, a credential or an endpoint (``env`` sets any variable, bypassing the
+# environment's allow-list): a session gets only the login assay gives it.
+CREDENTIAL_SETTINGS = ("env", "apiKeyHelper", "awsAuthRefresh", "awsCredentialExport", "otelHeadersHelper",
+                       "forceLoginMethod", "forceLoginOrgUUID")
 
 
 def argv(request: SessionRequest) -> tuple[str, ...]:
@@ -53,7 +58,21 @@ def fill_home(request: SessionRequest) -> None:
     config = request.home / ".claude"
     config.mkdir(parents=True, exist_ok=True)
     copy_user_files(user_config_dir(), config, USER_FILES)
+    copy_settings(user_config_dir() / "settings.json", config / "settings.json")
     copy_factory_skills(request.factory, config / "skills")
+
+
+def copy_settings(source: Path, dest: Path) -> None:
+    """The user's settings without :data:`CREDENTIAL_SETTINGS`, read-only; settings that don't read
+    as a JSON object are left out (they can't be filtered)."""
+    try:
+        settings = json.loads(source.read_text())
+    except (OSError, ValueError):
+        return
+    if not isinstance(settings, dict):
+        return
+    dest.write_text(json.dumps({k: v for k, v in settings.items() if k not in CREDENTIAL_SETTINGS}, indent=2))
+    dest.chmod(0o444)
 
 
 def oauth_token(assay_home: Path | None) -> str | None:

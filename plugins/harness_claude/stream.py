@@ -1,8 +1,10 @@
 """Reading ``claude -p --output-format stream-json --verbose``: one JSON event per line.
 
 The session's verdict is the last top-level ``result``, judged by ``is_error`` (a failed turn can
-say ``subtype: success``). Void causes come from the structured fields first: ``api_retry``
-statuses, an assistant API error's ``error``/``api_error``, ``rate_limit_event`` statuses.
+say ``subtype: success``). Void causes come from the structured fields: ``api_retry`` statuses,
+an assistant API error's ``error``/``api_error``/status, ``rate_limit_event`` statuses, the
+result's ``api_error_status``; error prose counts only before any work. The init line names the
+version that runs and where its login came from.
 """
 
 from __future__ import annotations
@@ -10,8 +12,16 @@ from __future__ import annotations
 from typing import Any
 
 from assay.hooks.protocols import ProcessResult, SessionOutcome
-from assay.sessions.streams import EventDecoder, cause_in_text, int_fields
+from assay.sessions.streams import EventDecoder, answered_in_text, cause_in_text, int_fields
 from assay.storage.records import VoidCause
+
+# ``apiKeySource`` when the login is the OAuth token assay passes (or none at all); anything else
+# (``ANTHROPIC_API_KEY``, ``apiKeyHelper``, a /login key) is a login assay did not give.
+OAUTH_KEY_SOURCE = "none"
+# ``modelUsage`` (sub-agents included) fields, as the names ``usage`` gives them.
+MODEL_USAGE = {"inputTokens": "input_tokens", "outputTokens": "output_tokens",
+               "cacheReadInputTokens": "cache_read_input_tokens",
+               "cacheCreationInputTokens": "cache_creation_input_tokens"}
 
 
 class ClaudeDecoder(EventDecoder):
@@ -32,13 +42,29 @@ class ClaudeDecoder(EventDecoder):
         return super().finish(process)
 
     def _system(self, event: dict[str, Any]) -> None:
+        if event.get("subtype") == "init":
+            self._init(event)
         if event.get("subtype") != "api_retry":
             return
         status, error = event.get("error_status"), event.get("error")
+        self._reading.retried()
+        answered = isinstance(status, int)
         self._reading.evidence(
-            _error_cause(error, status, no_status=VoidCause.PROVIDER_UNREACHABLE),
+            _error_cause(error, status) if answered or error == "authentication_failed"
+            else VoidCause.PROVIDER_UNREACHABLE,
             f"API retry {event.get('attempt')}/{event.get('max_retries')}: {error} (status {status})",
+            stated=True, answered=answered,
         )
+
+    def _init(self, event: dict[str, Any]) -> None:
+        r = self._reading
+        if isinstance(event.get("claude_code_version"), str):
+            r.version = event["claude_code_version"]
+        source = event.get("apiKeySource")
+        if isinstance(source, str) and source != OAUTH_KEY_SOURCE:
+            r.halt(VoidCause.LOGIN_MISMATCH,
+                   f"the session's login came from {source}, not the OAuth token assay gave it "
+                   "(remove it from the settings or environment the session can see)")
 
     def _assistant(self, event: dict[str, Any]) -> None:
         text = _text(event.get("message"))
@@ -51,10 +77,12 @@ class ClaudeDecoder(EventDecoder):
         if event.get("api_error") == "usage_limit_reached" or (
             status == 429 and isinstance(params, dict) and params.get("rate_limit_info")
         ):
-            cause: VoidCause | None = VoidCause.PLAN_LIMIT
-        else:
-            cause = _error_cause(event.get("error"), status) or cause_in_text(text)
-        self._reading.evidence(cause, text)
+            self._reading.evidence(VoidCause.PLAN_LIMIT, text, stated=True, answered=True)
+            return
+        stated = _error_cause(event.get("error"), status, event.get("api_error"), text)
+        answered = isinstance(status, int) or answered_in_text(text)
+        self._reading.evidence(stated or (None if answered else cause_in_text(text)), text,
+                               stated=stated is not None, answered=answered)
 
     def _user(self, event: dict[str, Any]) -> None:
         self._reading.progress()  # a tool result: a tool ran
@@ -62,11 +90,12 @@ class ClaudeDecoder(EventDecoder):
     def _rate_limit(self, event: dict[str, Any]) -> None:
         info = event.get("rate_limit_info")
         status = info.get("status") if isinstance(info, dict) else None
-        if status and status != "allowed":
-            self._reading.evidence(
-                VoidCause.PLAN_LIMIT,
-                f"plan-limit warning: {info.get('rateLimitType')} {status}, resets at {info.get('resetsAt')}",
-            )
+        if status == "rejected":
+            self._reading.evidence(VoidCause.PLAN_LIMIT, _limit_message(info), stated=True, answered=True)
+        elif status and status != "allowed":  # allowed_warning: the session may go on
+            self._reading.warn(f"plan-limit warning: {_limit_message(info)}")
+        elif status:
+            self._reading.evidence(None, answered=True)
 
     def _result(self, event: dict[str, Any]) -> None:
         if event.get("parent_tool_use_id") is not None:
@@ -77,7 +106,7 @@ class ClaudeDecoder(EventDecoder):
             r.turns = event["num_turns"]
         if isinstance(event.get("total_cost_usd"), (int, float)):
             r.cost_usd = float(event["total_cost_usd"])
-        r.tokens = int_fields(event.get("usage"))
+        r.tokens = _tokens(event)
         text = event.get("result") if isinstance(event.get("result"), str) else None
         if not r.failed:
             r.final_message = text
@@ -85,21 +114,48 @@ class ClaudeDecoder(EventDecoder):
         errors = [e for e in event.get("errors") or () if isinstance(e, str) and e]
         message = "; ".join(errors) or text or f"claude's turn failed ({event.get('subtype')})"
         status = event.get("api_error_status")
-        limit = status == 429 and (r.plan_limit or cause_in_text(message) is VoidCause.PLAN_LIMIT)
-        r.evidence(VoidCause.PLAN_LIMIT if limit else _error_cause(None, status), message)
+        in_text = cause_in_text(message)
+        if status == 429 and (in_text is VoidCause.PLAN_LIMIT or r.stop is VoidCause.PLAN_LIMIT):
+            r.evidence(VoidCause.PLAN_LIMIT, message, stated=True, answered=True)
+            return
+        stated = _error_cause(None, status, None, message)
+        answered = isinstance(status, int) or answered_in_text(message)
+        r.evidence(stated or (None if answered else in_text), message, stated=stated is not None,
+                   answered=answered)
 
 
-def _error_cause(error: Any, status: Any, *, no_status: VoidCause | None = None) -> VoidCause | None:
-    """The cause an API error's name and HTTP status give.
+def _error_cause(error: Any, status: Any, api_error: Any = None, text: str = "") -> VoidCause | None:
+    """The cause an API error's name and HTTP status state.
 
     Only a 5xx status means a server error: Claude 2.1.197 also labels a refused connection
-    ``server_error`` (with no status), so the name alone is not trusted for that.
+    ``server_error`` (with no status), so the name alone is not trusted for that. A 403 for an
+    organisation that may no longer use OAuth (``oauth_org_not_allowed``) is a lost login.
     """
     if error == "authentication_failed" or status == 401:
         return VoidCause.LOGIN_FAILED
+    if status == 403 and "oauth_org_not_allowed" in f"{error} {api_error} {text}":
+        return VoidCause.LOGIN_FAILED
     if not isinstance(status, int):
-        return no_status
+        return None
     return VoidCause.SERVER_ERROR if status >= 500 else None
+
+
+def _limit_message(info: dict[str, Any]) -> str:
+    return f"{info.get('rateLimitType')} {info.get('status')}, resets at {info.get('resetsAt')}"
+
+
+def _tokens(result: dict[str, Any]) -> dict[str, int]:
+    """The session's tokens: ``modelUsage`` summed over models (it counts sub-agents, as the cost
+    does), else ``usage`` (the main agent only)."""
+    per_model = result.get("modelUsage")
+    if not isinstance(per_model, dict) or not per_model:
+        return int_fields(result.get("usage"))
+    total: dict[str, int] = {}
+    for usage in per_model.values():
+        for field, count in int_fields(usage).items():
+            if field in MODEL_USAGE:
+                total[MODEL_USAGE[field]] = total.get(MODEL_USAGE[field], 0) + count
+    return total
 
 
 def _text(message: Any) -> str:

@@ -1,15 +1,23 @@
 """Reading ``codex exec --json``: one JSON event per line.
 
 ``thread.started`` → ``turn.started`` → ``item.*`` → ``turn.completed`` | ``turn.failed``, with
-``error`` events along the way (often retried, so not fatal by themselves). Codex gives its
-errors only as prose, so the cause outside the Arm is read from the message text.
+``error`` events along the way (retried, so not fatal by themselves). Codex gives its errors only
+as prose, so before any work the cause is read from the text; after work only its usage-limit
+message, the one fixed wording Codex has for a plan limit, still counts.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from assay.sessions.streams import EventDecoder, cause_in_text, int_fields
+from assay.sessions.streams import EventDecoder, answered_in_text, cause_in_text, int_fields
+from assay.storage.records import VoidCause
+
+# Codex's plan limit: "You've hit your usage limit…" (no typed code in exec --json).
+USAGE_LIMIT = re.compile(r"you.ve hit your usage limit|usage_limit_(reached|exceeded)", re.IGNORECASE)
+# "unexpected status 500 …", "last status: 429 …": the provider answered with this status.
+_STATUS = re.compile(r"\bstatus:? ([1-5]\d\d)\b", re.IGNORECASE)
 
 
 class CodexDecoder(EventDecoder):
@@ -21,6 +29,7 @@ class CodexDecoder(EventDecoder):
         elif kind in ("item.started", "item.updated", "item.completed"):
             self._item(kind, event.get("item"))
         elif kind == "error":
+            r.retried()
             self._error(event.get("message"))
         elif kind == "turn.failed":
             r.ended, r.failed = True, True
@@ -44,4 +53,13 @@ class CodexDecoder(EventDecoder):
 
     def _error(self, message: Any) -> None:
         text = message if isinstance(message, str) else "codex reported an error without a message"
-        self._reading.evidence(cause_in_text(text), text)
+        if USAGE_LIMIT.search(text):
+            self._reading.evidence(VoidCause.PLAN_LIMIT, text, stated=True, answered=True)
+            return
+        status = _STATUS.search(text)
+        answered = status is not None or answered_in_text(text)
+        cause = cause_in_text(text)
+        if status is not None:
+            code = int(status.group(1))
+            cause = VoidCause.SERVER_ERROR if code >= 500 else VoidCause.LOGIN_FAILED if code == 401 else None
+        self._reading.evidence(cause, text, answered=answered)

@@ -1,10 +1,12 @@
 """The bwrap backend: a Trial sees nothing else, reaches only its provider, and leaves nothing behind.
 
-Each run starts, for that Trial alone: a memory cap (:mod:`.memory`), the allowlisting proxy
-on a Unix socket in a private folder (:mod:`.proxy`), and bwrap with new network, PID and IPC
-namespaces over the file system :mod:`.mounts` describes, whose PID 1 is the relay
-(:mod:`.relay`). The run ends when the command exits, its timeout passes, its cap is hit, or
-it is cancelled; then the PID namespace, the proxy and the cap go with it.
+Each run starts, for that Trial alone: its limits (memory, processes, file size: :mod:`.limits`),
+a capped disk for its writable folders (:mod:`.disk`), the allowlisting proxy on a Unix socket
+in a private folder (:mod:`.proxy`), and bwrap with new network, PID and IPC namespaces and a
+seccomp filter (:mod:`.seccomp`) over the file system :mod:`.mounts` describes, whose PID 1 is
+the relay (:mod:`.relay`). The run ends when the command exits, its timeout passes, its cap is
+hit, or it is cancelled; then the PID namespace, the proxy, the limits and the disk go with it,
+and what the Trial left is made harmless (:mod:`.residue`).
 """
 
 from __future__ import annotations
@@ -21,12 +23,14 @@ from pathlib import Path
 import attrs
 import trio
 from assay.hooks.protocols import PROXY_LOG, Invocation, ProcessResult, SandboxCheck
-from assay.plugins.sandbox_bwrap import memory, mounts
+from assay.plugins.sandbox_bwrap import disk, limits, memory, mounts, pids, residue, seccomp
 from assay.plugins.sandbox_bwrap.handshake import Handshake
-from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, resolver, upstream_table
+from assay.plugins.sandbox_bwrap.limits import TrialLimits
+from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, private_hosts, resolver, upstream_table
 from assay.sessions import hostkills
 from assay.sessions.proctree import ProcessTree
 from assay.sessions.supervise import Supervisor
+from assay.storage import owners
 from assay.storage.records import VoidCause
 
 RELAY = Path(__file__).with_name("relay.py")
@@ -62,6 +66,12 @@ class BwrapBackend(Supervisor):
     memory_caps: memory.MemoryCaps | None = None
     hosts_file: Mapping[str, Sequence[str]] = attrs.field(factory=dict)
     executable: str = "bwrap"
+    private_hosts: tuple[str, ...] = attrs.field(factory=private_hosts)  # may resolve to private addresses
+    pids_limit: int | None = None  # tasks per Trial (default: $ASSAY_TRIAL_PIDS, else pids.DEFAULT_LIMIT)
+    pids_caps: pids.PidsCaps | None = None  # how it is enforced (default: what this machine offers)
+    file_size: int | None = None  # bytes per file written (default: $ASSAY_TRIAL_FILE_SIZE, else 4 GiB)
+    disk_limit: int | None = None  # bytes of writable space (default: $ASSAY_TRIAL_DISK, else 8 GiB)
+    disk_caps: disk.DiskCaps | None = None  # how it is enforced (default: what this machine offers)
     upstreams: Mapping[str, Path] = attrs.field(factory=dict)
 
     def with_upstreams(self, upstreams: Mapping[str, Path]) -> BwrapBackend:
@@ -74,37 +84,49 @@ class BwrapBackend(Supervisor):
         It runs a trio loop of its own, so call it outside one.
         """
         described = self._caps().describe(self._limit())
+        limits_here = limits.in_force(
+            self._caps(), self._limit(), self.pids_caps or pids.detect(), self.pids_limit or pids.default_limit(),
+            self.disk_caps or disk.detect(), self.disk_limit or disk.default_limit(),
+            self.file_size or limits.file_size_limit())
         if shutil.which(self.executable) is None:
-            return SandboxCheck(False, f"{self.executable} is not installed (apt-get install bubblewrap)", described)
-        with tempfile.TemporaryDirectory(prefix="assay-check-") as folder:
+            return SandboxCheck(False, f"{self.executable} is not installed (apt-get install bubblewrap)", described,
+                                limits_here)
+        with tempfile.TemporaryDirectory(prefix=f"assay-check-{owners.tag()}-") as folder:
             invocation = Invocation(argv=("true",), cwd=Path(folder), env={"PATH": "/usr/bin:/bin"},
                                     read_write=(Path(folder),))
             try:
                 result = trio.run(functools.partial(self.run, invocation, timeout=30, on_line=lambda line: None))
             except OSError as e:
-                return SandboxCheck(False, f"{type(e).__name__}: {e}", described)
+                return SandboxCheck(False, f"{type(e).__name__}: {e}", described, limits_here)
         if result.exit_code == 0 and result.void_cause is None:
-            return SandboxCheck(True, "", described)
-        return SandboxCheck(False, _why(result.stderr_tail), described)
+            return SandboxCheck(True, "", described, limits_here)
+        return SandboxCheck(False, _why(result.stderr_tail), described, limits_here)
 
     async def run(
         self, invocation: Invocation, *, timeout: float, on_line: Callable[[str], None]
     ) -> ProcessResult:
-        cap = self._caps().start(self._limit())
-        handshake = Handshake.open()
+        for prefix in ("assay-proxy-", "assay-check-"):  # what a killed run left
+            owners.sweep(Path(tempfile.gettempdir()), prefix, shutil.rmtree)
+        cap = TrialLimits.start(self._caps(), self._limit(), self.pids_caps or pids.detect(),
+                                self.pids_limit or pids.default_limit(), self.file_size or limits.file_size_limit())
+        handshake = Handshake.open(seccomp.program() if seccomp.supported() else None)
+        staged = disk.Staged(0, None)
         oom_before = hostkills.oom_kills()
         try:
-            with tempfile.TemporaryDirectory(prefix="assay-proxy-") as sockets:
+            staged = await trio.to_thread.run_sync(
+                (self.disk_caps or disk.detect()).start, self.disk_limit or disk.default_limit(), invocation.read_write)
+            with tempfile.TemporaryDirectory(prefix=f"assay-proxy-{owners.tag()}-") as sockets:
                 proxy = Proxy(
                     Allowlist.of(invocation.hosts), (invocation.log_dir or invocation.cwd.parent) / PROXY_LOG,
                     resolver(self.hosts_file), own_addresses(), upstreams=upstream_table(self.upstreams),
+                    private=Allowlist.of(self.private_hosts),
                 )
                 async with trio.open_nursery() as nursery:
                     await nursery.start(proxy.serve, Path(sockets) / SOCKET)
                     async with trio.open_nursery() as reports:
                         reports.start_soon(handshake.follow, cap)
                         result = await self.supervise(
-                            self.command(invocation, Path(sockets), handshake), cwd=invocation.cwd,
+                            self.command(invocation, Path(sockets), handshake, staged.sources), cwd=invocation.cwd,
                             env={**invocation.env, **dict.fromkeys(PROXY_ENV, f"http://127.0.0.1:{RELAY_PORT}")},
                             timeout=timeout, on_line=on_line, stop_signals=invocation.stop_signals,
                             preexec_fn=None, pass_fds=handshake.child_ends, on_start=handshake.hand_over,
@@ -112,17 +134,24 @@ class BwrapBackend(Supervisor):
                         )
                         reports.cancel_scope.deadline = trio.current_time() + self.drain  # the last reports
                     nursery.cancel_scope.cancel()
+            notes = cap.notes() + await trio.to_thread.run_sync(staged.finish)
+            result = attrs.evolve(result, stderr_tail=result.stderr_tail + notes)
             return hostkills.judge(_reading(result, handshake, capped=cap.killed()), oom_before)
         finally:
             handshake.close()
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(cap.remove)
+                await trio.to_thread.run_sync(staged.finish)  # when cancelled: the Trial's work is kept
+                await trio.to_thread.run_sync(residue.defuse, invocation.read_write)
 
-    def command(self, invocation: Invocation, sockets: Path, handshake: Handshake) -> list[str]:
-        """The bwrap command line for ``invocation``, its proxy's socket folder and its handshake."""
+    def command(self, invocation: Invocation, sockets: Path, handshake: Handshake,
+                staged: Mapping[Path, Path] | None = None) -> list[str]:
+        """The bwrap command line for ``invocation``, its proxy's socket folder and its handshake
+        (``staged``: where each writable folder's copy on the Trial's capped disk is)."""
         return [
             self.executable, *ISOLATION, "--json-status-fd", str(handshake.report_bwrap),
-            *mounts.toolchains(), *mounts.binds(invocation),
+            *(("--seccomp", str(handshake.seccomp)) if handshake.seccomp is not None else ()),
+            *mounts.toolchains(), *mounts.binds(invocation, staged),
             "--ro-bind", str(RELAY), str(INSIDE / RELAY.name), "--ro-bind", str(sockets), str(INSIDE / "proxy"),
             "--chdir", str(invocation.cwd), "--",
             os.path.realpath(sys.executable), "-I", "-S", str(INSIDE / RELAY.name), str(handshake.report_relay),
@@ -158,6 +187,8 @@ def _reading(result: ProcessResult, handshake: Handshake, *, capped: bool) -> Pr
         result = attrs.evolve(result, exit_code=handshake.exit_code())
     if handshake.failure:
         result = attrs.evolve(result, stderr_tail=f"{result.stderr_tail}{handshake.failure}\n")
+    if handshake.broken:  # a malformed report: nothing it says can be trusted
+        return attrs.evolve(result, void_cause=VoidCause.SANDBOX_FAILED)
     if capped:
         return attrs.evolve(result, void_cause=VoidCause.MEMORY_CAP)
     if not handshake.started and not result.timed_out:  # bwrap, the cap or the relay failed to set up

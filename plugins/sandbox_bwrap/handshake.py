@@ -6,43 +6,58 @@ only then does the relay start the command, so the command and everything it sta
 Admitting the relay while its Python starts hides the cost of a cgroup v1 join, which waits out
 an RCU grace period (about 12 ms here). The relay reports ``started`` and then ``exit N`` (the
 command's own status; negative: killed by signal -N) on the report pipe too.
+
+Only the first report of each kind counts, a ``child-pid`` only if it names PID 1 of a PID
+namespace below ours, and a malformed line fails the sandbox (a Void Trial, not an errored
+Experiment). The command can't write here anyway (see relay.py); this is the second wall.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+from pathlib import Path
 
 import attrs
 import trio
 from assay.plugins.sandbox_bwrap.memory import TrialCap
+
+LINE_LIMIT = 4096  # no report is longer
 
 
 @attrs.define
 class Handshake:
     """Open it before the sandbox starts, :meth:`follow` it while it runs, :meth:`close` it after."""
 
+    seccomp: int | None  # a pipe holding the seccomp filter bwrap loads (``--seccomp``), if any
     report_read: int
     report_bwrap: int  # bwrap closes its status fd in the child, so the relay writes to a copy
     report_relay: int
     go_read: int
     go_write: int
-    lines: list[str] = attrs.field(factory=list)
+    relay: int | None = None  # the pid bwrap first named
+    started: bool = False
+    exit: int | None = None
     failure: str = ""
+    broken: bool = False  # a malformed report: the sandbox failed
     _open: set[int] = attrs.field(factory=set)
 
     @classmethod
-    def open(cls) -> Handshake:
+    def open(cls, seccomp: bytes | None = None) -> Handshake:
+        """The pipes, and one holding ``seccomp`` (a filter program) when given."""
         report_read, report_bwrap = os.pipe()
         go_read, go_write = os.pipe()
-        handshake = cls(report_read, report_bwrap, os.dup(report_bwrap), go_read, go_write)
+        program = _holding(seccomp) if seccomp is not None else None
+        handshake = cls(program, report_read, report_bwrap, os.dup(report_bwrap), go_read, go_write)
         handshake._open.update((report_read, report_bwrap, handshake.report_relay, go_read, go_write))
+        handshake._open.update(() if program is None else (program,))
         return handshake
 
     @property
-    def child_ends(self) -> tuple[int, int, int]:
+    def child_ends(self) -> tuple[int, ...]:
         """The descriptors the sandbox inherits."""
-        return self.report_bwrap, self.report_relay, self.go_read
+        return self.report_bwrap, self.report_relay, self.go_read, *(() if self.seccomp is None else (self.seccomp,))
 
     def hand_over(self) -> None:
         """Close the child's ends here once the sandbox holds them, so the reports end with it."""
@@ -55,22 +70,60 @@ class Handshake:
             async for chunk in stream:
                 *whole, pending = (pending + chunk).split(b"\n")
                 for line in whole:
-                    await self._take(line.decode(errors="replace").strip(), cap)
-            await self._take(pending.decode(errors="replace").strip(), cap)
+                    await self._take(line, cap)
+                if len(pending) > LINE_LIMIT:
+                    self._malformed(pending)
+                    pending = b""
+            await self._take(pending, cap)
 
-    async def _take(self, line: str, cap: TrialCap) -> None:
+    async def _take(self, raw: bytes, cap: TrialCap) -> None:
+        """Take the first well-formed report of each kind; any malformed one fails the sandbox."""
+        line = raw.decode(errors="replace").strip()
         if not line:
             return
-        self.lines.append(line)
-        if line.startswith("{") and "child-pid" in (report := json.loads(line)):
-            try:
-                await trio.to_thread.run_sync(cap.admit, report["child-pid"])
+        if len(raw) > LINE_LIMIT:
+            self._malformed(raw)
+        elif line == "started":
+            self.started = True
+        elif line.startswith("exit "):
+            code = line.removeprefix("exit ")
+            if not re.fullmatch(r"-?\d{1,4}", code):
+                self._malformed(raw)
+            elif self.exit is None:
+                self.exit = int(code)
+        elif line.startswith("{"):
+            await self._take_bwrap(raw, cap)
+        else:
+            self._malformed(raw)
+
+    async def _take_bwrap(self, raw: bytes, cap: TrialCap) -> None:
+        """bwrap's JSON status: its first ``child-pid`` is the relay, to cap and then let go."""
+        try:
+            report = json.loads(raw)
+        except ValueError:
+            report = None
+        if not isinstance(report, dict):
+            self._malformed(raw)
+            return
+        if "child-pid" not in report or self.relay is not None:
+            return  # bwrap's other news, or a second child-pid: only bwrap's first names the relay
+        pid = report["child-pid"]
+        self.relay = pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else 0
+        try:
+            if not _first_of_its_own_pid_namespace(self.relay):
+                self._malformed(raw)
+            else:
+                await trio.to_thread.run_sync(cap.admit, self.relay)
                 os.write(self.go_write, b"go")
-            except ProcessLookupError:  # bwrap failed before the relay ran, and says why
-                pass
-            except OSError as e:  # the relay sees the pipe close without a go, and stops
-                self.failure = f"assay sandbox: can't apply the memory cap: {e}"
-            self._close(self.go_write)
+        except ProcessLookupError:  # bwrap failed before the relay ran, and says why
+            pass
+        except OSError as e:  # the relay sees the pipe close without a go, and stops
+            self.failure = f"assay sandbox: can't apply the Trial's limits: {e}"
+        self._close(self.go_write)
+
+    def _malformed(self, raw: bytes) -> None:
+        self.broken = True
+        self.failure = f"assay sandbox: a malformed report on the relay's pipe: {raw[:80]!r}"
 
     def close(self) -> None:
         """Close whatever is still open here."""
@@ -78,15 +131,33 @@ class Handshake:
 
     def exit_code(self) -> int | None:
         """The command's own exit status, as the relay reported it."""
-        exits = [line.split()[1] for line in self.lines if line.startswith("exit ")]
-        return int(exits[-1]) if exits else None
-
-    @property
-    def started(self) -> bool:
-        return "started" in self.lines
+        return self.exit
 
     def _close(self, *fds: int) -> None:
         for fd in fds:
             if fd in self._open:
                 self._open.discard(fd)
                 os.close(fd)
+
+
+def _holding(data: bytes) -> int:
+    """The read end of a pipe that holds ``data`` and then ends (``data`` fits a pipe's buffer)."""
+    read, write = os.pipe()
+    try:
+        os.write(write, data)
+    finally:
+        os.close(write)
+    return read
+
+
+def _first_of_its_own_pid_namespace(pid: int) -> bool:
+    """Whether ``pid`` is PID 1 of a PID namespace below ours: a sandbox's relay, no host process."""
+    if pid <= 0:
+        return False
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+        theirs, ours = os.stat(f"/proc/{pid}/ns/pid").st_ino, os.stat("/proc/self/ns/pid").st_ino
+    except FileNotFoundError:
+        raise ProcessLookupError(pid) from None
+    nspid = next((line.split()[1:] for line in status.splitlines() if line.startswith("NSpid:")), [])
+    return len(nspid) >= 2 and nspid[0] == str(pid) and nspid[-1] == "1" and theirs != ours

@@ -18,12 +18,11 @@ import contextlib
 import os
 import re
 import resource
-import secrets
-import time
 from pathlib import Path
 from typing import Protocol
 
 import attrs
+from assay.plugins.sandbox_bwrap import cgroups
 
 MEMORY_ENV = "ASSAY_TRIAL_MEMORY"
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -71,18 +70,10 @@ class Cgroup:
         _raise_oom_score(pid)
 
     def killed(self) -> bool:
-        counters = dict(line.split(maxsplit=1) for line in _read(self.path / self.events).splitlines())
-        return int(counters.get("oom_kill", "0")) > 0
+        return cgroups.counters(self.path / self.events).get("oom_kill", 0) > 0
 
-    def remove(self, attempts: int = 50) -> None:
-        for _ in range(attempts):  # exited processes can take a moment to leave the cgroup
-            try:
-                self.path.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                time.sleep(0.02)
+    def remove(self) -> None:
+        cgroups.remove(self.path)
 
 
 @attrs.frozen
@@ -117,8 +108,7 @@ class MemoryCaps:
         """A fresh cap of ``limit`` bytes for one Trial."""
         if self.parent is None:
             return DataLimit(limit)
-        path = self.parent / f"assay-trial-{secrets.token_hex(6)}"
-        path.mkdir()
+        path = cgroups.child(self.parent)
         try:
             if self.kind == "cgroup v2":
                 (path / "memory.max").write_text(str(limit))
@@ -135,49 +125,8 @@ class MemoryCaps:
 
 def detect(proc_self: Path = Path("/proc/self")) -> MemoryCaps:
     """The strongest memory cap this process can give its Trials (see the module docstring)."""
-    mounts = _cgroup_mounts(proc_self / "mountinfo")
-    mine = _own_cgroups(proc_self / "cgroup")
-    v2 = _cgroup_dir(mounts, "cgroup2", None, mine.get(""))
-    if v2 and "memory" in _read(v2 / "cgroup.subtree_control").split() and os.access(v2, os.W_OK):
-        return MemoryCaps("cgroup v2", v2)
-    v1 = _cgroup_dir(mounts, "cgroup", "memory", mine.get("memory"))
-    if v1 and (v1 / "memory.limit_in_bytes").exists() and os.access(v1, os.W_OK):
-        return MemoryCaps("cgroup v1", v1)
-    return MemoryCaps("rlimit data")
-
-
-def _cgroup_mounts(mountinfo: Path) -> list[tuple[str, set[str], str, Path]]:
-    """(fstype, super options, root, mount point) of each cgroup mount."""
-    found = []
-    for line in _read(mountinfo).splitlines():
-        fields, _, rest = line.partition(" - ")
-        fields_l, rest_l = fields.split(), rest.split()
-        if len(rest_l) >= 3 and rest_l[0] in ("cgroup", "cgroup2"):
-            found.append((rest_l[0], set(rest_l[2].split(",")), fields_l[3], Path(fields_l[4])))
-    return found
-
-
-def _own_cgroups(cgroup_file: Path) -> dict[str, str]:
-    """Our cgroup path per controller (``""`` for the v2 hierarchy)."""
-    out = {}
-    for line in _read(cgroup_file).splitlines():
-        _, controllers, path = line.split(":", 2)
-        for controller in controllers.split(",") if controllers else [""]:
-            out[controller] = path
-    return out
-
-
-def _cgroup_dir(mounts: list[tuple[str, set[str], str, Path]], fstype: str, option: str | None,
-                own: str | None) -> Path | None:
-    """Our own cgroup's folder in the mounted hierarchy, if that hierarchy is mounted."""
-    if own is None:
-        return None
-    for kind, options, root, point in mounts:
-        if kind == fstype and (option is None or option in options) and (own + "/").startswith(root.rstrip("/") + "/"):
-            folder = point / own[len(root.rstrip("/")):].lstrip("/")
-            if folder.is_dir():
-                return folder
-    return None
+    found = cgroups.writable("memory", "memory.limit_in_bytes", proc_self)
+    return MemoryCaps(*found) if found else MemoryCaps("rlimit data")
 
 
 def _raise_oom_score(pid: int) -> None:
@@ -187,10 +136,3 @@ def _raise_oom_score(pid: int) -> None:
 def _write_if_present(path: Path, value: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         path.write_text(value)
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text()
-    except OSError:
-        return ""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from assay.hooks.protocols import Invocation
@@ -47,13 +47,15 @@ def installs() -> list[Path]:
     return sorted(root for root in found if not _under(root.resolve(), [s.resolve() for s in SYSTEM]))
 
 
-def binds(invocation: Invocation) -> list[str]:
-    """The Invocation's paths, a folder always mounted before anything inside it."""
+def binds(invocation: Invocation, sources: Mapping[Path, Path] | None = None) -> list[str]:
+    """The Invocation's paths, a folder always mounted before anything inside it; a writable path
+    in ``sources`` is bound from there (its copy on the Trial's capped disk)."""
     paths = [(Path(os.path.abspath(p)), "--bind") for p in invocation.read_write]
     paths += [(Path(os.path.abspath(p)), "--ro-bind") for p in invocation.read_only]
     args = []
     for path, how in sorted(paths, key=lambda bind: len(bind[0].parts)):
-        args += [how, str(path), str(path)]
+        source = (sources or {}).get(path, path) if how == "--bind" else path
+        args += [how, str(source), str(path)]
     return args
 
 

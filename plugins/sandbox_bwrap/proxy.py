@@ -3,8 +3,10 @@
 One per Trial, outside the sandbox, on a Unix socket bound into it (the relay inside forwards
 the Trial's loopback proxy port to it). It opens a tunnel only to a host on the Trial's list —
 ``name`` means port 443, ``name:port`` another port — and only when no address the name
-resolves to is loopback, link-local, unspecified, multicast or one of this machine's own; it
-then connects to an address it checked, so a second lookup can't rebind the name. Every
+resolves to is loopback, link-local, unspecified, multicast or one of this machine's own, nor
+private (any address not globally routable: 10/8, 192.168/16, 100.64/10, fc00::/7…) unless the
+host is one the user named as a private provider; it then connects to an address it checked,
+so a second lookup can't rebind the name. Every
 allowed and refused connection is one JSON line in the Trial's log.
 
 Only ``assay harnesses check`` and scripted Experiments give it *upstreams*: an allowed host whose
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import os
 import socket
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -28,6 +31,7 @@ from assay.storage.files import append_line
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
 HEAD_LIMIT = 8192
+PRIVATE_ENV = "ASSAY_PRIVATE_HOSTS"
 _PHRASES = {200: "Connection established", 400: "Bad Request", 403: "Forbidden",
             405: "Method Not Allowed", 408: "Request Timeout", 502: "Bad Gateway"}
 
@@ -53,6 +57,12 @@ class Allowlist:
 
     def allows(self, host: str, port: int) -> bool:
         return (host, port) in self.entries
+
+
+def private_hosts() -> tuple[str, ...]:
+    """``$ASSAY_PRIVATE_HOSTS``: the ``host[:port]`` names (comma-separated) of providers on a private
+    network, which the proxy lets resolve to private addresses (never to loopback or link-local)."""
+    return tuple(host.strip() for host in os.environ.get(PRIVATE_ENV, "").split(",") if host.strip())
 
 
 def upstream_table(upstreams: Mapping[str, Path]) -> dict[tuple[str, int], Path]:
@@ -90,14 +100,15 @@ def own_addresses(proc_net: Path = Path("/proc/net")) -> frozenset[IPAddress]:
     return frozenset(found)
 
 
-def refusal(address: str, own: frozenset[IPAddress]) -> str | None:
-    """Why the proxy won't connect to ``address``, or None if it may."""
+def refusal(address: str, own: frozenset[IPAddress], *, private_ok: bool = False) -> str | None:
+    """Why the proxy won't connect to ``address``, or None if it may (``private_ok``: a private
+    provider's host, which may resolve to a private address)."""
     ip = ipaddress.ip_address(address.partition("%")[0])
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
         ip = ip.ipv4_mapped
     for kind, bad in (("loopback", ip.is_loopback), ("link-local", ip.is_link_local),
                       ("unspecified", ip.is_unspecified), ("multicast", ip.is_multicast),
-                      ("this machine's own", ip in own)):
+                      ("this machine's own", ip in own), ("private", not ip.is_global and not private_ok)):
         if bad:
             return f"resolves to {kind} address {ip}"
     return None
@@ -113,6 +124,7 @@ class Proxy:
     own: frozenset[IPAddress]
     timeout: float = 10.0
     upstreams: Mapping[tuple[str, int], Path] = attrs.field(factory=dict)  # see upstream_table
+    private: Allowlist = Allowlist(frozenset())  # hosts that may resolve to private addresses
 
     async def serve(self, path: Path, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Listen on the Unix socket ``path`` until cancelled."""
@@ -160,7 +172,7 @@ class Proxy:
         except OSError as e:
             raise Refused(502, f"can't resolve: {e}") from None
         for address in addresses:
-            why = refusal(address, self.own)
+            why = refusal(address, self.own, private_ok=self.private.allows(host, port))
             if why:
                 raise Refused(403, why)
         errors = []

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import attrs
-from assay.hooks.protocols import Invocation, ProcessResult, SandboxCheck
+from assay.hooks.protocols import Invocation, Limit, ProcessResult, SandboxCheck
 from assay.sessions import hostkills
 from assay.sessions.supervise import Supervisor
 
@@ -21,15 +22,29 @@ class NoneBackend(Supervisor):
     name = "none"
 
     def check(self) -> SandboxCheck:
-        return SandboxCheck(works=True, reason="pass-through: no isolation, no network limit, no memory cap")
+        return SandboxCheck(works=True, reason="pass-through: no isolation, no network limit, no memory cap",
+                            limits=tuple(Limit(name, False, "pass-through: no limit")
+                                         for name in ("memory", "pids", "disk", "seccomp")))
 
     async def run(
         self, invocation: Invocation, *, timeout: float, on_line: Callable[[str], None]
     ) -> ProcessResult:
+        # The reaper's lifeline: this process alone holds the write end (not inherited by any
+        # child), so the reaper sees end-of-file the moment this process dies, however it dies.
+        lifeline, held = os.pipe()
+        ours = [lifeline, held]
         oom_before = hostkills.oom_kills()
-        result = await self.supervise(
-            (sys.executable, "-S", "-I", str(REAPER), *invocation.argv), cwd=invocation.cwd,
-            env=invocation.env, timeout=timeout, on_line=on_line,
-            stop_signals=invocation.stop_signals,
-        )
+
+        def hand_over() -> None:  # the reaper has its copy of the read end now
+            os.close(ours.pop(0))
+
+        try:
+            result = await self.supervise(
+                (sys.executable, "-S", "-I", str(REAPER), str(lifeline), *invocation.argv), cwd=invocation.cwd,
+                env=invocation.env, timeout=timeout, on_line=on_line,
+                stop_signals=invocation.stop_signals, pass_fds=(lifeline,), on_start=hand_over,
+            )
+        finally:
+            for fd in ours:
+                os.close(fd)
         return hostkills.judge(result, oom_before)

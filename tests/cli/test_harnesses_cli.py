@@ -51,3 +51,25 @@ def test_setup_stores_the_claude_token_privately_and_keeps_other_credentials(ass
 def test_setup_refuses_an_empty_token(assay_home: Path) -> None:
     result = invoke("setup", input="  \n")
     assert result.exit_code != 0 and not (assay_home / "credentials.toml").exists()
+
+
+def test_setup_without_a_terminal_reads_the_token_from_stdin(cli, assay_home: Path) -> None:
+    """Issue 17: `assay setup` with no terminal (a pipe) takes the token from stdin; it printed a
+    GetPassWarning and `Aborted!`. With nothing piped in it says how, in one line."""
+    import subprocess
+    import sys
+
+    from tests.conftest import cli_env
+
+    def run(stdin: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "assay", "setup"], input=stdin, capture_output=True,
+                              text=True, env=cli_env(assay_home), timeout=60)
+
+    empty = run("")
+    assert empty.returncode == 2 and "Warning" not in empty.stderr and "Aborted" not in empty.stderr
+    assert empty.stderr.strip() == ("assay: error: no token given; nothing changed (without a terminal, "
+                                    "pipe it in: `echo TOKEN | assay setup`)")
+    piped = run("sk-ant-oat01-piped\n")
+    assert piped.returncode == 0, piped.stderr
+    assert "Warning" not in piped.stderr and "sk-ant-oat01-piped" not in piped.stdout + piped.stderr
+    assert tomllib.loads((assay_home / "credentials.toml").read_text()) == {"claude": {"oauth_token": "sk-ant-oat01-piped"}}

@@ -192,6 +192,11 @@ def test_plan_limit_pauses_and_running_again_finishes(world, assay_home: Path, t
         (["--factory", "/"], "the Factory is not a git repository"),
         (["--baseline", "change"], "the Baseline and the Candidate are identical"),
         (["--margin", "1.5"], "margin must be between 0 and 1"),
+        # issue 17: out-of-range Bar values and bad model Grader seats (a traceback, or recorded, before)
+        (["--trials-per-task", "0"], "--trials-per-task must be 1 or more, got 0"),
+        (["--model-grader", "fake-agent"], "--model-grader 'fake-agent': a model Grader seat is HARNESS:MODEL (the model is missing)"),
+        (["--model-grader", "fake-agent:"], "--model-grader 'fake-agent:': a model Grader seat is HARNESS:MODEL (the model is missing)"),
+        (["--model-grader", "nope:some-model"], "--model-grader 'nope:some-model': no Harness 'nope' is installed"),
     ],
 )
 def test_bad_input_is_refused_before_any_trial(world, assay_home: Path, tmp_path: Path, args, message):
@@ -337,8 +342,9 @@ def test_without_bwrap_an_experiment_needs_sandbox_none_said_out_loud(world, ass
     factory, _ = world
     bin_dir = tmp_path / "bin-without-bwrap"
     bin_dir.mkdir()
-    for tool in ("git", "sh", "python3", "cp", "chmod"):
+    for tool in ("git", "sh", "cp", "chmod"):
         (bin_dir / tool).symlink_to(shutil.which(tool))
+    (bin_dir / "python3").symlink_to(sys.executable)  # PATH's python3 may be a shim needing bash (pyenv)
     sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}})
     env = cli_env(assay_home, PLUGINS, FAKE_SCENARIO=str(sc), PATH=str(bin_dir))
     args = [sys.executable, "-m", "assay", "experiment", "change", "--factory", str(factory), "--suite", "fixture"]
@@ -372,6 +378,42 @@ def test_a_factory_build_that_fails_errors_the_experiment_in_one_line(world, ass
     assert line.startswith("assay: error: Experiment ") and "exited 4: broken build" in line
     record = json.loads(next((assay_home / "logs" / "experiment").glob("*.json")).read_text())
     assert record["state"] == "errored" and record["outcome"] == "errored"
+    # issue 17: with --json, an errored Experiment still answers on stdout with a JSON object (it printed nothing)
+    as_json = experiment(assay_home, factory, sc, "--json")
+    assert as_json.returncode == 1
+    answer = last_json(as_json.stdout)
+    assert answer["outcome"] == "errored" and answer["verdict"] is None and "exited 4: broken build" in answer["error"]
+    assert answer["id"] == record["id"]
+
+
+def test_plain_progress_counts_every_running_trial_when_trials_overlap(world, assay_home: Path, tmp_path: Path):
+    """Issue 17: with Trials overlapping, the plain progress line counts every Trial running (it was
+    printed in the instant a worker was between Trials, so `--workers 3` always showed 2 running)."""
+    factory, _ = world
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "sleep:0.3,right"}})
+    result = experiment(assay_home, factory, sc, "--workers", "3")
+    assert result.returncode == 0, result.stderr
+    lines = [re.match(r"Trials: (\d+) running, (\d+)/16 done, 0 void, (\d+) left", line)
+             for line in result.stderr.splitlines() if ", 0 void, " in line]
+    counts = [(int(m[1]), int(m[2]), int(m[3])) for m in lines if m]
+    assert all(running + done + left == 16 for running, done, left in counts)
+    middle = [running for running, done, left in counts if done and left]
+    assert middle and set(middle) == {3}, counts
+
+
+def test_plain_progress_counts_tasks_and_trials_right_and_shows_grading(assay_home: Path, tmp_path: Path):
+    """Issue 17: no "1 tasks"/"1 Trial(s)" in the announcement, and grading shows its progress
+    (the last line was "16/16 done" while every task was still being graded)."""
+    factory = make_factory(tmp_path)
+    make_suite(assay_home, tasks=1)
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}})
+    result = experiment(assay_home, factory, sc, "--trials-per-task", "1", "--workers", "2")
+    assert result.returncode == 0, result.stderr
+    assert "with 1 task and 1 Trial per Arm each" in result.stdout
+    progress = [line for line in result.stderr.splitlines() if line.startswith("Trials:")]
+    assert progress[-3].startswith("Trials: 0 running, 2/2 done, 0 void, 0 left")
+    assert progress[-2].startswith("Trials: 0 running, 2/2 done, 0 void, 0 left; grading: 0/1 Eval tasks graded")
+    assert progress[-1].startswith("Trials: 0 running, 2/2 done, 0 void, 0 left; grading: 1/1 Eval tasks graded")
 
 
 def test_resuming_in_another_sandbox_is_refused(world, assay_home: Path, tmp_path: Path):
@@ -384,6 +426,34 @@ def test_resuming_in_another_sandbox_is_refused(world, assay_home: Path, tmp_pat
         pytest.skip(f"bwrap can't run here: {other.stderr.strip()}")
     assert other.returncode == 2
     assert "its Trials ran in the 'none' sandbox; resume it with --sandbox none" in other.stderr
+
+
+def test_a_tag_base_is_resolved_once_and_a_changed_task_is_refused_with_what_changed(world, assay_home: Path, tmp_path: Path):
+    """Issue 17, part 1: a task's base given as a tag is resolved to its commit when the Experiment
+    starts and recorded in the Setup with a digest of the task's inputs; resuming after the task
+    changed (the tag moved, an input edited) is refused with what changed and the command that
+    starts a fresh Experiment (it resumed silently)."""
+    factory, _ = world
+    task = assay_home / "evals" / "suites" / "fixture" / "t1"
+    repo = task / "repo"
+    base = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD~1"], capture_output=True, text=True).stdout.strip()
+    subprocess.run(["git", "-C", str(repo), "tag", "v1", base], check=True)
+    (task / "task.toml").write_text('repository = "repo"\nbase = "v1"\n[inputs]\nissue = "issue.md"\n')
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "plan_limit"}})
+    paused = experiment(assay_home, factory, sc, "--workers", "1", "--candidate-model", "other")
+    assert paused.returncode == 3, paused.stderr
+    recorded = {t["id"]: t for t in json.loads((exp_dir(assay_home) / "setup.json").read_text())["tasks"]}
+    assert recorded["fixture/t1"]["base"] == base and len(recorded["fixture/t1"]["inputs_digest"]) == 64
+
+    subprocess.run(["git", "-C", str(repo), "tag", "-f", "v1", "HEAD"], check=True, capture_output=True)
+    (assay_home / "evals" / "suites" / "fixture" / "t2" / "issue.md").write_text("Another issue.\n")
+    refused = experiment(assay_home, factory, sc, "--workers", "1", "--candidate-model", "other")
+    assert refused.returncode == 2
+    [line] = refused.stderr.strip().splitlines()
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert f"fixture/t1: base was {base}, now {head}" in line
+    assert "fixture/t2: its task.toml or input files changed" in line
+    assert f"run `mv {exp_dir(assay_home)} {exp_dir(assay_home)}.old` and then this command again" in line
 
 
 def test_on_a_terminal_progress_is_a_live_line(world, assay_home: Path, tmp_path: Path):

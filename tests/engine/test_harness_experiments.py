@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import time
@@ -51,10 +52,10 @@ def test_an_arm_whose_harness_has_no_login_is_refused_before_any_trial(assay_hom
     assert not (assay_home / "evals" / "experiments").exists()
 
 
-def experiment(home: Path, factory: Path, bin_dir: Path, *args: str):
+def experiment(home: Path, factory: Path, bin_dir: Path, *args: str, **env: str):
     return run_cli(home, "experiment", "HEAD", "--factory", str(factory), "--suite", "fixture",
                    "--sandbox", "none", "--trials-per-task", "1", "--json", *args, plugins=PLUGINS,
-                   PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+                   PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", **env)
 
 
 def steps(events: list) -> list[dict]:
@@ -186,3 +187,156 @@ def test_a_harness_that_updates_itself_midway_does_not_reach_a_resumed_experimen
     setup = json.loads(next(assay_home.glob("evals/experiments/*/setup.json")).read_text())
     assert setup["baseline"]["harness_version"] == "2.1.197"
     assert calls(new) == [] and len(calls(old)) >= 3
+
+
+# --- issue 15, finding 1: any plan limit pauses; no Trial runs more than 3 times -------------
+
+LIMIT_TEXT = "Claude AI usage limit reached|1735689600"
+TEXT_LIMITS = {
+    "result text, null status": ("claude", [*steps([claude.INIT, claude.failed_result(LIMIT_TEXT)])]),
+    "limit result, no status": ("claude", [*steps([claude.INIT, claude.failed_result(
+        "You've hit your session limit · resets 2pm (UTC)")])]),
+    "claude, stderr only": ("claude", [{"line": claude.INIT}, {"stderr": LIMIT_TEXT}]),
+    "codex, stderr only": ("codex", [{"line": codex.STARTED}, {"line": codex.TURN}, {"stderr": codex.USAGE_LIMIT}]),
+}
+VERSIONS = {"claude": "2.1.197 (Claude Code)", "codex": "codex-cli 0.171.0"}
+
+
+@pytest.mark.parametrize("shape", TEXT_LIMITS)
+def test_a_plan_limit_read_only_from_text_pauses_and_never_reruns_past_three(
+        assay_home, tmp_path, factory, shape):
+    """Issue 15 finding 1: a limit recognised only once the session ended (result text, no status,
+    stderr) pauses the Experiment at once, and however often it is resumed no Trial is attempted
+    more than 1 + void_reruns = 3 times (it used to loop: 48 attempts in 25 s)."""
+    harness, stream = TEXT_LIMITS[shape]
+    bin_dir = tmp_path / "bin"
+    install(bin_dir, "claude", {"version": VERSIONS["claude"], "steps": steps(claude.SUCCESS)})
+    install(bin_dir, "codex", {"version": VERSIONS["codex"], "steps": steps(codex.SUCCESS)})
+    install(bin_dir, harness, {"version": VERSIONS[harness], "steps": stream, "exit": 1})
+    make_suite(assay_home, tasks=1)
+    args = ("--candidate-model", "other") if harness == "claude" else ("--candidate-harness", "codex")
+    for run in range(5):
+        before = len(records(assay_home))
+        result = experiment(assay_home, factory, bin_dir, "--workers", "1", *args)
+        outcome = json.loads(result.stdout.strip().splitlines()[-1])["outcome"]
+        if result.returncode == 0:  # the limited Arm's Trial dropped out after 3 attempts
+            assert harness == "codex" and outcome == "inconclusive" and len(records(assay_home)) == before
+            break
+        assert (result.returncode, outcome) == (3, "paused"), (run, result.stderr)
+        # one worker: the limited Trial (for Codex, at first after the Baseline's) and nothing after it
+        assert len(records(assay_home)) == before + (2 if run == 0 and harness == "codex" else 1), "paused at once"
+    attempts: dict = {}
+    for r in records(assay_home):
+        attempts.setdefault((r["arm"], r["index"]), []).append((r["attempt"], r["void_cause"]))
+    limited = ("baseline", 0) if harness == "claude" else ("candidate", 0)
+    assert attempts[limited] == [(0, "plan_limit"), (1, "plan_limit"), (2, "plan_limit")], attempts
+
+
+# --- issue 15: every stream shape, through a whole Experiment --------------------------------
+
+STREAMS = Path(__file__).parents[1] / "fixtures" / "streams"
+HANG = {"hang": True}
+RETRY_500 = [{"line": {**claude.retry(500, "server_error"), "attempt": n}} for n in range(1, 13)]
+OAUTH_403 = ('API Error: 403 {"type":"error","error":{"type":"permission_error","message":"OAuth authentication '
+             'is currently not allowed for this organization.","details":{"error_code":"oauth_org_not_allowed"}}}')
+WORKED = [claude.INIT, claude.TOOL_USE, claude.TOOL_RESULT]
+# id: (harness, steps, exit code, timeout, (outcome, void cause), words in the diagnostic, paused)
+SHAPES = {
+    "claude-success": ("claude", steps(claude.SUCCESS), 0, 60, ("delivered", None), "", False),
+    "claude-warning-work-context-overflow": (
+        "claude", steps([claude.INIT, claude.rate_limit("allowed_warning"), *WORKED[1:],
+                         claude.failed_result("Prompt is too long", 400)]), 1, 60, ("failed", None),
+        "Prompt is too long", True),
+    "claude-warning-work-timeout": (
+        "claude", [*steps([claude.INIT, claude.rate_limit("allowed_warning"), *WORKED[1:]]), HANG], 0, 3,
+        ("timeout", None), "timed out", True),
+    "claude-work-econnrefused-result": (
+        "claude", steps([*WORKED, claude.failed_result("connect ECONNREFUSED 127.0.0.1:5432")]), 1, 60,
+        ("failed", None), "ECONNREFUSED", False),
+    "claude-blip-then-400": (
+        "claude", steps([claude.INIT, claude.retry(None, "unknown"), claude.failed_result("Prompt is too long", 400)]),
+        1, 60, ("failed", None), "Prompt is too long", False),
+    "claude-only-retries-500": ("claude", [{"line": claude.INIT}, *RETRY_500, HANG], 0, 600,
+                                ("void", "server_error"), "10 provider errors before any work", False),
+    "claude-recorded-no-network": ("claude", [{"replay": str(STREAMS / "real-claude-2.1.197-fake-token-nonet.jsonl")}],
+                                   1, 600, ("void", "provider_unreachable"), "provider errors", False),
+    "claude-recorded-no-login": ("claude", [{"replay": str(STREAMS / "real-claude-nologin.jsonl")}], 1, 60,
+                                 ("void", "login_failed"), "Not logged in", False),
+    "claude-api-key-login": ("claude", [{"line": {**claude.INIT, "apiKeySource": "ANTHROPIC_API_KEY"}}, HANG], 0, 600,
+                             ("void", "login_mismatch"), "login came from ANTHROPIC_API_KEY", False),
+    "claude-other-version": ("claude", [{"line": {**claude.INIT, "claude_code_version": "2.1.300"}}, HANG], 0, 600,
+                             ("void", "harness_changed"), "version 2.1.300, not 2.1.197", False),
+    "claude-403-oauth-org-not-allowed": (
+        "claude", steps([claude.INIT, claude.api_error(OAUTH_403, error="unknown", api_error_status=403),
+                         claude.failed_result(OAUTH_403, 403)]), 1, 60, ("void", "login_failed"), "oauth_org", False),
+    "codex-work-http-401-turn-failed": (
+        "codex", steps([codex.STARTED, codex.TURN, codex.COMMAND, codex.turn_failed("test client: HTTP 401")]), 1, 60,
+        ("failed", None), "HTTP 401", False),
+    "codex-recorded-no-network": ("codex", [{"replay": str(STREAMS / "real-codex-nonet.jsonl")}, HANG], 0, 4,
+                                  ("void", "provider_unreachable"), "timed out", False),
+    "codex-work-usage-limit": (
+        "codex", steps([codex.STARTED, codex.TURN, codex.COMMAND, codex.error(codex.USAGE_LIMIT),
+                        codex.turn_failed(codex.USAGE_LIMIT)]), 1, 60, ("void", "plan_limit"), "usage limit", True),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_each_stream_shape_gives_its_outcome(assay_home, tmp_path, factory, shape):
+    """Issue 15 (the acceptance table in docs/harnesses.md): each stream shape, played by a fake
+    CLI through a whole Experiment, gives its outcome and void cause; a void is re-run to 3
+    attempts at most; a session assay stops (retries only, another login, another version) ends
+    long before its timeout; a plan limit pauses."""
+    harness, stream, code, timeout, expected, words, paused = SHAPES[shape]
+    bin_dir = tmp_path / "bin"
+    install(bin_dir, "claude", {"version": VERSIONS["claude"], "steps": steps(claude.SUCCESS)})
+    recorded_version = "2.1.328 (Claude Code)" if shape == "claude-recorded-no-login" else None  # as recorded
+    install(bin_dir, harness, {"version": recorded_version or VERSIONS[harness], "steps": stream, "exit": code})
+    make_suite(assay_home, tasks=1)
+    args = ("--candidate-model", "other") if harness == "claude" else ("--candidate-harness", "codex")
+    started = time.monotonic()
+    result = experiment(assay_home, factory, bin_dir, "--void-backoff", "0", "--timeout", str(timeout), *args)
+    assert result.returncode == (3 if paused else 0), result.stderr
+    assert time.monotonic() - started < min(timeout, 60) + 60
+    mine = [r for r in records(assay_home) if harness == "claude" or r["arm"] == "candidate"]
+    assert mine and {(r["outcome"], r["void_cause"]) for r in mine} == {expected}, [r["diagnostic"] for r in mine]
+    assert all(words in r["diagnostic"] for r in mine), [r["diagnostic"] for r in mine]
+    if expected[0] == "void" and not paused:
+        assert sorted(r["attempt"] for r in mine if r["arm"] == "candidate") == [0, 1, 2]
+
+
+def test_a_failing_provider_s_reruns_back_off(assay_home, tmp_path, factory):
+    """Issue 15 finding 5: a Trial the provider failed (server error before any work) is re-run
+    only after the Bar's backoff, doubled each time (1 s, then 2 s)."""
+    bin_dir = tmp_path / "bin"
+    install(bin_dir, "claude", {"version": VERSIONS["claude"], "steps": steps(claude.SUCCESS)})
+    install(bin_dir, "codex", {"version": VERSIONS["codex"], "exit": 1, "steps": steps([
+        codex.STARTED, codex.TURN, codex.turn_failed("unexpected status 500 Internal Server Error")])})
+    make_suite(assay_home, tasks=1)
+    result = experiment(assay_home, factory, bin_dir, "--candidate-harness", "codex", "--void-backoff", "1")
+    assert result.returncode == 0, result.stderr
+    tried = sorted((r["attempt"], dt.datetime.fromisoformat(r["started_at"]), dt.datetime.fromisoformat(r["ended_at"]))
+                   for r in records(assay_home) if r["arm"] == "candidate")
+    assert [t[0] for t in tried] == [0, 1, 2]
+    gaps = [(tried[i + 1][1] - tried[i][2]).total_seconds() for i in range(2)]
+    assert gaps[0] >= 1.0 and gaps[1] >= 2.0, gaps
+
+
+def test_the_user_s_settings_reach_a_trial_without_their_login(assay_home, tmp_path, factory):
+    """Issue 15 finding 6: the user's ~/.claude/settings.json is copied into each Trial's home
+    without its ``env`` block (an ANTHROPIC_API_KEY there switched billing) or ``apiKeyHelper``,
+    keeping the rest (hooks, permissions) as production runs them."""
+    user_config = tmp_path / "user-claude"
+    user_config.mkdir()
+    (user_config / "settings.json").write_text(json.dumps({
+        "env": {"ANTHROPIC_API_KEY": "sk-ant-api03-leak"}, "apiKeyHelper": "/bin/echo sk-leak",
+        "permissions": {"deny": ["Bash(rm -rf:*)"]}, "hooks": {}}))
+    bin_dir = tmp_path / "bin"
+    install(bin_dir, "claude", {"version": VERSIONS["claude"], "steps": steps(claude.SUCCESS)})
+    make_suite(assay_home, tasks=1)
+    result = experiment(assay_home, factory, bin_dir, "--candidate-model", "other", CLAUDE_CONFIG_DIR=str(user_config))
+    assert result.returncode == 0, result.stderr
+    copies = list(assay_home.glob("evals/experiments/*/trials/*/*/attempt-0/home/.claude/settings.json"))
+    assert len(copies) == 2
+    for copy in copies:
+        assert json.loads(copy.read_text()) == {"permissions": {"deny": ["Bash(rm -rf:*)"]}, "hooks": {}}
+    assert "sk-ant-api03-leak" not in "".join(p.read_text() for p in assay_home.rglob("session.log"))

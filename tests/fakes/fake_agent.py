@@ -5,6 +5,8 @@ Scenario (JSON file named by FAKE_SCENARIO): {"<model>": {"<task>" or "*": "<beh
 behaviour is a comma-separated list of steps, e.g. "sleep:0.2,right":
   right / wrong   commit answer.txt with that word
   sleep:S         sleep S seconds
+  fill            write filler.bin in the repository until the disk is full
+  churn:S         for S seconds, append its pid to churn.txt and commit it, ten times a second
   void:CAUSE      print a void event (e.g. void:login_failed) and exit 1
   void-once:CAUSE the same, but only on the first attempt (a marker file remembers it)
   sigkill-once    SIGKILL itself (an agent's `kill -9 $$`) on the first attempt only
@@ -45,6 +47,23 @@ def main() -> int:
         name, _, arg = step.partition(":")
         if name == "sleep":
             time.sleep(float(arg))
+        elif name == "fill":  # a session that fills the disk assay writes its records on
+            with open("filler.bin", "wb") as f:
+                try:
+                    while True:
+                        f.write(b"x" * 65536)
+                        f.flush()
+                except OSError:
+                    pass
+        elif name == "churn":  # a session that keeps writing to its repository
+            git = ["git", "-c", "user.name=agent", "-c", "user.email=agent@fake"]
+            deadline = time.monotonic() + float(arg)
+            while time.monotonic() < deadline:
+                with open("churn.txt", "a") as f:
+                    f.write(f"{os.getpid()}\n")
+                subprocess.run([*git, "add", "churn.txt"], check=True)
+                subprocess.run([*git, "commit", "-qm", "churn"], check=True)
+                time.sleep(0.1)
         elif name in ("right", "wrong"):
             Path("answer.txt").write_text(name + "\n")
             git = ["git", "-c", "user.name=agent", "-c", "user.email=agent@fake"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import site
 import subprocess
 import sys
 import textwrap
@@ -89,8 +90,16 @@ def test_unknown_name_lists_the_known_ones():
 
 
 def _venv(path: Path) -> Path:
-    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(path)
-    return path / "bin" / "python"
+    """A new venv that also sees this test run's packages (assay among them), wherever they are
+    installed: the base Python's site, or a venv of its own as in CI."""
+    venv.EnvBuilder(with_pip=False).create(path)
+    python = path / "bin" / "python"
+    [purelib] = json.loads(subprocess.run([str(python), "-c", "import json, sysconfig; "
+                                           "print(json.dumps([sysconfig.get_path('purelib')]))"],
+                                          capture_output=True, text=True, check=True).stdout)
+    seen = "".join(f"import site; site.addsitedir({folder!r})\n" for folder in site.getsitepackages())
+    (Path(purelib) / "test-run-packages.pth").write_text(seen)  # addsitedir: their own .pth files count too
+    return python
 
 
 def _pip(python: Path, *args: str) -> None:

@@ -77,7 +77,7 @@ def test_factory_arm_vs_custom_runner(assay_home, tmp_path, suite):
 
 
 def test_runner_failure_modes_give_the_right_trial_records_and_the_experiment_finishes(assay_home, tmp_path):
-    modes = ["noresult", "garbage", "exit3", "outer_void", "commit_scratch", "uncommitted", "ask", "usage_limit"]
+    modes = ["noresult", "garbage", "exit3", "outer_void", "commit_scratch", "uncommitted", "ask"]
     tasks = make_process_suite(assay_home, tasks=len(modes))
     good = make_runner(tmp_path / "good", "good", {"*": "fix"})
     odd = make_runner(tmp_path / "odd", "odd", dict(zip(tasks, modes)), git_exclude=("*.scratch",))
@@ -97,15 +97,29 @@ def test_runner_failure_modes_give_the_right_trial_records_and_the_experiment_fi
     assert got["ask"]["outcome"] == "stopped_to_ask"
     shown = json.loads(run(assay_home, "experiments", json.loads(result.stdout.splitlines()[-1])["id"], "--json").stdout)
     assert shown["outcomes"]["candidate"]["stopped_to_ask"] == 1
-    assert shown["outcomes"]["candidate"]["failed"] == 5 and shown["outcomes"]["baseline"] == {"delivered": 8}
-    # A runner's own void cause is honoured: re-run twice, then the task drops out for both Arms.
-    voids = [json.loads(p.read_text()) for p in assay_home.glob(
-        f"evals/experiments/*/trials/{tasks[modes.index('usage_limit')].replace('/', '__')}/candidate-0/attempt-*/trial.json")]
-    assert sorted(v["void_cause"] for v in voids) == ["usage_limit"] * 3
+    assert shown["outcomes"]["candidate"]["failed"] == 5 and shown["outcomes"]["baseline"] == {"delivered": 7}
     s = scores(assay_home)
     assert s[(tasks[modes.index("uncommitted")], "candidate", 0)]["passed"] is False, "uncommitted work never counts"
+    # issue 17: the Score names the files it ignored (it ended in an empty "uncommitted files ignored:")
+    assert s[(tasks[modes.index("uncommitted")], "candidate", 0)]["why"].endswith("; uncommitted files ignored: calc.py")
     assert s[(tasks[modes.index("ask")], "candidate", 0)]["passed"] is False
-    assert all(s[(t, "baseline", 0)]["passed"] for t in tasks if t != tasks[modes.index("usage_limit")])
+    assert all(s[(t, "baseline", 0)]["passed"] for t in tasks)
+
+
+def test_a_runner_that_claims_its_usage_limit_pauses_the_experiment(assay_home, tmp_path):
+    """experiments spec, Plan limits: "At a warning, no new Trial starts ... The Experiment pauses
+    until it's run again." A runner's own usage_limit is that warning: its Trial is void and is not
+    re-run at once (which would only spend the two re-runs against the same limit)."""
+    tasks = make_process_suite(assay_home, tasks=2)
+    good = make_runner(tmp_path / "good", "good", {"*": "fix"})
+    limited = make_runner(tmp_path / "limited", "limited", {"*": "usage_limit"})
+    result = run(assay_home, "experiment", "--suite", "proc", "--baseline-runner", str(good),
+                 "--candidate-runner", str(limited), "--trials-per-task", "1", "--workers", "1", "--json", cwd=tmp_path)
+    assert result.returncode == 3, result.stderr
+    assert json.loads(result.stdout.splitlines()[-1])["outcome"] == "paused"
+    voids = [json.loads(p.read_text()) for p in assay_home.glob("evals/experiments/*/trials/*/candidate-0/attempt-*/trial.json")]
+    assert [v["void_cause"] for v in voids] == ["usage_limit"]
+    assert len(list(assay_home.glob("evals/experiments/*/trials/*/*/attempt-*/trial.json"))) < 2 * len(tasks)
 
 
 def test_tampering_with_a_frozen_file_between_trials_aborts(assay_home, tmp_path, suite):
@@ -186,3 +200,23 @@ def test_named_runner_from_assay_home(assay_home, tmp_path, suite):
                    "--candidate-runner", "tidy", "--json", cwd=tmp_path)
     assert prepared.returncode == 0, prepared.stderr
     assert json.loads(prepared.stdout)["arms"]["candidate"]["runner"] == "tidy"
+
+
+def test_a_branch_base_is_resolved_so_the_git_exclude_check_still_runs(assay_home, tmp_path):
+    """Issue 17: a task `base = "main"` (a ref, as docs/eval-tasks.md allows) reaches the runner's
+    request.json and the git_exclude check as its commit; as a ref, `main..HEAD` in the Trial's copy
+    (whose branch is main) was empty, so a committed excluded file slipped through."""
+    [task] = make_process_suite(assay_home, tasks=1)
+    toml = assay_home / "evals" / "suites" / "proc" / "p1" / "task.toml"
+    text = toml.read_text()
+    base = text.split('base = "')[1].split('"')[0]
+    toml.write_text(text.replace(f'base = "{base}"', 'base = "main"'))
+    good = make_runner(tmp_path / "good", "good", {"*": "fix"})
+    odd = make_runner(tmp_path / "odd", "odd", {"*": "commit_scratch"}, git_exclude=("*.scratch",))
+    result = run(assay_home, "experiment", "--suite", "proc", "--baseline-runner", str(good),
+                 "--candidate-runner", str(odd), "--trials-per-task", "1", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    got = trials(assay_home)[(task, "candidate", 0)]
+    assert got["outcome"] == "failed" and "notes.scratch" in got["diagnostic"]
+    [request] = assay_home.glob("evals/experiments/*/trials/*/candidate-0/attempt-0/request.json")
+    assert json.loads(request.read_text())["base"] == base

@@ -16,9 +16,9 @@ from assay.plugins.harness_claude import ClaudeHarness, command
 from assay.plugins.harness_claude.stream import ClaudeDecoder
 from assay.sessions import credentials
 from assay.sessions.harnesskit import HarnessNotInstalled, parse_version
-from assay.storage.commands import is_alive as alive
 from assay.storage.records import Outcome, VoidCause
 
+from tests.conftest import alive
 from tests.fakes.fake_cli import calls, install
 from tests.harness_fixtures import (
     FAILED,
@@ -352,3 +352,133 @@ def test_the_real_claude_with_an_empty_home_and_no_network_is_void_login_failed(
     init = next(e for e in map(json.loads, seen) if e.get("subtype") == "init")
     assert init["claude_code_version"] == binary.version
     assert not {"WebSearch", "WebFetch"} & set(init["tools"])
+
+
+# --- issue 15: void or fail ------------------------------------------------------------------
+
+WORK = [INIT, TOOL_USE, TOOL_RESULT]
+TOO_LONG = failed_result("Prompt is too long", 400)
+
+
+@pytest.mark.parametrize("process", [FAILED, TIMED_OUT], ids=["context-overflow", "timeout"])
+def test_a_plan_limit_warning_never_turns_a_later_failure_into_a_void(process) -> None:
+    """Finding 2: a warning means "start no new Trial"; the Trial in flight is judged on its own
+    evidence, so work then a context overflow (or a timeout) stays a fail, still warning."""
+    stream = [INIT, rate_limit("allowed_warning"), TOOL_USE, TOOL_RESULT, *([TOO_LONG] if process is FAILED else [])]
+    outcome = decode(ClaudeDecoder(), lines(*stream), process)
+    expected = Outcome.FAILED if process is FAILED else Outcome.TIMEOUT
+    assert (outcome.outcome, outcome.void_cause, outcome.plan_limit) == (expected, None, True)
+
+
+@pytest.mark.parametrize("text", ["connect ECONNREFUSED 127.0.0.1:5432", "the tests failed: HTTP 401 from the stub",
+                                  "psql: connection refused", "Claude AI usage limit reached|1735689600"])
+def test_words_in_the_agent_s_own_errors_after_work_are_a_fail(text: str) -> None:
+    """Finding 3: after work, error prose (no status, no error code) never voids the session;
+    text is read only before any work (a limit named in it still pauses the Experiment)."""
+    outcome = decode(ClaudeDecoder(), lines(*WORK, failed_result(text)), FAILED)
+    assert (outcome.outcome, outcome.void_cause) == (Outcome.FAILED, None)
+    before = decode(ClaudeDecoder(), lines(INIT, failed_result(text)), FAILED)
+    assert before.outcome is Outcome.VOID  # before any work the prose is the best evidence there is
+
+
+def test_a_provider_answer_clears_earlier_unreachable_evidence() -> None:
+    """Finding 4: a connection blip (api_retry, no status), then the provider's own 400: the
+    provider was reached, and the failure is the Arm's."""
+    outcome = decode(ClaudeDecoder(), lines(INIT, retry(None, "unknown"), TOO_LONG), FAILED)
+    assert (outcome.outcome, outcome.void_cause) == (Outcome.FAILED, None)
+    no_status = decode(ClaudeDecoder(), lines(INIT, retry(None, "unknown"), failed_result("Prompt is too long")), FAILED)
+    assert no_status.outcome is Outcome.FAILED
+
+
+def test_a_session_that_only_retries_is_stopped_at_the_bar_s_limit() -> None:
+    """Finding 5: N provider errors before any work and the decoder asks assay to stop the
+    session; it is then void with the errors' cause. After work retries never stop it."""
+    decoder = ClaudeDecoder()
+    for n in range(1, 4):
+        decoder.feed(lines({**retry(500, "server_error"), "attempt": n})[0])
+        assert decoder.check("2.1.197", 3) == (None if n < 3 else
+                                               "assay stopped the session after 3 provider errors before any work")
+    outcome = decoder.finish(ProcessResult(exit_code=None, backend="none", duration=1.0))
+    assert (outcome.outcome, outcome.void_cause) == (Outcome.VOID, VoidCause.SERVER_ERROR)
+    assert "3 provider errors" in outcome.diagnostic
+    worked = ClaudeDecoder()
+    for line in lines(*WORK, *[retry(500, "server_error")] * 5):
+        worked.feed(line)
+    assert worked.check("2.1.197", 3) is None
+
+
+def test_an_init_line_with_another_login_source_stops_the_session_as_void() -> None:
+    """Finding 6: apiKeySource other than "none" means the session did not use the OAuth token
+    assay gave it (an ANTHROPIC_API_KEY from the user's settings switched billing)."""
+    decoder = ClaudeDecoder()
+    decoder.feed(lines({**INIT, "apiKeySource": "ANTHROPIC_API_KEY"})[0])
+    assert "ANTHROPIC_API_KEY" in (decoder.check("2.1.197", 10) or "")
+    outcome = decode(decoder, lines(*SUCCESS[1:]))
+    assert (outcome.outcome, outcome.void_cause) == (Outcome.VOID, VoidCause.LOGIN_MISMATCH)
+    assert "not the OAuth token assay gave it" in outcome.diagnostic
+
+
+def test_an_init_line_with_another_version_stops_the_session_as_void() -> None:
+    """Finding 7: the Harness is fixed at the start; a session of another version is void
+    (harness_changed), naming both versions."""
+    decoder = ClaudeDecoder()
+    decoder.feed(lines({**INIT, "claude_code_version": "2.1.300"})[0])
+    assert decoder.check("2.1.197", 10)
+    outcome = decode(decoder, lines(*SUCCESS[1:]))
+    assert (outcome.outcome, outcome.void_cause) == (Outcome.VOID, VoidCause.HARNESS_CHANGED)
+    assert "2.1.300" in outcome.diagnostic and "2.1.197" in outcome.diagnostic
+    same = ClaudeDecoder()
+    same.feed(lines(INIT)[0])
+    assert same.check("2.1.197", 10) is None
+
+
+OAUTH_403 = ('API Error: 403 {"type":"error","error":{"type":"permission_error","message":"OAuth authentication is '
+             'currently not allowed for this organization.","details":{"error_code":"oauth_org_not_allowed"}}}')
+
+
+@pytest.mark.parametrize("stream", [
+    [INIT, api_error(OAUTH_403, error="unknown", api_error_status=403), failed_result(OAUTH_403, 403)],
+    [*WORK, failed_result(OAUTH_403, 403)],
+], ids=["before-work", "after-work"])
+def test_a_403_for_lost_account_access_is_a_login_void(stream) -> None:
+    """Finding 8: a 403 oauth_org_not_allowed is the login's fault, not the Arm's."""
+    outcome = decode(ClaudeDecoder(), lines(*stream), FAILED)
+    assert (outcome.outcome, outcome.void_cause) == (Outcome.VOID, VoidCause.LOGIN_FAILED)
+    other_403 = decode(ClaudeDecoder(), lines(*WORK, failed_result("API Error: 403 forbidden", 403)), FAILED)
+    assert other_403.outcome is Outcome.FAILED
+
+
+def test_tokens_include_sub_agents_from_model_usage() -> None:
+    """Finding 8: ``usage`` leaves out sub-agents; ``modelUsage`` (like the cost) counts them."""
+    model_usage = {"claude-opus-5-5": {"inputTokens": 200, "outputTokens": 40, "cacheReadInputTokens": 7,
+                                       "cacheCreationInputTokens": 5, "costUSD": 0.01, "contextWindow": 200000},
+                   "claude-haiku-5": {"inputTokens": 1000, "outputTokens": 300, "cacheReadInputTokens": 0,
+                                      "cacheCreationInputTokens": 0, "costUSD": 0.002}}
+    outcome = decode(ClaudeDecoder(), lines(*SUCCESS[:-1], {**RESULT, "modelUsage": model_usage}))
+    assert outcome.tokens == {"input_tokens": 1200, "output_tokens": 340, "cache_read_input_tokens": 7,
+                              "cache_creation_input_tokens": 5}
+
+
+def test_copied_settings_keep_no_login_credential_or_endpoint(tmp_path: Path, clean_env: Path) -> None:
+    """Finding 6: the user's settings.json reaches the fresh home without ``env`` (which would set
+    ANTHROPIC_API_KEY past the environment's allow-list), ``apiKeyHelper`` and the like."""
+    real = Path(os.environ["HOME"]) / ".claude"
+    real.mkdir(parents=True)
+    (real / "settings.json").write_text(json.dumps({
+        "env": {"ANTHROPIC_API_KEY": "sk-leak", "ANTHROPIC_BASE_URL": "https://elsewhere"},
+        "apiKeyHelper": "/bin/key.sh", "awsCredentialExport": "/bin/aws.sh", "forceLoginMethod": "console",
+        "hooks": {"PreToolUse": []}, "model": "opus", "permissions": {"deny": ["Bash(rm:*)"]}}))
+    req = request(tmp_path, BINARY)
+    ClaudeHarness().invocation(req)
+    copied = req.home / ".claude" / "settings.json"
+    assert json.loads(copied.read_text()) == {"hooks": {"PreToolUse": []}, "model": "opus",
+                                              "permissions": {"deny": ["Bash(rm:*)"]}}
+    assert not copied.stat().st_mode & stat.S_IWUSR
+
+
+def test_a_limit_on_stderr_after_work_still_pauses_but_does_not_void() -> None:
+    """Findings 1 and 3: any plan limit, however recognised, pauses the Experiment; stderr prose
+    after work can't void the Trial."""
+    process = ProcessResult(exit_code=1, backend="none", duration=1.0, stderr_tail="Claude AI usage limit reached|1")
+    outcome = decode(ClaudeDecoder(), lines(*WORK), process)
+    assert (outcome.outcome, outcome.void_cause, outcome.plan_limit) == (Outcome.FAILED, None, True)

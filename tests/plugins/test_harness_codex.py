@@ -9,14 +9,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from assay.hooks.protocols import HarnessBinary
+from assay.hooks.protocols import HarnessBinary, ProcessResult
 from assay.plugins.harness_codex import CodexHarness
 from assay.plugins.harness_codex.stream import CodexDecoder
 from assay.plugins.sandbox_none.backend import NoneBackend
 from assay.sessions.harnesskit import HarnessNotInstalled, parse_version
-from assay.storage.commands import is_alive as alive
 from assay.storage.records import Outcome, VoidCause
 
+from tests.conftest import alive
 from tests.fakes.fake_cli import calls, install
 from tests.harness_fixtures import FAILED, TIMED_OUT, decode, lines, offline, recorded, request, run_session
 
@@ -247,3 +247,46 @@ def test_the_real_codex_with_an_empty_home_and_no_network_is_void_provider_unrea
                                          backend=NoneBackend(grace=2, poll=0.2), adjust=offline)
     assert process.timed_out
     assert (outcome.outcome, outcome.void_cause) == (Outcome.VOID, VoidCause.PROVIDER_UNREACHABLE), seen
+
+
+# --- issue 15: void or fail ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("message", ["psql: connection refused (ECONNREFUSED)", "unexpected status 401 Unauthorized",
+                                     "stream disconnected before completion"])
+def test_words_in_a_failed_turn_after_work_are_a_fail(message: str) -> None:
+    """Finding 3: after work a turn.failed's prose never voids; before work it is the best evidence."""
+    outcome = decode(CodexDecoder(), lines(STARTED, TURN, COMMAND, turn_failed(message)), FAILED)
+    assert (outcome.outcome, outcome.void_cause) == (Outcome.FAILED, None)
+    assert decode(CodexDecoder(), lines(STARTED, TURN, turn_failed(message)), FAILED).outcome is Outcome.VOID
+
+
+def test_codex_s_usage_limit_voids_even_after_work() -> None:
+    """Finding 3: Codex's usage-limit message is its only, fixed form of a plan limit, so it still
+    stops (and voids) a session that worked."""
+    outcome = decode(CodexDecoder(), lines(STARTED, TURN, COMMAND, error(USAGE_LIMIT), turn_failed(USAGE_LIMIT)), FAILED)
+    assert (outcome.outcome, outcome.void_cause, outcome.plan_limit) == (Outcome.VOID, VoidCause.PLAN_LIMIT, True)
+
+
+def test_a_provider_answer_clears_earlier_unreachable_evidence() -> None:
+    """Finding 4: reconnects, then the provider's own answer (the input overflows the context):
+    the provider was reached and the failure is the Arm's."""
+    overflow = "Your input exceeds the context window of this model."
+    stream = [STARTED, TURN, error("Reconnecting... 1/5 (stream disconnected before completion)"), turn_failed(overflow)]
+    assert decode(CodexDecoder(), lines(*stream), FAILED).outcome is Outcome.FAILED
+    status = [STARTED, TURN, error("Reconnecting... 1/5 (stream disconnected before completion)"),
+              turn_failed("unexpected status 400 Bad Request: Invalid value: 'Max'")]
+    assert decode(CodexDecoder(), lines(*status), FAILED).outcome is Outcome.FAILED
+
+
+def test_a_codex_that_only_reconnects_is_stopped_at_the_bar_s_limit() -> None:
+    """Finding 5: the recorded no-network stream (Codex reconnects for good) reaches the limit and
+    the decoder asks assay to stop the session; it is void, provider unreachable."""
+    decoder = CodexDecoder()
+    reasons = []
+    for line in recorded("real-codex-nonet.jsonl"):
+        decoder.feed(line)
+        reasons.append(decoder.check(None, 5))
+    assert reasons.index(reasons[-1]) == 7 and "5 provider errors" in reasons[-1]  # the 5th error event
+    outcome = decoder.finish(ProcessResult(exit_code=None, backend="none", duration=1.0))
+    assert (outcome.outcome, outcome.void_cause) == (Outcome.VOID, VoidCause.PROVIDER_UNREACHABLE)

@@ -15,8 +15,8 @@ import trio
 from assay.hooks import plugin_manager
 from assay.hooks.protocols import Invocation, ProcessResult
 from assay.plugins.sandbox_none.backend import NoneBackend
-from assay.storage.commands import is_alive as alive
 
+from tests.conftest import alive
 from tests.fakes.fake_cli import install
 
 FAST = NoneBackend(grace=0.3, poll=0.05, drain=1.0)

@@ -505,12 +505,13 @@ def without(flag: str, value: str) -> Callable[[Invocation], Invocation]:
     return adjust
 
 
-API_KEY = {"ANTHROPIC_API_KEY": "sk-test"}
-OAUTH = {"CLAUDE_CODE_OAUTH_TOKEN": "sk-ant-oat01-fake"}  # Claude reports rate limits only under OAuth
+# The login a Trial gives Claude (and the only one it accepts: another apiKeySource is void);
+# Claude also reports rate limits only under OAuth.
+OAUTH = {"CLAUDE_CODE_OAUTH_TOKEN": "sk-ant-oat01-fake"}
 
 
 def test_real_claude_commits_and_answers_with_no_web_tool_offered(real_session) -> None:
-    session = real_session("claude", COMMIT_SCRIPT, API_KEY)
+    session = real_session("claude", COMMIT_SCRIPT, OAUTH)
     assert session.committed() == ["add", "out.txt", "out.txt"]
     result = session.events[-1]
     assert (result["type"], result["is_error"], result["result"], result["num_turns"]) == ("result", False, ANSWER, 2)
@@ -520,12 +521,12 @@ def test_real_claude_commits_and_answers_with_no_web_tool_offered(real_session) 
     assert outcome.tokens["cache_read_input_tokens"] == 30 and outcome.cost_usd and outcome.cost_usd > 0
     log = session.log
     assert log.turns() == 2 and "Bash" in log.offered_tools() and log.web_tools_offered() == set()
-    assert all(e["headers"]["x-api-key"] == "<redacted>" for e in log.model_requests())
+    assert all(e["headers"]["authorization"] == "Bearer <redacted>" for e in log.model_requests())
 
 
 def test_real_claude_offers_web_tools_when_the_deny_flag_is_dropped(real_session) -> None:
     """The control for the check above: the log does show web tools when they are on."""
-    session = real_session("claude", COMMIT_SCRIPT, API_KEY, adjust=without("--disallowedTools", "WebSearch,WebFetch"))
+    session = real_session("claude", COMMIT_SCRIPT, OAUTH, adjust=without("--disallowedTools", "WebSearch,WebFetch"))
     assert session.outcome.outcome is Outcome.DELIVERED
     assert session.log.web_tools_offered() == {"WebSearch", "WebFetch"}
 
@@ -549,14 +550,14 @@ def test_real_claude_delivers_despite_a_plan_limit_warning_and_reports_it(real_s
 
 
 def test_real_claude_with_a_server_error_before_work_is_void_server_error(real_session) -> None:
-    session = real_session("claude", Script(turns=(Turn(server_error=ServerError(retry=False)),)), API_KEY)
+    session = real_session("claude", Script(turns=(Turn(server_error=ServerError(retry=False)),)), OAUTH)
     assert (session.outcome.outcome, session.outcome.void_cause) == (Outcome.VOID, VoidCause.SERVER_ERROR)
     assert len(session.log.model_requests()) == 1
 
 
 def test_real_claude_retries_a_server_error_and_carries_on(real_session) -> None:
     script = Script(turns=(Turn(server_error=ServerError(status=529)), *COMMIT_SCRIPT.turns))
-    session = real_session("claude", script, API_KEY)
+    session = real_session("claude", script, OAUTH)
     assert session.outcome.outcome is Outcome.DELIVERED and session.committed()[-1] == "out.txt"
     assert [e["answer"]["status"] for e in session.log.model_requests()] == [529, 200, 200]
 
@@ -593,3 +594,14 @@ def test_real_codex_at_its_usage_limit_is_void_plan_limit(real_session) -> None:
 def test_real_codex_with_a_server_error_before_work_is_void_server_error(real_session, status: int) -> None:
     session = real_session("codex", Script(turns=(Turn(server_error=ServerError(status=status)),)))
     assert (session.outcome.outcome, session.outcome.void_cause) == (Outcome.VOID, VoidCause.SERVER_ERROR)
+
+
+def test_real_claude_on_an_api_key_login_is_stopped_as_void_login_mismatch(real_session) -> None:
+    """Issue 15 finding 6, on the real binary: with an ANTHROPIC_API_KEY (as a user's settings
+    ``env`` block used to leak one) Claude's init line says ``apiKeySource: ANTHROPIC_API_KEY``;
+    the session is stopped at once and void, naming where its login came from."""
+    session = real_session("claude", COMMIT_SCRIPT, {"ANTHROPIC_API_KEY": "sk-test"})
+    init = next(e for e in session.events if e.get("subtype") == "init")
+    assert init["apiKeySource"] == "ANTHROPIC_API_KEY"
+    assert (session.outcome.outcome, session.outcome.void_cause) == (Outcome.VOID, VoidCause.LOGIN_MISMATCH)
+    assert "login came from ANTHROPIC_API_KEY" in session.outcome.diagnostic

@@ -26,6 +26,7 @@ bars = st.builds(
     seed=st.integers(0, 2**63 - 1), draws=st.integers(100, 10**6),
     trials_per_task=st.dictionaries(st.sampled_from(["process", "code-review", "spec-review"]), st.integers(1, 5)),
     timeout_seconds=st.floats(1, 10**5), void_reruns=st.integers(0, 5), max_dropped_share=st.floats(0, 1),
+    void_provider_errors=st.integers(1, 50), void_backoff_seconds=st.floats(0, 10**4),
 )
 trials = st.builds(
     TrialRecord,
@@ -139,3 +140,13 @@ def test_lock_is_exclusive_and_released_on_exit(tmp_path: Path):
         assert holder.stdout.strip() == "locked"
     with files.exclusive_lock(lock):
         pass
+
+
+def test_a_bar_of_format_2_reads_with_the_void_rules_it_ran_under(tmp_path: Path):
+    """Issue 15: Bar 3 adds void_provider_errors and void_backoff_seconds; an Experiment started
+    under Bar 2 resumes with them set to the values they have by default now, so its Bar still matches."""
+    path = tmp_path / "bar.json"
+    old = {k: v for k, v in formats.unstructure(Bar()).items() if k not in ("void_provider_errors", "void_backoff_seconds")}
+    files.write_json(path, {**old, "format": 2})
+    assert formats.read(path, Bar) == Bar()
+    assert (Bar().void_provider_errors, Bar().void_backoff_seconds) == (10, 30.0)

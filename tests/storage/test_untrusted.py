@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,21 @@ def test_a_head_that_does_not_descend_from_the_base_is_told(repo: tuple[Path, st
     git(path, "commit", "-qm", "unrelated")
     with inspected(path) as trial:
         assert not trial.descends_from(base)
+
+
+def test_an_edit_in_the_indexs_own_second_is_seen_as_uncommitted(repo: tuple[Path, str]) -> None:
+    """The Score names uncommitted files (issue 17): an edit of the same size and mtime second as
+    the index records is found though the host reads a copy of the index made later (git compares
+    content only for entries no older than the index file)."""
+    path, _ = repo
+    index, old = path / ".git" / "index", time.time_ns() - 100 * 10**9  # a second long past
+    os.utime(path / "a.txt", ns=(old, old))
+    git(path, "update-index", "--refresh")  # the index records a.txt's size and that second
+    os.utime(index, ns=(old, old))  # and was written in it
+    (path / "a.txt").write_text("A\n")  # the edit: same size, same mtime
+    os.utime(path / "a.txt", ns=(old, old))
+    with inspected(path) as trial:
+        assert "M a.txt" in trial.status()
 
 
 def test_git_output_from_a_trial_is_bounded_and_any_bytes_decode(repo: tuple[Path, str]) -> None:
