@@ -31,69 +31,79 @@ class UntrustedFileError(ValueError):
     """A file from a Trial can't be read safely; the message names it and says why."""
 
 
-def read_bytes(path: Path, *, root: Path, limit: int) -> bytes:
+def read_bytes(path: Path, *, root: Path, limit: int, label: str | None = None) -> bytes:
     """``path`` (inside ``root``, which is trusted) if it is a regular file of at most ``limit`` bytes.
 
     Raises FileNotFoundError if it is absent and :class:`UntrustedFileError` if it is anything
-    else than a plain file reached through plain folders, or too big.
+    else than a plain file reached through plain folders, or too big. Messages name the file by
+    its full path, or with ``label`` in place of ``root`` (``"~"`` for a Trial's home; ``""`` for
+    its path inside ``root``): what a blind Grader's reason may show of where it was.
     """
-    fd = _open(path, root, directory=False)
+    shown = _shown(path, root, label)
+    fd = _open(path, root, label, directory=False)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise UntrustedFileError(f"{path} is {_kind(info.st_mode)}, not a regular file")
+            raise UntrustedFileError(f"{shown} is {_kind(info.st_mode)}, not a regular file")
         if info.st_size > limit:
-            raise UntrustedFileError(f"{path} is {info.st_size} bytes, over its limit of {limit}")
+            raise UntrustedFileError(f"{shown} is {info.st_size} bytes, over its limit of {limit}")
         chunks, size = [], 0
         while size <= limit and (chunk := os.read(fd, min(MIB, limit + 1 - size))):
             chunks.append(chunk)
             size += len(chunk)
         if size > limit:
-            raise UntrustedFileError(f"{path} grew past its limit of {limit} bytes while being read")
+            raise UntrustedFileError(f"{shown} grew past its limit of {limit} bytes while being read")
         return b"".join(chunks)
     finally:
         os.close(fd)
 
 
-def read_text(path: Path, *, root: Path, limit: int) -> str:
+def read_text(path: Path, *, root: Path, limit: int, label: str | None = None) -> str:
     """:func:`read_bytes` decoded as UTF-8 (undecodable bytes replaced)."""
-    return read_bytes(path, root=root, limit=limit).decode(errors="replace")
+    return read_bytes(path, root=root, limit=limit, label=label).decode(errors="replace")
 
 
-def list_folder(path: Path, *, root: Path) -> list[str]:
+def list_folder(path: Path, *, root: Path, label: str | None = None) -> list[str]:
     """The names in folder ``path`` (inside ``root``), reached without following links; sorted."""
-    fd = _open(path, root, directory=True)
+    fd = _open(path, root, label, directory=True)
     try:
         return sorted(os.listdir(fd))
     finally:
         os.close(fd)
 
 
-def read_texts(folder: Path, *, root: Path, suffix: str, limit: int) -> list[str]:
+def read_texts(folder: Path, *, root: Path, suffix: str, limit: int, label: str | None = None) -> list[str]:
     """The texts of the files named ``*suffix`` in ``folder`` (by name), at most ``limit`` bytes in all.
 
     An absent folder has none; anything in it with that suffix but not a regular file is an error.
     """
     try:
-        names = [n for n in list_folder(folder, root=root) if n.endswith(suffix)]
+        names = [n for n in list_folder(folder, root=root, label=label) if n.endswith(suffix)]
     except FileNotFoundError:
         return []
     texts = []
     for name in names:
-        data = read_bytes(folder / name, root=root, limit=limit)
+        data = read_bytes(folder / name, root=root, limit=limit, label=label)
         limit -= len(data)
         texts.append(data.decode(errors="replace"))
     return texts
 
 
-def _open(path: Path, root: Path, *, directory: bool) -> int:
+def _shown(path: Path, root: Path, label: str | None) -> str:
+    if label is None:
+        return str(path)
+    inside = path.relative_to(root).as_posix()
+    return f"{label}/{inside}" if label else inside
+
+
+def _open(path: Path, root: Path, label: str | None, *, directory: bool) -> int:
     """Walk from ``root`` to ``path`` one component at a time, never through a link."""
     try:
         parts = path.relative_to(root).parts
     except ValueError:
-        raise UntrustedFileError(f"{path} is not inside {root}") from None
+        raise UntrustedFileError(f"{path if label is None else path.name} is not inside {label or root}") from None
     if not parts or ".." in parts:
-        raise UntrustedFileError(f"{path} is not a file inside {root}")
+        raise UntrustedFileError(f"{_shown(path, root, label)} is not a file inside {label or root}")
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         for i, part in enumerate(parts):
@@ -104,7 +114,7 @@ def _open(path: Path, root: Path, *, directory: bool) -> int:
             except OSError as e:
                 if e.errno in (errno.ELOOP, errno.ENOTDIR):
                     where = root.joinpath(*parts[:i + 1])
-                    raise UntrustedFileError(f"{where} is {_kind(os.lstat(where).st_mode)}, not a plain "
+                    raise UntrustedFileError(f"{_shown(where, root, label)} is {_kind(os.lstat(where).st_mode)}, not a plain "
                                              f"{'file' if last and not directory else 'folder'}") from None
                 raise
             os.close(fd)

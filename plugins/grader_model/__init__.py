@@ -20,12 +20,11 @@ from assay.evaltasks.prompts import PromptFile
 from assay.hooks.protocols import GradingContext, Harness, SessionRequest
 from assay.plugins.grader_model import packet
 from assay.plugins.grader_model.scrub import AliasError, Scrubber, user_aliases
-from assay.plugins.grader_model.untrusted import Refused
 from assay.storage import files
 from assay.storage.git import git
 from assay.storage.home import AssayHome
 from assay.storage.records import EvalTask, Outcome, Score, TrialView
-from assay.storage.untrusted import capped_log
+from assay.storage.untrusted import UntrustedFileError, capped_log
 
 PROMPT = PromptFile("grader.md", Path(__file__).parent / "prompts" / "grader.md", ("packet", "schema", "marker"))
 ATTEMPTS = 2
@@ -136,8 +135,8 @@ def build_packet(task: EvalTask, trials: Sequence[TrialView], context: GradingCo
         try:
             bodies[view.record.arm, view.record.index] = scrub(packet.submission(task, view))
             readable.append(view)
-        except Refused as e:
-            refused.append(Score(task.id, view.record.arm, view.record.index, "assay", False, str(e)))
+        except UntrustedFileError as e:
+            refused.append(Score(task.id, view.record.arm, view.record.index, "assay", False, f"{e}; it was not read"))
     if not readable:
         return BuiltPacket(refused, {}, "")
     labelled = packet.labels_for(readable, context.seed, task.id)

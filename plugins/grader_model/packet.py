@@ -18,15 +18,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from assay.evaltasks.timesafe import origin_path
-from assay.plugins.grader_model.untrusted import Refused, read_untrusted_file, read_untrusted_reports
 from assay.storage import files
 from assay.storage.git import GitError
 from assay.storage.records import EvalTask, TrialView
+from assay.storage.untrusted import UntrustedFileError, read_bytes, read_texts
 from assay.storage.untrusted_git import inspected
 
 PACKET_FILE = "packet.md"
 ANSWER_FILE = "scores.json"
 SCHEMA = {"scores": [{"label": "A", "pass": True, "why": "…", "wrong_finding": False, "borderline": False}]}
+
+REPORT_LIMIT = 1 << 20  # bytes of review reports per Trial, all files together: more is not a review
 
 
 def labels_for(trials: Sequence[TrialView], seed: int, task: str) -> dict[str, TrialView]:
@@ -43,11 +45,13 @@ def _letter(i: int) -> str:
 def submission(task: EvalTask, view: TrialView) -> str:
     """What a Trial left to judge: its review reports, its pushed findings, or its committed diff.
 
-    Reports are read only as regular files inside the Trial's own home (else
-    :class:`~assay.plugins.grader_model.untrusted.Refused`, with why).
+    Reports are read only as regular files inside the Trial's own home, at most ``REPORT_LIMIT``
+    bytes in all (else :class:`~assay.storage.untrusted.UntrustedFileError`, naming the file from
+    ``~`` - never by a path that names the Arm).
     """
     if task.kind == "code-review":
-        return "\n\n".join(text for _, text in read_untrusted_reports(view.folder, ("home", "reports")))
+        home = view.folder / "home"
+        return "\n\n".join(read_texts(home / "reports", root=home, label="~", suffix=".md", limit=REPORT_LIMIT))
     spec = task.kind == "spec-review"
     try:
         with inspected(origin_path(view.repository) if spec else view.repository, bare=spec) as repo:
@@ -99,11 +103,12 @@ def write_packet(folder: Path, task: EvalTask, bodies: Mapping[str, str], contex
 def read_answer(folder: Path, labels: Iterable[str]) -> tuple[dict[str, dict] | None, str]:
     """The Grader's answer by label, or None and what is wrong with it."""
     try:
-        data = json.loads(read_untrusted_file(folder, ANSWER_FILE))  # the Grader's session wrote it: untrusted too
+        # the Grader's session wrote it: untrusted too
+        data = json.loads(read_bytes(folder / ANSWER_FILE, root=folder, label="", limit=REPORT_LIMIT))
     except FileNotFoundError:
         return None, f"no {ANSWER_FILE} was written"
-    except Refused as e:
-        return None, str(e)
+    except UntrustedFileError as e:  # a ValueError too: caught first
+        return None, f"{e}; it was not read"
     except ValueError as e:
         return None, f"{ANSWER_FILE} is not valid JSON ({e})"
     entries = data.get("scores") if isinstance(data, dict) else None

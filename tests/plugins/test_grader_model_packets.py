@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from assay.hooks.protocols import GradingContext
 from assay.plugins.grader_model import build_packet, packet
 from assay.plugins.grader_model.scrub import TOKEN, Scrubber
-from assay.plugins.grader_model.untrusted import Refused, read_untrusted_reports
 from assay.storage.records import EvalTask, Outcome, TrialRecord, TrialView
+from assay.storage.untrusted import UntrustedFileError
 from tests.experiment_fixtures import make_repo
 
 ARMS = (("claude", "claude-opus-4-1"), ("codex", "gpt-5-codex"))
@@ -90,30 +90,33 @@ def test_a_report_linking_to_a_host_file_or_the_other_arm_s_report_fails_its_arm
 
 @pytest.mark.parametrize("make, why", [
     (lambda p: os.mkfifo(p), "is a FIFO"),
-    (lambda p: p.write_text("x" * 300_000), "is 300000 bytes, over the 262144-byte limit"),
+    (lambda p: p.write_text("x" * (packet.REPORT_LIMIT + 1)), f"is {packet.REPORT_LIMIT + 1} bytes, over its limit"),
     (lambda p: os.mknod(p, stat.S_IFCHR | 0o644, os.makedev(1, 3)), "is a device"),
-    (lambda p: p.write_bytes(b"\xff\xfe bad"), "is not UTF-8"),
 ])
-def test_a_report_that_is_a_fifo_a_device_too_big_or_not_text_is_refused_with_why(tmp_path, make, why):
-    """Finding 1: a report that is a FIFO (never blocks), a device or too big is refused, naming it."""
-    (tmp_path / "home" / "reports").mkdir(parents=True)
+def test_a_report_that_is_a_fifo_a_device_or_too_big_is_refused_with_why(experiment, make, why):
+    """Finding 1: a report that is a FIFO (never blocks), a device or too big is refused, named from
+    the Trial's home (a path under trials/ would name the Arm)."""
+    exp, task = experiment
+    view = trial(exp, task, "candidate")
     try:
-        make(tmp_path / "home" / "reports" / "review.md")
+        make(view.folder / "home" / "reports" / "review.md")
     except PermissionError as e:
         pytest.skip(f"can't make the special file here: {e}")
-    with pytest.raises(Refused, match=rf"the report ~/reports/review.md {why}"):
-        read_untrusted_reports(tmp_path, ("home", "reports"))
+    with pytest.raises(UntrustedFileError, match=rf"^~/reports/review.md {why}"):
+        packet.submission(task, view)
 
 
-def test_a_reports_folder_that_is_a_link_is_refused_and_a_missing_one_is_empty(tmp_path):
+def test_a_reports_folder_that_is_a_link_is_refused_and_a_missing_one_is_empty(experiment, tmp_path):
     """Finding 1: the folders on the way are not followed through links either."""
+    exp, task = experiment
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "elsewhere" / "a.md").write_text("host text")
-    (tmp_path / "home").mkdir()
-    assert read_untrusted_reports(tmp_path, ("home", "reports")) == []
-    (tmp_path / "home" / "reports").symlink_to(tmp_path / "elsewhere")
-    with pytest.raises(Refused, match="~/reports is not a plain folder .a symbolic link."):
-        read_untrusted_reports(tmp_path, ("home", "reports"))
+    view = trial(exp, task, "candidate")
+    (view.folder / "home" / "reports").rmdir()
+    assert packet.submission(task, view) == ""
+    (view.folder / "home" / "reports").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(UntrustedFileError, match="^~/reports is a symbolic link, not a plain folder"):
+        packet.submission(task, view)
 
 
 FORGED = """## Findings
@@ -267,6 +270,6 @@ def test_a_grader_answer_that_is_a_link_is_not_read(tmp_path):
     (tmp_path / "packet").mkdir()
     (tmp_path / "packet" / packet.ANSWER_FILE).symlink_to(tmp_path / "host.json")
     answer, problem = packet.read_answer(tmp_path / "packet", ["A"])
-    assert answer is None and problem == "scores.json is a symbolic link, not a regular file; it was not read"
+    assert answer is None and problem == "scores.json is a symbolic link, not a plain file; it was not read"
     (tmp_path / "packet" / packet.ANSWER_FILE).unlink()
     assert packet.read_answer(tmp_path / "packet", ["A"]) == (None, "no scores.json was written")
