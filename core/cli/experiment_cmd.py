@@ -65,19 +65,16 @@ CandidateRunner = _arm_option("candidate", "runner", "A Custom runner for the {a
 
 
 def make_plan(plugins: plugin_loading.Plugins, home: AssayHome, bar: Bar, trials_per_task: int | None,
-              sandbox: str | None, factory: Path, suites: list[str], arms: dict[str, Any],
+              sandbox: str | None, factory: Path, suites: list[str], arms: tuple[Any, Any],
               sandbox_fallback: bool = False, scripts: dict[str, Path] | None = None,
               unsandboxed_grader: bool = False, release: bool = False) -> Any:
-    """The checked plan, or a one-line error (exit 2); a change that touches no suite says so and
-    exits 0. With ``release``, the Candidate ``arms["candidate"]`` (default HEAD) is the commit
-    being released and the Baseline is the last release's tag (docs/release.md)."""
+    """The checked plan for ``arms`` (the Candidate's and the Baseline's ``ArmFlags``), or a
+    one-line error (exit 2); a change that touches no suite says so and exits 0. With ``release``,
+    the Candidate's ref (default HEAD) is the commit being released and the Baseline is the last
+    release's tag (docs/release.md)."""
     from assay.engine import start as experiments_core
-    from assay.engine.arms import ArmFlags
 
-    candidate = ArmFlags(arms["candidate"], arms["candidate_harness"], arms["candidate_model"],
-                         arms["candidate_effort"], arms["candidate_runner"])
-    baseline = ArmFlags(arms["baseline"], arms["baseline_harness"], arms["baseline_model"],
-                        arms["baseline_effort"], arms["baseline_runner"])
+    candidate, baseline = arms
     options = dict(bar=bar, trials_per_task=trials_per_task, sandbox=sandbox, sandbox_fallback=sandbox_fallback,
                    scripts=scripts, unsandboxed_grader=unsandboxed_grader)
     try:
@@ -148,12 +145,20 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         bar = _bar(margin=margin, level=level, seed=seed, draws=draws, prior_weight=prior_weight,
                    timeout_seconds=timeout, void_backoff_seconds=void_backoff,
                    model_graders=tuple(model_grader) or None)
-        plan = make_plan(plugins, home, bar, trials_per_task, sandbox, factory, suite, locals(),
+        plan = make_plan(plugins, home, bar, trials_per_task, sandbox, factory, suite, arm_flags(locals()),
                          scripts=_arm_scripts(scripted_provider), unsandboxed_grader=unsandboxed_grader,
                          release=release)
         run_plan(home, plugins, plan, workers=workers, json_=json_)
 
     return experiment
+
+
+def arm_flags(given: dict[str, Any]) -> tuple[Any, Any]:
+    """The Candidate's and the Baseline's ``ArmFlags`` from a command's per-Arm options."""
+    from assay.engine.arms import ArmFlags
+
+    return tuple(ArmFlags(given[arm], given[f"{arm}_harness"], given[f"{arm}_model"], given[f"{arm}_effort"],
+                          given[f"{arm}_runner"]) for arm in ("candidate", "baseline"))  # type: ignore[return-value]
 
 
 def refuse_outside_release(**given: Any) -> None:
@@ -229,7 +234,7 @@ def _evals_app(plugins: plugin_loading.Plugins) -> typer.Typer:
         from assay.engine.start import prepare_arms as prepare
 
         home = AssayHome.from_env()
-        plan = make_plan(plugins, home, Bar(), None, None, factory, suite, locals(), sandbox_fallback=True)
+        plan = make_plan(plugins, home, Bar(), None, None, factory, suite, arm_flags(locals()), sandbox_fallback=True)
         arms = prepare(home, plan)
         if json_:
             emit_json({"id": plan.id, "arms": arms})
@@ -280,12 +285,12 @@ def _conclude(exp: Any, outcome: str, json_: bool) -> None:
                 "interval": verdict["interval"] if verdict else None}
         typer.echo(json.dumps(line))
     else:
-        _print_result(exp, outcome, verdict)
+        print_result(exp, outcome, verdict)
     if outcome in ("paused", "stopped"):
         raise typer.Exit(EXIT_PAUSED)
 
 
-def _print_result(exp: Any, outcome: str, verdict: dict | None) -> None:
+def print_result(exp: Any, outcome: str, verdict: dict | None) -> None:
     from assay.engine.results import task_results
 
     setup, bar = exp.setup(), exp.bar()
@@ -298,14 +303,14 @@ def _print_result(exp: Any, outcome: str, verdict: dict | None) -> None:
     ])
     typer.echo("")
     if verdict:
-        typer.echo(_verdict_line(verdict))
+        typer.echo(verdict_line(verdict))
     else:
         typer.echo(f"Experiment {exp.id} {outcome}: run the same command again to resume.")
     typer.echo(f"Results: {exp.path}")
     typer.echo(f"Show again: assay experiments {exp.id}")
 
 
-def _verdict_line(verdict: dict) -> str:
+def verdict_line(verdict: dict) -> str:
     text = f"Verdict: {verdict['verdict']}"
     if verdict.get("interval"):
         lo, hi = verdict["interval"]
@@ -413,7 +418,7 @@ def _show(data: dict) -> None:
     for finding in data["findings"]:
         typer.echo(f"Finding: {finding}")
     if data["verdict"]:
-        typer.echo(_verdict_line(data["verdict"]))
+        typer.echo(verdict_line(data["verdict"]))
 
 
 def _recheck_command(plugins: plugin_loading.Plugins):
@@ -460,7 +465,7 @@ def _recheck_command(plugins: plugin_loading.Plugins):
                        "interval": result.interval, "final": result.final, "waiting": waiting})
             return
         typer.echo(f"Rechecked {trial}: {'pass' if passed else 'fail'}.")
-        typer.echo(_verdict_line(results.read_verdict(exp)))
+        typer.echo(verdict_line(results.read_verdict(exp)))
         typer.echo("The Verdict is final." if result.final else f"Still to recheck: {', '.join(waiting) or 'none'}"
                    + ("; pending Scores: " + ", ".join(result.pending) if result.pending else ""))
 

@@ -67,6 +67,14 @@ def plan_release(home: AssayHome, plugins: Plugins, *, factory_path: Path, ref: 
         raise start.NothingTouched([header, *e.lines]) from None
 
 
+def with_recorded_bar(home: AssayHome, plan: start.Plan) -> start.Plan:
+    """The plan with the Bar its Experiment recorded, if it has one: a release Experiment started
+    with another Bar (``assay experiment --release --margin …``) resumes with that Bar instead of
+    being refused as changed."""
+    exp = ExperimentDir(home.experiments / plan.id)
+    return attrs.evolve(plan, bar=exp.bar()) if exp.bar_file.exists() else plan
+
+
 @attrs.frozen
 class Pause:
     """Why a paused Experiment stopped and when it can go on, as its Trials recorded it."""
