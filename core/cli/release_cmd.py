@@ -61,9 +61,15 @@ def _release_check_command(plugins: plugin_loading.Plugins):
         from assay.engine.results import ExperimentVerdict
 
         home = AssayHome.from_env()
-        plan = make_plan(plugins, home, Bar(model_graders=tuple(model_grader)), None, sandbox, factory, [],
-                         (ArmFlags(commit), ArmFlags()), unsandboxed_grader=unsandboxed_grader, release=True)
-        plan = releases.with_recorded_bar(home, plan)
+
+        def planned(bar: Bar) -> Any:
+            return make_plan(plugins, home, bar, None, sandbox, factory, [], (ArmFlags(commit), ArmFlags()),
+                             unsandboxed_grader=unsandboxed_grader, release=True)
+
+        plan = planned(Bar(model_graders=tuple(model_grader)))
+        recorded = releases.recorded_bar(home, plan)
+        if recorded is not None:  # planned again: the Bar decides each task's Trials too
+            plan = planned(recorded)
         exp, outcome = execute(home, plugins, plan, workers=workers, json_=False)
         if outcome in ("paused", "stopped"):
             _paused(exp, outcome, releases.pause(exp))

@@ -26,7 +26,7 @@ from assay.storage import files, userconfig
 from assay.storage.commands import now
 from assay.storage.git import GitError, git
 from assay.storage.home import AssayHome
-from assay.storage.records import Release
+from assay.storage.records import Bar, Release
 
 # Claude Code states a limit's reset as epoch seconds ("resets at 1795985061", harness_claude/stream.py).
 _RESETS_AT = re.compile(r"resets at (\d{9,11})\b")
@@ -67,12 +67,15 @@ def plan_release(home: AssayHome, plugins: Plugins, *, factory_path: Path, ref: 
         raise start.NothingTouched([header, *e.lines]) from None
 
 
-def with_recorded_bar(home: AssayHome, plan: start.Plan) -> start.Plan:
-    """The plan with the Bar its Experiment recorded, if it has one: a release Experiment started
-    with another Bar (``assay experiment --release --margin …``) resumes with that Bar instead of
-    being refused as changed."""
+def recorded_bar(home: AssayHome, plan: start.Plan) -> Bar | None:
+    """The Bar the plan's Experiment recorded, if it differs from the plan's: release-check resumes
+    a release Experiment started with another Bar (``assay experiment --release --margin …``)
+    with that Bar, instead of being refused as changed."""
     exp = ExperimentDir(home.experiments / plan.id)
-    return attrs.evolve(plan, bar=exp.bar()) if exp.bar_file.exists() else plan
+    if not exp.bar_file.exists():
+        return None
+    bar = exp.bar()
+    return None if bar == plan.bar else bar
 
 
 @attrs.frozen

@@ -298,3 +298,37 @@ def test_a_paused_release_says_when_it_can_resume_and_exits_3(released, assay_ho
     assert f"It can resume once the limit resets, at {when} (in 2h5" in result.stdout
     assert "run this command again then" in result.stdout
     assert not (folder / "verdict.json").exists()
+
+
+def test_release_check_resumes_a_release_experiment_started_with_another_bar(released, assay_home, tmp_path):
+    """Story 54: the release Experiment started by `assay experiment --release` with its own Bar
+    (1 Trial per task, margin 0.2) is the one release-check picks up: it reports that Experiment's
+    Verdict instead of refusing the Bar as changed or starting another."""
+    factory, _ = released
+    sc = scenario(tmp_path / "s.json", PASSES)
+    started = release_experiment(assay_home, factory, sc, "--margin", "0.2")
+    assert started.returncode == 0, started.stderr
+    [folder] = experiment_folders(assay_home)
+    checked = release_check(assay_home, factory, sc)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert f"Experiment {folder.name}" in checked.stdout and "Verdict pass. It may ship." in checked.stdout
+    assert experiment_folders(assay_home) == [folder]
+    assert json.loads((folder / "bar.json").read_text())["margin"] == 0.2
+    assert json.loads((assay_home / "logs" / "experiment" / f"{folder.name}.json").read_text())["runs"] == 1
+
+
+def test_scores_a_grader_left_pending_end_the_check_with_exit_5(tmp_path, assay_home):
+    """Story 53's other half: a release never rests on unscored Trials. A model Grader that
+    can't answer leaves Scores pending: no final Verdict, exit 5, naming the tasks."""
+    from tests.review_fixtures import make_code_review_suite
+
+    make_released_factory(tmp_path)
+    [task] = make_code_review_suite(assay_home, tasks=1)
+    (assay_home / "evals" / "suites" / "reviews" / "suite.toml").write_text('kind = "code-review"\ndepends_on = ["skills/**"]\n')
+    sc = scenario(tmp_path / "s.json", {"old": {"*": "report:FOUND it"}, "new": {"*": "report:FOUND it"}})
+    result = release_check(assay_home, tmp_path / "factory", sc, "--model-grader", "fake-judge:broken",
+                           "--unsandboxed-grader")
+    assert result.returncode == 5, result.stdout + result.stderr
+    assert f"No final Verdict: a Grader left Scores pending for {task}; run this command again" in result.stderr
+    assert "invalid twice" in run_cli(assay_home, "experiments", experiment_folders(assay_home)[0].name, "--json",
+                                      plugins=PLUGINS).stdout
