@@ -23,7 +23,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 from assay.cli.experiment_cmd import EXIT_PAUSED, FactoryOpt, execute, make_plan, print_result, verdict_line
@@ -86,7 +86,7 @@ def _release_check_command(plugins: plugin_loading.Plugins):
     return release_check
 
 
-def _paused(exp: Any, outcome: str, pause: Any) -> None:
+def _paused(exp: Any, outcome: str, pause: Any) -> NoReturn:
     """Say when a paused release Experiment can go on, and exit with its own code."""
     if outcome == "stopped":
         typer.echo(f"Experiment {exp.id} was stopped: run this command again to resume it.")
