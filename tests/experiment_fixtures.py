@@ -115,3 +115,30 @@ def make_runner(folder: Path, name: str, behaviour: dict, git_exclude: tuple[str
         '[files]\n"runner.py" = "runner_dir"\n"behaviour.json" = "runner_dir"\n"skills" = "home:.agent/skills"\n'
     )
     return manifest
+
+
+def make_released_factory(root: Path) -> dict[str, str]:
+    """A Factory with release tags: v1.0, then v1.1 (a skill change), a docs-only commit (tagged
+    build-7, which the default pattern ignores), then HEAD, which changes the skill and moves the
+    Model from "old" to "new". Returns each named commit's id."""
+    factory = root / "factory"
+    factory.mkdir(parents=True)
+    git(factory, "init", "-q", "-b", "main")
+    ids = {}
+    steps = [
+        ("v1.0", {"assay.toml": '[defaults]\nharness = "fake-agent"\nmodel = "old"\n', "skills/implement.md": "one\n"}),
+        ("v1.1", {"skills/implement.md": "two\n"}),
+        ("docs", {"README.md": "docs only\n"}),
+        ("head", {"skills/implement.md": "three\n", "assay.toml": '[defaults]\nharness = "fake-agent"\nmodel = "new"\n'}),
+    ]
+    for name, changed in steps:
+        for path, text in changed.items():
+            (factory / path).parent.mkdir(parents=True, exist_ok=True)
+            (factory / path).write_text(text)
+        git(factory, "add", ".")
+        git(factory, "commit", "-qm", name)
+        ids[name] = git(factory, "rev-parse", "HEAD")
+    git(factory, "tag", "v1.0", ids["v1.0"])
+    git(factory, "tag", "-a", "-m", "release 1.1", "v1.1", ids["v1.1"])
+    git(factory, "tag", "build-7", ids["docs"])
+    return ids

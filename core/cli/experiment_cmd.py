@@ -44,7 +44,7 @@ def _bar(**overrides: Any) -> Bar:
         fail(str(e))
 
 
-Candidate = Annotated[Optional[str], typer.Argument(help="The Candidate: a branch or commit of the Factory (omit with --candidate-runner).")]
+Candidate = Annotated[Optional[str], typer.Argument(help="The Candidate: a branch or commit of the Factory (omit with --candidate-runner; with --release, the commit being released, default HEAD).")]
 BaselineRef = Annotated[Optional[str], typer.Option("--baseline", help="The Baseline commit (default: where the Candidate's branch left main).")]
 Suites = Annotated[list[str], typer.Option("--suite", help="An Eval suite to run (repeatable).")]
 FactoryOpt = Annotated[Path, typer.Option("--factory", help="The Factory repository (default: here).")]
@@ -64,23 +64,27 @@ CandidateEffort = _arm_option("candidate", "effort", "Effort for the {arm}.")
 CandidateRunner = _arm_option("candidate", "runner", "A Custom runner for the {arm}: a name or a .toml manifest.")
 
 
-def _plan(plugins: plugin_loading.Plugins, home: AssayHome, bar: Bar, trials_per_task: int | None,
-          sandbox: str | None, factory: Path, suites: list[str], arms: dict[str, Any],
-          sandbox_fallback: bool = False, scripts: dict[str, Path] | None = None,
-          unsandboxed_grader: bool = False) -> Any:
+def make_plan(plugins: plugin_loading.Plugins, home: AssayHome, bar: Bar, trials_per_task: int | None,
+              sandbox: str | None, factory: Path, suites: list[str], arms: tuple[Any, Any],
+              sandbox_fallback: bool = False, scripts: dict[str, Path] | None = None,
+              unsandboxed_grader: bool = False, release: bool = False) -> Any:
+    """The checked plan for ``arms`` (the Candidate's and the Baseline's ``ArmFlags``), or a
+    one-line error (exit 2); a change that touches no suite says so and exits 0. With ``release``,
+    the Candidate's ref (default HEAD) is the commit being released and the Baseline is the last
+    release's tag (docs/release.md)."""
     from assay.engine import start as experiments_core
-    from assay.engine.arms import ArmFlags
 
+    candidate, baseline = arms
+    options = dict(bar=bar, trials_per_task=trials_per_task, sandbox=sandbox, sandbox_fallback=sandbox_fallback,
+                   scripts=scripts, unsandboxed_grader=unsandboxed_grader)
     try:
-        return experiments_core.plan(
-            home, plugins, factory_path=factory.absolute(), suites=suites, bar=bar,
-            trials_per_task=trials_per_task, sandbox=sandbox, sandbox_fallback=sandbox_fallback, scripts=scripts,
-            unsandboxed_grader=unsandboxed_grader,
-            candidate=ArmFlags(arms["candidate"], arms["candidate_harness"], arms["candidate_model"],
-                               arms["candidate_effort"], arms["candidate_runner"]),
-            baseline=ArmFlags(arms["baseline"], arms["baseline_harness"], arms["baseline_model"],
-                              arms["baseline_effort"], arms["baseline_runner"]),
-        )
+        if release:
+            from assay.engine.release import plan_release
+
+            return plan_release(home, plugins, factory_path=factory.absolute(), ref=candidate.ref or "HEAD",
+                                candidate=candidate, baseline=baseline, **options)
+        return experiments_core.plan(home, plugins, factory_path=factory.absolute(), suites=suites,
+                                     candidate=candidate, baseline=baseline, **options)
     except experiments_core.PlanError as e:
         fail(str(e))
     except experiments_core.NothingTouched as e:
@@ -102,6 +106,11 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         candidate_model: CandidateModel = None,
         candidate_effort: CandidateEffort = None,
         candidate_runner: CandidateRunner = None,
+        release: bool = typer.Option(
+            False, "--release",
+            help="Release mode: the Candidate is the commit being released (default HEAD), the Baseline the last "
+                 "release's tag ([release] tag_pattern in the User config, default v*), the suites those the "
+                 "changes since that tag touch (docs/release.md)."),
         margin: float = typer.Option(None, help="Bar: how much worse the Candidate may be and still pass (default 0.10)."),
         level: float = typer.Option(None, help="Bar: credible level of the interval (default 0.95)."),
         seed: int = typer.Option(None, help="Bar: seed of the Verdict's draws."),
@@ -129,15 +138,36 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         Running the same command again resumes the Experiment: finished Trials are kept, Trials
         cut short run again, and a finished Experiment just reports its Verdict.
         """
+        if release:
+            refuse_outside_release(baseline=baseline, suite=suite, baseline_runner=baseline_runner,
+                                   candidate_runner=candidate_runner)
         home = AssayHome.from_env()
         bar = _bar(margin=margin, level=level, seed=seed, draws=draws, prior_weight=prior_weight,
                    timeout_seconds=timeout, void_backoff_seconds=void_backoff,
                    model_graders=tuple(model_grader) or None)
-        plan = _plan(plugins, home, bar, trials_per_task, sandbox, factory, suite, locals(),
-                     scripts=_arm_scripts(scripted_provider), unsandboxed_grader=unsandboxed_grader)
+        plan = make_plan(plugins, home, bar, trials_per_task, sandbox, factory, suite, arm_flags(locals()),
+                         scripts=_arm_scripts(scripted_provider), unsandboxed_grader=unsandboxed_grader,
+                         release=release)
         run_plan(home, plugins, plan, workers=workers, json_=json_)
 
     return experiment
+
+
+def arm_flags(given: dict[str, Any]) -> tuple[Any, Any]:
+    """The Candidate's and the Baseline's ``ArmFlags`` from a command's per-Arm options."""
+    from assay.engine.arms import ArmFlags
+
+    return tuple(ArmFlags(given[arm], given[f"{arm}_harness"], given[f"{arm}_model"], given[f"{arm}_effort"],
+                          given[f"{arm}_runner"]) for arm in ("candidate", "baseline"))  # type: ignore[return-value]
+
+
+def refuse_outside_release(**given: Any) -> None:
+    """Release mode fixes the Baseline (the last release) and the suites (the change's): refuse
+    the flags that would set them otherwise."""
+    for name, value in given.items():
+        if value:
+            fail(f"--{name.replace('_', '-')} can't be used in release mode: the Baseline is the last release's tag "
+                 f"and the suites are those the changes since it touch")
 
 
 def _arm_scripts(values: list[str]) -> dict[str, Path]:
@@ -155,6 +185,14 @@ def _arm_scripts(values: list[str]) -> dict[str, Path]:
 
 def run_plan(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, workers: int, json_: bool) -> None:
     """Announce, run with live progress, and print the result (shared with ``assay demo``)."""
+    exp, outcome = execute(home, plugins, plan, workers=workers, json_=json_)
+    _conclude(exp, outcome, json_)
+
+
+def execute(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, workers: int,
+            json_: bool) -> tuple[Any, str]:
+    """Announce and run (or resume) the Experiment with live progress; its folder and outcome.
+    Bad input exits 2, a broken run 1 (shared with ``assay release-check``)."""
     from assay.cli.progress import reporter
     from assay.engine import start as experiments_core
 
@@ -170,7 +208,7 @@ def run_plan(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, wor
         fail(str(e), code=1)
     finally:
         close()
-    _conclude(exp, outcome, json_)
+    return exp, outcome
 
 
 def _evals_app(plugins: plugin_loading.Plugins) -> typer.Typer:
@@ -196,7 +234,7 @@ def _evals_app(plugins: plugin_loading.Plugins) -> typer.Typer:
         from assay.engine.start import prepare_arms as prepare
 
         home = AssayHome.from_env()
-        plan = _plan(plugins, home, Bar(), None, None, factory, suite, locals(), sandbox_fallback=True)
+        plan = make_plan(plugins, home, Bar(), None, None, factory, suite, arm_flags(locals()), sandbox_fallback=True)
         arms = prepare(home, plan)
         if json_:
             emit_json({"id": plan.id, "arms": arms})
@@ -214,6 +252,9 @@ def _announce(plan: Any, bar: Bar, json_: bool) -> None:
 
     setup = plan.setup
     typer.echo(f"Experiment {setup.id}")
+    if setup.release:
+        typer.echo(f"  Release   {setup.release.commit[:10]}, since the last release {setup.release.tag} "
+                   f"({setup.release.tag_commit[:10]})")
     for arm in ARMS:
         typer.echo(f"  {arm.title():9} {setup.arm(arm).label()}")
     counts = {t.trials for t in setup.tasks}
@@ -244,12 +285,12 @@ def _conclude(exp: Any, outcome: str, json_: bool) -> None:
                 "interval": verdict["interval"] if verdict else None}
         typer.echo(json.dumps(line))
     else:
-        _print_result(exp, outcome, verdict)
+        print_result(exp, outcome, verdict)
     if outcome in ("paused", "stopped"):
         raise typer.Exit(EXIT_PAUSED)
 
 
-def _print_result(exp: Any, outcome: str, verdict: dict | None) -> None:
+def print_result(exp: Any, outcome: str, verdict: dict | None) -> None:
     from assay.engine.results import task_results
 
     setup, bar = exp.setup(), exp.bar()
@@ -262,14 +303,14 @@ def _print_result(exp: Any, outcome: str, verdict: dict | None) -> None:
     ])
     typer.echo("")
     if verdict:
-        typer.echo(_verdict_line(verdict))
+        typer.echo(verdict_line(verdict))
     else:
         typer.echo(f"Experiment {exp.id} {outcome}: run the same command again to resume.")
     typer.echo(f"Results: {exp.path}")
     typer.echo(f"Show again: assay experiments {exp.id}")
 
 
-def _verdict_line(verdict: dict) -> str:
+def verdict_line(verdict: dict) -> str:
     text = f"Verdict: {verdict['verdict']}"
     if verdict.get("interval"):
         lo, hi = verdict["interval"]
@@ -339,18 +380,24 @@ def experiments(
             "baseline": setup.baseline.label(), "candidate": setup.candidate.label(),
             "suites": list(setup.suites), "tasks": len(setup.tasks), "created_at": setup.created_at.isoformat(),
             "verdict": {"verdict": verdict["verdict"], "interval": verdict["interval"]} if verdict else None,
+            "release": formats.unstructure(setup.release) if setup.release else None,
         })
     if json_:
         emit_json(rows)
         return
-    table(["ID", "STATE", "VERDICT", "BASELINE", "CANDIDATE", "SUITES"], [
+    table(["ID", "STATE", "VERDICT", "BASELINE", "CANDIDATE", "SUITES", "RELEASE"], [
         (r["id"], r["state"], r["verdict"]["verdict"] if r["verdict"] else "-", r["baseline"], r["candidate"],
-         ",".join(r["suites"])) for r in rows
+         ",".join(r["suites"]), f"{r['release']['commit'][:10]} since {r['release']['tag']}" if r["release"] else "")
+        for r in rows
     ], empty="No Experiments yet. Start one with `assay experiment`.")
 
 
 def _show(data: dict) -> None:
     typer.echo(f"Experiment {data['id']}: {data['state']}" + (f" ({data['outcome']})" if data["outcome"] else ""))
+    if data["release"]:
+        release = data["release"]
+        typer.echo(f"  Release   {release['commit'][:10]}, since the last release {release['tag']} "
+                   f"({release['tag_commit'][:10]})")
     for arm in ARMS:
         a = data["arms"][arm]
         label = f"runner {a['runner']}" if a.get("runner") else " ".join(
@@ -371,7 +418,7 @@ def _show(data: dict) -> None:
     for finding in data["findings"]:
         typer.echo(f"Finding: {finding}")
     if data["verdict"]:
-        typer.echo(_verdict_line(data["verdict"]))
+        typer.echo(verdict_line(data["verdict"]))
 
 
 def _recheck_command(plugins: plugin_loading.Plugins):
@@ -418,7 +465,7 @@ def _recheck_command(plugins: plugin_loading.Plugins):
                        "interval": result.interval, "final": result.final, "waiting": waiting})
             return
         typer.echo(f"Rechecked {trial}: {'pass' if passed else 'fail'}.")
-        typer.echo(_verdict_line(results.read_verdict(exp)))
+        typer.echo(verdict_line(results.read_verdict(exp)))
         typer.echo("The Verdict is final." if result.final else f"Still to recheck: {', '.join(waiting) or 'none'}"
                    + ("; pending Scores: " + ", ".join(result.pending) if result.pending else ""))
 
@@ -455,11 +502,15 @@ def inbox(json_: bool = JsonOpt) -> None:
         row = {"kind": record.kind, "id": record.id, "state": state, "outcome": record.outcome,
                "summary": record.summary, "ended_at": record.ended_at.isoformat() if record.ended_at else None}
         row["waiting"] = record.waiting
+        row["release"] = formats.unstructure(record.release) if record.release else None
         (needs if commands.needs_you(record) else done).append(row)
     if json_:
         emit_json({"needs_you": needs, "done": done})
         return
     for title, rows in (("Needs you", needs), ("Done", done)):
         typer.echo(f"{title}:")
-        table(["KIND", "ID", "OUTCOME", "SUMMARY"], [(r["kind"], r["id"], r["outcome"] or r["state"], r["summary"]) for r in rows])
+        table(["KIND", "ID", "OUTCOME", "SUMMARY"], [
+            (r["kind"], r["id"], r["outcome"] or r["state"],
+             f"{r['release']['commit'][:10]} since {r['release']['tag']}: {r['summary']}" if r["release"] else r["summary"])
+            for r in rows])
         typer.echo("")

@@ -270,6 +270,7 @@ def describe(exp: ExperimentDir, command: Any | None) -> dict[str, Any]:
         "suites": list(setup.suites),
         "sandbox": setup.sandbox,
         "created_at": setup.created_at.isoformat(),
+        "release": formats.unstructure(setup.release) if setup.release else None,
         "tasks": [attrs.asdict(r) for r in task_results(exp, setup, bar)],
         "trials": trials,
         "minutes": {arm: round(m, 3) for arm, m in minutes.items()},

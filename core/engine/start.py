@@ -30,7 +30,7 @@ from assay.storage import formats
 from assay.storage.commands import Command, now
 from assay.storage.files import Locked, NotALockFile, exclusive_lock, private_folder
 from assay.storage.home import AssayHome
-from assay.storage.records import ARMS, Arm, ArmSetup, Bar, EvalTask, Setup, Suite, TaskSetup
+from assay.storage.records import ARMS, Arm, ArmSetup, Bar, EvalTask, Release, Setup, Suite, TaskSetup
 
 if TYPE_CHECKING:
     from assay.scripted_provider.experiment import ArmScript
@@ -102,6 +102,7 @@ def plan(
     sandbox_fallback: bool = False,
     scripts: Mapping[Arm, Path] | None = None,
     unsandboxed_grader: bool = False,
+    release: Release | None = None,
 ) -> Plan:
     try:
         if not suites and (candidate.runner or baseline.runner):
@@ -136,7 +137,7 @@ def plan(
         tasks=tuple(TaskSetup(t.id, t.kind, bar.trials_per_task[t.kind], t.base, t.change, manifests.inputs_digest(t))
                     for s in loaded for t in s.tasks),
         sandbox=backend.name,
-        factory=str(factory.root) if factory else None, created_at=now(),
+        factory=str(factory.root) if factory else None, created_at=now(), release=release,
     )
     return Plan(setup, bar, tasks, sources, backend, factory, tuple(chosen_because), scripts=played)
 
@@ -313,7 +314,7 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
             if finished is not None:
                 return exp, finished
             command = Command.start(home, "experiment", plan.id, lock=exp.lock_file, arms=arms_summary(setup),
-                                    bar=plan.bar)
+                                    bar=plan.bar, release=setup.release)
             try:
                 with command.stage("arms"):
                     runtimes = {arm: _runtime(home, plan, setup.arm(arm), arm, command) for arm in ARMS}

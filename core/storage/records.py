@@ -14,6 +14,7 @@ Format history:
 - Bar 3: ``void_provider_errors``, ``void_backoff_seconds`` (older Bars upgrade to the defaults, which
   were the behaviour's limits nowhere before). TrialRecord 2: void causes ``login_mismatch`` and
   ``harness_changed`` (a format 1 reader would not know them).
+- Setup 4, CommandRecord 5: ``release`` (a release Experiment's tag and the commit it releases).
 """
 
 from __future__ import annotations
@@ -270,11 +271,24 @@ class TaskSetup:
 
 
 @attrs.frozen
+class Release:
+    """A release Experiment's two ends: the last release's tag (the Baseline's commit is what it
+    pointed at when the Experiment started) and the commit being released (the Candidate's)."""
+
+    tag: str
+    tag_commit: str
+    commit: str
+
+    def label(self) -> str:
+        return f"release {self.commit[:10]} since {self.tag}"
+
+
+@attrs.frozen
 class Setup:
     """What an Experiment compares: both Arms, its suites and tasks, the sandbox backend."""
 
-    FORMAT: ClassVar[int] = 3
-    UPGRADES: ClassVar[dict] = {1: dict, 2: dict}
+    FORMAT: ClassVar[int] = 4
+    UPGRADES: ClassVar[dict] = {1: dict, 2: dict, 3: dict}
 
     id: str
     baseline: ArmSetup
@@ -284,6 +298,7 @@ class Setup:
     sandbox: str
     factory: str | None
     created_at: dt.datetime
+    release: Release | None = None  # set by release mode (``assay experiment --release``, ``assay release-check``)
 
     def arm(self, name: Arm) -> ArmSetup:
         return self.baseline if name == "baseline" else self.candidate
@@ -300,8 +315,8 @@ class Stage:
 class CommandRecord:
     """A long-running job (an Experiment, later a Scoring run), as the Inbox reads it."""
 
-    FORMAT: ClassVar[int] = 4
-    UPGRADES: ClassVar[dict] = {1: dict, 2: dict, 3: dict}
+    FORMAT: ClassVar[int] = 5
+    UPGRADES: ClassVar[dict] = {1: dict, 2: dict, 3: dict, 4: dict}
 
     kind: str
     id: str
@@ -318,3 +333,4 @@ class CommandRecord:
     stages: tuple[Stage, ...] = ()
     runs: int = 1
     waiting: str = ""  # e.g. Scores to recheck: it stays in Needs you until done
+    release: Release | None = None  # a release Experiment's tag and commit

@@ -10,7 +10,7 @@ behaviour is a comma-separated list of steps, e.g. "sleep:0.2,right":
   void:CAUSE      print a void event (e.g. void:login_failed) and exit 1
   void-once:CAUSE the same, but only on the first attempt (a marker file remembers it)
   sigkill-once    SIGKILL itself (an agent's `kill -9 $$`) on the first attempt only
-  plan_limit      print a plan-limit event
+  plan_limit      print a plan-limit event (plan_limit:TEXT: with TEXT as the Harness's message)
   background      leave a background process running (its pid goes to $FAKE_SCENARIO.bg)
   crash           exit 3 with no result
   die:TEXT        print TEXT on stderr and exit 1 with nothing on stdout (a CLI that can't start)
@@ -84,7 +84,7 @@ def main() -> int:
                 print(json.dumps({"type": "void", "cause": arg}), flush=True)
                 return 1
         elif name == "plan_limit":
-            print(json.dumps({"type": "plan_limit"}), flush=True)
+            print(json.dumps({"type": "plan_limit", "message": arg}), flush=True)
         elif name == "background":
             child = subprocess.Popen(["sleep", "300"], start_new_session=True)
             Path(f"{scenario_path}.bg").write_text(str(child.pid))

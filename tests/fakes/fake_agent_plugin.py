@@ -25,6 +25,7 @@ class FakeDecoder:
         self.result: dict | None = None
         self.void: str | None = None
         self.plan_limit = False
+        self.limit_message = ""
 
     def feed(self, line: str) -> None:
         try:
@@ -33,6 +34,7 @@ class FakeDecoder:
             return
         if event.get("type") == "plan_limit":
             self.plan_limit = True
+            self.limit_message = event.get("message") or ""
         elif event.get("type") == "void":
             self.void = event["cause"]
         elif event.get("type") == "result":
@@ -42,7 +44,7 @@ class FakeDecoder:
         if process.timed_out:
             return SessionOutcome(Outcome.TIMEOUT, diagnostic="timed out")
         if self.plan_limit:
-            return SessionOutcome(Outcome.VOID, VoidCause.PLAN_LIMIT, plan_limit=True)
+            return SessionOutcome(Outcome.VOID, VoidCause.PLAN_LIMIT, plan_limit=True, diagnostic=self.limit_message)
         if self.void:
             return SessionOutcome(Outcome.VOID, VoidCause(self.void))
         if self.result is None or process.exit_code != 0:

@@ -1,0 +1,167 @@
+"""``assay release-check [COMMIT]``: the one command a release script or CI job calls (docs/release.md).
+
+It starts the release Experiment (or resumes it: the same release names the same Experiment),
+waits printing progress, waits for the Scores that need a person's recheck, and then says
+whether the release may ship. Exit codes:
+
+- 0: ship. The Verdict is pass and final; or the release touches no Eval suite; or, on a
+  terminal, you answered yes to releasing anyway over a fail or inconclusive Verdict.
+- 1: the run errored (the Command log says why).
+- 2: bad input, before any Trial: no release tag, an unknown commit, a malformed User config.
+- 3: paused at a plan limit (it says when it can resume) or stopped: run the same command again.
+- 4: do not ship: the Verdict is fail or inconclusive, and no one answered yes (not a terminal,
+  or you answered no).
+- 5: no final Verdict yet: Scores wait on a recheck and ``--no-wait`` was given, or a Grader left
+  Scores pending (run the same command again to grade them).
+- 130: interrupted (Ctrl-C) while waiting for rechecks; the Experiment is finished and kept.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, NoReturn
+
+import typer
+from assay.cli.experiment_cmd import EXIT_PAUSED, FactoryOpt, execute, make_plan, print_result, verdict_line
+from assay.cli.output import table
+from assay.hooks import plugin_manager as plugin_loading
+from assay.storage import formats
+from assay.storage.home import AssayHome
+from assay.storage.records import Bar
+
+EXIT_HOLD = 4
+EXIT_NOT_FINAL = 5
+EXIT_INTERRUPTED = 130
+
+
+def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
+    app.command("release-check")(_release_check_command(plugins))
+
+
+def _release_check_command(plugins: plugin_loading.Plugins):
+    def release_check(
+        commit: str = typer.Argument("HEAD", help="The commit being released."),
+        factory: FactoryOpt = Path("."),
+        no_wait: bool = typer.Option(False, "--no-wait", help="Exit (code 5) instead of waiting for Scores to be rechecked."),
+        poll: float = typer.Option(5.0, min=0.1, help="Seconds between looks for your rechecks while waiting."),
+        model_grader: list[str] = typer.Option([], "--model-grader", help="Bar: a model Grader seat HARNESS:MODEL (repeatable)."),
+        workers: int = typer.Option(2, min=1, help="Trials running at once."),
+        sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap where it works, else none)."),
+        unsandboxed_grader: bool = typer.Option(
+            False, "--unsandboxed-grader", help="Let model Graders run under --sandbox none (docs/grading.md)."),
+    ) -> None:
+        """Before a release: run (or resume) its Experiment, wait for a final Verdict, and say
+        whether it may ship (exit 0) or not (see docs/release.md for every exit code)."""
+        from assay.engine import release as releases
+        from assay.engine.arms import ArmFlags
+        from assay.engine.results import ExperimentVerdict
+
+        home = AssayHome.from_env()
+
+        def planned(bar: Bar) -> Any:
+            return make_plan(plugins, home, bar, None, sandbox, factory, [], (ArmFlags(commit), ArmFlags()),
+                             unsandboxed_grader=unsandboxed_grader, release=True)
+
+        plan = planned(Bar(model_graders=tuple(model_grader)))
+        recorded = releases.recorded_bar(home, plan)
+        if recorded is not None:  # planned again: the Bar decides each task's Trials too
+            plan = planned(recorded)
+        exp, outcome = execute(home, plugins, plan, workers=workers, json_=False)
+        if outcome in ("paused", "stopped"):
+            _paused(exp, outcome, releases.pause(exp))
+        result = formats.read(exp.verdict_file, ExperimentVerdict)
+        print_result(exp, outcome, formats.unstructure(result))
+        if releases.waiting_rechecks(result) and not result.pending:
+            result = _wait_for_rechecks(exp, result, no_wait=no_wait, poll=poll)
+        if result.pending:
+            typer.echo(f"No final Verdict: a Grader left Scores pending for {', '.join(result.pending)}; "
+                       "run this command again to grade them.", err=True)
+            raise typer.Exit(EXIT_NOT_FINAL)
+        _decide(home, exp, result)
+
+    return release_check
+
+
+def _paused(exp: Any, outcome: str, pause: Any) -> NoReturn:
+    """Say when a paused release Experiment can go on, and exit with its own code."""
+    if outcome == "stopped":
+        typer.echo(f"Experiment {exp.id} was stopped: run this command again to resume it.")
+        raise typer.Exit(EXIT_PAUSED)
+    hit = f" (hit at {_when(pause.hit_at)})" if pause.hit_at else ""
+    typer.echo(f"Experiment {exp.id} paused at a plan limit{hit}.")
+    if pause.resets_at:
+        left = pause.resets_at - dt.datetime.now(dt.timezone.utc)
+        minutes = max(0, int(left.total_seconds() // 60))
+        typer.echo(f"It can resume once the limit resets, at {_when(pause.resets_at)} (in {minutes // 60}h{minutes % 60:02d}m): "
+                   "run this command again then.")
+    else:
+        said = f" (the session said: {pause.said})" if pause.said else ""
+        typer.echo(f"It can resume once the plan's limit resets{said}: run this command again then.")
+    raise typer.Exit(EXIT_PAUSED)
+
+
+def _when(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _wait_for_rechecks(exp: Any, result: Any, *, no_wait: bool, poll: float) -> Any:
+    """List the Scores waiting on a person's recheck and wait until none is left (a recheck can
+    move the Verdict and list others: the wait ends only when the Verdict is final)."""
+    from assay.engine.release import waiting_rechecks
+    from assay.engine.results import ExperimentVerdict
+
+    shown: list[str] = []
+    while (waiting := waiting_rechecks(result)) and not result.pending:
+        if waiting != shown:
+            typer.echo(f"\nWaiting for your recheck of {len(waiting)} Score{'s' * (len(waiting) != 1)} "
+                       f"(the Verdict is {result.verdict} until then):")
+            table(["TRIAL", "GRADER SAID", "WHY LISTED"], [
+                (item["trial"], "pass" if item["passed"] else "fail",
+                 ", ".join(w for w, on in (("borderline", item["borderline"]), ("decisive", item["decisive"])) if on))
+                for item in result.recheck if not item["rechecked"]])
+            typer.echo(f"  Recheck each: assay recheck {exp.id} TRIAL --pass|--fail --why '…'")
+            shown = waiting
+            if no_wait:
+                typer.echo("Not waiting (--no-wait): no final Verdict yet.", err=True)
+                raise typer.Exit(EXIT_NOT_FINAL)
+        try:
+            time.sleep(poll)
+        except KeyboardInterrupt:
+            typer.echo("\nStopped waiting; the Experiment is kept: run this command again to wait.", err=True)
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+        result = formats.read(exp.verdict_file, ExperimentVerdict)
+    typer.echo("\nEvery listed Score is rechecked.")
+    typer.echo(verdict_line(formats.unstructure(result)))
+    return result
+
+
+def _decide(home: AssayHome, exp: Any, result: Any) -> None:
+    """Ship on pass; on fail or inconclusive ask a person on a terminal, and hold otherwise."""
+    from assay.engine.release import record_decision
+
+    release = exp.setup().release
+    what = f"Release {release.commit[:10]}" if release else f"Experiment {exp.id}"
+    if result.verdict == "pass":
+        typer.echo(f"{what}: Verdict pass. It may ship.")
+        return
+    interval = ""
+    if result.interval:
+        lo, hi = result.interval
+        interval = f", interval [{lo:+.3f}, {hi:+.3f}]"
+    if not sys.stdin.isatty():
+        typer.echo(f"{what} is held: Verdict {result.verdict}{interval}. Run `assay release-check` on a "
+                   "terminal to decide whether to release anyway.", err=True)
+        raise typer.Exit(EXIT_HOLD)
+    answer = typer.prompt(f"The Verdict is {result.verdict}{interval}. Release anyway? [y/N]", default="",
+                          show_default=False, err=True)
+    shipped = answer.strip().lower() in ("y", "yes")
+    record_decision(home, exp.id, release, result.verdict, shipped, os.environ.get("USER", "unknown"))
+    if not shipped:
+        typer.echo(f"{what} is held: not released.", err=True)
+        raise typer.Exit(EXIT_HOLD)
+    typer.echo(f"{what}: released anyway over a {result.verdict} Verdict (recorded in the Activity log).")
+
