@@ -2,8 +2,8 @@
 
 ``[grading.families]`` adds model families for the family rule (:mod:`assay.storage.families`),
 ``FAMILY = ["glob", ...]``; ``[grading] seats = ["HARNESS:MODEL", ...]`` are the standing model
-Grader seats a review suite takes when no ``--model-grader`` is given. A malformed entry is
-refused with the file and the field.
+Grader seats a review suite takes when no ``--model-grader`` is given; ``[scoring]`` sets up the
+Scoring run (docs/scoring.md). A malformed entry is refused with the file and the field.
 """
 
 from __future__ import annotations
@@ -33,24 +33,61 @@ def _strings(value: object, path: Path, field: str, what: str) -> tuple[str, ...
     return tuple(value)
 
 
-def grading_config(root: Path | None) -> GradingConfig:
-    """The ``[grading]`` table of the User config under ``root`` (empty when there is none)."""
-    path = root / CONFIG if root else None
-    if path is None or not path.is_file():
-        return GradingConfig()
+def _table(root: Path | None, name: str) -> tuple[Path, dict]:
+    """The User config's path and its ``[name]`` table (empty when there is none)."""
+    path = (root or Path()) / CONFIG
+    if root is None or not path.is_file():
+        return path, {}
     try:
-        grading = tomllib.loads(path.read_text()).get("grading", {})
+        table = tomllib.loads(path.read_text()).get(name, {})
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as e:
         raise UserConfigError(f"{path}: can't be read ({e})") from None
-    if not isinstance(grading, dict):
-        raise UserConfigError(f"{path}: grading must be a table")
+    if not isinstance(table, dict):
+        raise UserConfigError(f"{path}: {name} must be a table")
+    return path, table
+
+
+def _seats(value: object, path: Path, field: str) -> tuple[str, ...]:
+    seats = _strings(value, path, field, '"HARNESS:MODEL" seats')
+    for i, seat in enumerate(seats):
+        harness, _, model = seat.partition(":")
+        if not harness.strip() or not model.strip():
+            raise UserConfigError(f"{path}: {field}[{i}] '{seat}' is not HARNESS:MODEL")
+    return seats
+
+
+def grading_config(root: Path | None) -> GradingConfig:
+    """The ``[grading]`` table of the User config under ``root`` (empty when there is none)."""
+    path, grading = _table(root, "grading")
     table = grading.get("families", {})
     if not isinstance(table, dict):
         raise UserConfigError(f'{path}: grading.families must be a table of FAMILY = ["glob", ...]')
     families = {name: _strings(v, path, f"grading.families.{name}", "glob patterns") for name, v in table.items()}
-    seats = _strings(grading.get("seats", []), path, "grading.seats", '"HARNESS:MODEL" seats')
-    for i, seat in enumerate(seats):
-        harness, _, model = seat.partition(":")
-        if not harness.strip() or not model.strip():
-            raise UserConfigError(f"{path}: grading.seats[{i}] '{seat}' is not HARNESS:MODEL")
-    return GradingConfig(families, seats)
+    return GradingConfig(families, _seats(grading.get("seats", []), path, "grading.seats"))
+
+
+SAMPLE_SIZE, SECURITY_LABEL = 10, "security-fix"
+
+
+@attrs.frozen
+class ScoringConfig:
+    """``[scoring]``: whose pull requests the Scoring run samples, how many, and its Grader seats
+    (the first, or the next whose Model is from another family than the one that built the PR)."""
+
+    owners: tuple[str, ...] = ()
+    size: int = SAMPLE_SIZE
+    seats: tuple[str, ...] = ()
+    security_label: str = SECURITY_LABEL
+
+
+def scoring_config(root: Path | None) -> ScoringConfig:
+    """The ``[scoring]`` table of the User config under ``root`` (defaults when there is none)."""
+    path, table = _table(root, "scoring")
+    owners = _strings(table.get("owners", []), path, "scoring.owners", "GitHub owners") if "owners" in table else ()
+    size = table.get("size", SAMPLE_SIZE)
+    if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= 1000:
+        raise UserConfigError(f"{path}: scoring.size must be a whole number from 1 to 1000")
+    label = table.get("security_label", SECURITY_LABEL)
+    if not isinstance(label, str) or not label.strip():
+        raise UserConfigError(f"{path}: scoring.security_label must be a label name")
+    return ScoringConfig(owners, size, _seats(table.get("seats", []), path, "scoring.seats"), label)

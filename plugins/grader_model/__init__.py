@@ -20,12 +20,13 @@ from assay.evaltasks.prompts import PromptFile
 from assay.hooks.protocols import GradingContext, Harness, SessionRequest
 from assay.plugins.grader_model import packet
 from assay.plugins.grader_model.scrub import AliasError, Scrubber, user_aliases
+from assay.sessions.oneshot import run_session
 from assay.storage import files
 from assay.storage.families import arm_family, other_family_seats
 from assay.storage.git import git
 from assay.storage.home import AssayHome
 from assay.storage.records import EvalTask, Outcome, Score, TrialView
-from assay.storage.untrusted import UntrustedFileError, capped_log
+from assay.storage.untrusted import UntrustedFileError
 
 PROMPT = PromptFile("grader.md", Path(__file__).parent / "prompts" / "grader.md", ("packet", "schema", "marker"))
 ATTEMPTS = 2
@@ -89,14 +90,9 @@ class ModelGrader:
                                "marker": marker}) + note
         request = SessionRequest(repository=folder, home=home / "home", prompt=prompt, binary=harness.locate(),
                                  model=seat[1], assay_home=context.assay_home)
-        decoder = harness.decoder()
-        with capped_log(home / "session.log") as log:
-            def on_line(line: str) -> None:
-                log.write(line if line.endswith("\n") else line + "\n")
-                decoder.feed(line)
-
-            process = await context.backend.run(harness.invocation(request), timeout=context.timeout, on_line=on_line)
-        return decoder.finish(process)
+        outcome, _ = await run_session(harness, request, context.backend, timeout=context.timeout,
+                                       log=home / "session.log")
+        return outcome
 
     def refusal(self, seats: Sequence[str], harnesses: Mapping[str, Harness], sandbox: str,
                 unsandboxed: bool) -> str | None:
