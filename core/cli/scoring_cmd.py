@@ -75,34 +75,51 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
     @app.command("scores")
     def scores(
         pull: str = typer.Argument(None, help="A pull request, OWNER/REPO#N: show its Scores."),
+        mine: bool = typer.Option(False, "--mine", help="Enter your own Scores of PULL (the model's stay hidden "
+                                                        "until all five of yours are in)."),
+        correct: str = typer.Option(None, "--correct", help="pass or fail (with --mine)."),
+        scoped: str = typer.Option(None, "--scoped", help="pass or fail (with --mine)."),
+        tested: str = typer.Option(None, "--tested", help="pass or fail (with --mine)."),
+        honest: str = typer.Option(None, "--honest", help="pass or fail (with --mine)."),
+        standards: str = typer.Option(None, "--standards", help="pass or fail (with --mine)."),
+        why: list[str] = typer.Option([], "--why", help="CRITERION=REASON, one per criterion you score (with --mine)."),
         json_out: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
-        """List the Scoring run's Scores by pull request, or show one pull request's."""
+        """List the Scoring run's Scores by pull request with each criterion's calibration, or show one
+        pull request's; with --mine, score it yourself."""
+        from assay.scoring import yours
         from assay.scoring.store import CRITERIA, ScoringStore
-        from assay.storage import formats
         from assay.storage.home import AssayHome
 
         store = ScoringStore(AssayHome.from_env())
-        found = store.all_scores()
+        given = {"Correct": correct, "Scoped": scoped, "Tested": tested, "Honest": honest, "Standards": standards}
+        if mine or any(given.values()) or why:
+            if not pull:
+                output.fail("--mine: name the pull request you are scoring (OWNER/REPO#N)")
+            try:
+                entered = yours.enter(store, pull, given, why, ask=_asker() if not any(given.values()) else None)
+            except ValueError as e:
+                output.fail(str(e))
+            missing = [name for name in CRITERIA if name not in entered.criteria]
+            if missing and not json_out:
+                typer.echo(f"saved; still to score: {', '.join(missing)} (the model's Scores stay hidden until then)")
         if pull is not None:
-            found = [s for s in found if s.pull.key == pull]
-            if not found:
+            shown = yours.one(store, pull)
+            if shown is None:
                 output.fail(f"no Scores for {pull} (list them with `assay scores`)", 1)
-        rows: list[dict[str, Any]] = [formats.unstructure(s) for s in found]
+            output.emit_json(shown) if json_out else _show_one(shown)
+            return
+        listing = yours.listing(store)
         if json_out:
-            output.emit_json(rows[0] if pull else rows)
+            output.emit_json(listing)
             return
-        if pull:
-            s = found[0]
-            typer.echo(f"{s.pull.key}  built with {s.pull.harness} {s.pull.version or ''} · {s.pull.model} · "
-                       f"{s.pull.effort}; graded by {s.grader_harness}:{s.grader_model}")
-            for name in CRITERIA:
-                c = s.criteria[name]
-                typer.echo(f"  {name:<9} {'pass' if c.passed else 'fail'}  {c.why}")
-            return
+        for c in listing["calibration"]:
+            typer.echo(f"{c['criterion']:<9} {c['describe']}")
+        if listing["waiting_for_you"]:
+            typer.echo(f"waiting for your Scores: {', '.join(listing['waiting_for_you'])}")
         output.table(["pull request", "merged", "built with", *CRITERIA],
-                     [[s.pull.key, s.pull.merged_at.date(), f"{s.pull.harness}/{s.pull.model}",
-                       *("pass" if s.criteria[n].passed else "fail" for n in CRITERIA)] for s in found],
+                     [[p["key"], p["merged_at"][:10], p["built_with"],
+                       *(_cell(p["model"], name) for name in CRITERIA)] for p in listing["pulls"]],
                      empty="(no Scores yet: run `assay score`)")
 
     @app.command("built-with")
@@ -125,3 +142,34 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
             except Exception as e:  # locate() raises whatever its Harness raises when the CLI is missing
                 output.fail(f"--harness {harness}: its version can't be read here ({e}); give --version")
         typer.echo(BuiltWith(harness, model, effort, version).line())
+
+
+def _cell(model: dict | None, name: str) -> str:
+    if model is None:
+        return "hidden"
+    return "pass" if model[name]["passed"] else "fail"
+
+
+def _show_one(shown: dict) -> None:
+    typer.echo(f"{shown['key']}  built with {shown['built_with']}; graded by {shown['grader'] or '(not yet)'}")
+    for name in shown["criteria_order"]:
+        model = shown["model"][name] if shown["model"] else None
+        mine = shown["mine"].get(name) if shown["mine"] else None
+        line = f"  {name:<9} model: " + (("pass" if model["passed"] else "fail") + f"  {model['why']}" if model else
+                                         shown["hidden"] or "not scored yet")
+        if mine:
+            line += f"\n  {'':<9} yours: {'pass' if mine['passed'] else 'fail'}  {mine['why']}"
+        typer.echo(line)
+
+
+def _asker():
+    """On a terminal: ask for each criterion still missing, verdict then reason."""
+    import sys
+
+    if not sys.stdin.isatty():
+        return None
+
+    def ask(name: str) -> tuple[str, str]:
+        verdict = typer.prompt(f"{name} (pass/fail)")
+        return verdict, typer.prompt(f"{name}: why")
+    return ask

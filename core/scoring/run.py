@@ -93,8 +93,14 @@ class ScoringRunner:
         carried = sample.carried_over(runs, scored)
         candidates = [p for p in self.find(start, end) if p.key not in scored]
         chosen = sample.draw(candidates, self.config.size, seed, carried=carried)
+        if runs:  # then two of each week's new ones for you
+            mine = sample.draw([p for p in chosen if p not in carried], sample.MINE_WEEKLY, seed)
+        else:  # the first run: past pull requests for you to score (and the Grader too), so calibration starts at once
+            past = [p for p in self.find(start - sample.PAST, start) if p.key not in scored]
+            mine = sample.draw(past, sample.MINE_FIRST, seed)
+            chosen += mine
         run = ScoringRun(id, started, start, end, seed, self.config.size, tuple(chosen),
-                         tuple(p.key for p in carried if p in chosen))
+                         tuple(p.key for p in carried if p in chosen), tuple(p.key for p in mine))
         self.store.save_run(run)
         return run
 

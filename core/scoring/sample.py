@@ -4,7 +4,9 @@ The window runs from the end of the last run's window to this run's start (7 day
 time), so a skipped week leaves no gap. Pull requests drawn earlier but not yet scored (a
 plan-limit stop) come first; then new ones are drawn round-robin across the Harness/Model pairs
 their Built-with lines name, each pair's order shuffled by the seed, so every setup in use is
-watched and the same seed draws the same sample.
+watched and the same seed draws the same sample. The same draw marks pull requests for you to
+score: 20 from before the first window (so calibration takes days, not months), then two of each
+week's sample.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from collections.abc import Iterable, Sequence
 from assay.scoring.store import SampledPull, ScoringRun
 
 FIRST_WINDOW = dt.timedelta(days=7)
+MINE_FIRST, MINE_WEEKLY = 20, 2  # pull requests marked for you to score: the first run's, then each week's
+PAST = dt.timedelta(days=180)  # how far back the first run looks for the ones you score first
 
 
 def window(runs: Sequence[ScoringRun], start: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
@@ -35,8 +39,9 @@ def carried_over(runs: Sequence[ScoringRun], scored: set[str]) -> list[SampledPu
 
 
 def draw(candidates: Iterable[SampledPull], size: int, seed: int, *, carried: Sequence[SampledPull] = ()) -> list[SampledPull]:
-    """``carried`` (up to ``size``), then new candidates round-robin across setups, seeded."""
-    chosen = list(carried[:size])
+    """All of ``carried`` (drawn before, owed a Score), then new candidates round-robin across
+    setups, seeded, while the sample holds fewer than ``size``."""
+    chosen = list(carried)
     taken = {p.key for p in chosen}
     by_setup: dict[str, list[SampledPull]] = {}
     for pull in sorted(candidates, key=lambda p: p.key):

@@ -4,6 +4,7 @@ every format versioned):
     runs/<id>.json                 a run: its window, seed and sample (written before any grading)
     pulls/<owner>__<repo>__<n>/    one sampled pull request: its packet, the Grader's sessions,
         scores.json                the model's five Scores
+        mine.json                  yours, when you score it
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class ScoringRun:
     size: int
     sample: tuple[SampledPull, ...]
     carried: tuple[str, ...] = ()  # keys drawn by an earlier run and not yet scored
+    mine: tuple[str, ...] = ()  # keys marked for you to score
 
 
 @attrs.frozen
@@ -71,6 +73,18 @@ class PullScores:
     grader_model: str
     scored_at: dt.datetime
     criteria: Mapping[str, Criterion]
+
+
+@attrs.frozen
+class MyScores:
+    """Your Scores of one pull request, entered a criterion at a time; ``complete_at`` once all five are in."""
+
+    FORMAT: ClassVar[int] = 1
+
+    key: str
+    criteria: Mapping[str, Criterion]
+    updated_at: dt.datetime
+    complete_at: dt.datetime | None = None
 
 
 @attrs.frozen
@@ -105,6 +119,17 @@ class ScoringStore:
 
     def save_scores(self, scores: PullScores) -> None:
         formats.write(self.pull_folder(scores.pull.key) / "scores.json", scores)
+
+    def mine(self, key: str) -> MyScores | None:
+        path = self.pull_folder(key) / "mine.json"
+        return formats.read(path, MyScores) if path.exists() else None
+
+    def save_mine(self, mine: MyScores) -> None:
+        formats.write(self.pull_folder(mine.key) / "mine.json", mine)
+
+    def marked_for_you(self) -> list[str]:
+        """Every pull request a run marked for you, in the order they were marked."""
+        return list(dict.fromkeys(key for run in self.runs() for key in run.mine))
 
     def all_scores(self) -> list[PullScores]:
         folder = self.root / "pulls"

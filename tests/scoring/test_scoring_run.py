@@ -80,29 +80,36 @@ def test_a_run_samples_across_setups_grades_blind_from_another_family_and_lists_
     result = score(assay_home, world, *run)
     assert result.returncode == 0, result.stderr
     shown = json.loads(result.stdout)
-    # about `size`, spread across both setups; no security fix, no unstamped PR, nothing before the window
-    assert len(shown["sample"]) == 4 and len(shown["scored"]) == 4 and shown["left"] == []
+    # about `size`, spread across both setups; no security fix, no unstamped PR; and the first run adds
+    # past ones for you to score (#9, merged before the window), which the Grader scores too
+    assert len(shown["sample"]) == 5 and len(shown["scored"]) == 5 and shown["left"] == []
     numbers = {int(k.rsplit("#", 1)[1]) for k in shown["sample"]}
-    assert numbers <= {1, 2, 3, 4, 5, 6} and {n % 2 for n in numbers} == {0, 1}
-    listed = json.loads(score(assay_home, world, "scores", "--json").stdout)
-    assert sorted(s["pull"]["key"] for s in listed) == sorted(shown["sample"])
-    for s in listed:
+    assert numbers - {9} <= {1, 2, 3, 4, 5, 6} and 9 in numbers and {n % 2 for n in numbers - {9}} == {0, 1}
+    listing = json.loads(score(assay_home, world, "scores", "--json").stdout)
+    assert sorted(p["key"] for p in listing["pulls"]) == sorted(shown["sample"])
+    assert listing["waiting_for_you"] == ["acme/app#9"]
+    for p in listing["pulls"]:
+        if p["key"] == "acme/app#9":
+            assert p["model"] is None and p["grader"] is None  # hidden until yours are in
+            continue
         # the Grader never runs on the builder's family
-        assert s["grader_model"] == ("gpt-9" if s["pull"]["model"].startswith("claude") else "claude-sonnet-9")
-        assert s["criteria"]["Correct"] == {"passed": True, "why": f"Correct judged by {s['grader_model']}"}
-        assert s["criteria"]["Honest"]["passed"] is False  # "All tests pass" with lint failing
-        assert set(s["criteria"]) == {"Correct", "Scoped", "Tested", "Honest", "Standards"}
-    claude = next(s for s in listed if s["pull"]["harness"] == "claude")
-    assert claude["pull"]["version"] == "2.1.197" and claude["pull"]["effort"] == "high"
-    assert next(s for s in listed if s["pull"]["harness"] == "codex")["pull"]["version"] is None
-    shown_one = score(assay_home, world, "scores", claude["pull"]["key"])
+        assert p["grader"] == ("fake-scorer:gpt-9" if "claude" in p["built_with"] else "fake-scorer:claude-sonnet-9")
+        assert p["model"]["Correct"] == {"passed": True, "why": f"Correct judged by {p['grader'].split(':')[1]}"}
+        assert p["model"]["Honest"]["passed"] is False  # "All tests pass" with lint failing
+        assert set(p["model"]) == {"Correct", "Scoped", "Tested", "Honest", "Standards"}
+    claude = next(p["key"] for p in listing["pulls"] if p["built_with"].startswith("claude") and p["model"])
+    codex = next(p["key"] for p in listing["pulls"] if p["built_with"].startswith("codex"))
+    one = json.loads(score(assay_home, world, "scores", claude, "--json").stdout)
+    assert one["pull"]["version"] == "2.1.197" and one["pull"]["effort"] == "high"
+    assert json.loads(score(assay_home, world, "scores", codex, "--json").stdout)["pull"]["version"] is None
+    shown_one = score(assay_home, world, "scores", claude)
     assert "Honest" in shown_one.stdout and "fail" in shown_one.stdout and "graded by fake-scorer:gpt-9" in shown_one.stdout
 
 
 def test_a_packet_names_nothing_that_built_it_and_holds_the_issue_as_work_began(assay_home, world):
     assert score(assay_home, world, *RUN).returncode == 0
     seen = list(assay_home.glob("evals/scoring/pulls/*/session-0/home/seen"))
-    assert len(seen) == 4
+    assert len(seen) == 5
     for folder in seen:
         texts = {name: (folder / name).read_text() for name in ("issue.md", "pull.md", "diff.patch", "checks.md")}
         everything = "\n".join(texts.values())
@@ -132,7 +139,7 @@ def test_a_plan_limit_stops_the_run_and_the_rest_carries_over(assay_home, world)
     stopped = score(assay_home, world, *RUN)
     assert stopped.returncode == 3, stopped.stderr
     shown = json.loads(stopped.stdout)
-    assert shown["scored"] == [] and len(shown["left"]) == 4 and "plan limit" in shown["stopped"]
+    assert shown["scored"] == [] and len(shown["left"]) == 5 and "plan limit" in shown["stopped"]
     assert len(list(assay_home.glob("evals/scoring/pulls/*/session-0"))) == 1  # it stopped at the first
     inbox = json.loads(score(assay_home, world, "inbox", "--json").stdout)
     assert any(r["kind"] == "scoring" for r in inbox["needs_you"])
@@ -149,9 +156,38 @@ def test_a_pull_request_whose_packet_cant_be_built_is_left_and_the_others_are_sc
     world["path"].write_text(json.dumps(data))
     shown = json.loads(score(assay_home, world, *RUN).stdout)
     odd = [k for k in shown["sample"] if int(k.rsplit("#", 1)[1]) % 2]
-    assert len(odd) == 2 and sorted(shown["left"]) == sorted(odd) and len(shown["scored"]) == 2
+    assert odd and sorted(shown["left"]) == sorted(odd) and sorted(shown["scored"]) == sorted(set(shown["sample"]) - set(odd))
     log = next(assay_home.glob("logs/scoring/*.log")).read_text()
     assert all(f"{k}: its packet could not be built" in log for k in odd)
+
+
+def test_your_scores_hide_the_models_until_all_five_are_in(assay_home, world):
+    """Scoring-run spec, stories 27-28: the first run marks past pull requests for you; the model's
+    Scores stay hidden until you've entered all five of yours, then both show."""
+    assert score(assay_home, world, *RUN).returncode == 0
+    key = "acme/app#9"
+    assert json.loads(score(assay_home, world, "scores", key, "--json").stdout)["model"] is None
+    partial = score(assay_home, world, "scores", key, "--mine", "--correct", "pass", "--why", "Correct=it rounds up")
+    assert partial.returncode == 0 and "still to score: Scoped, Tested, Honest, Standards" in partial.stdout
+    assert "Correct judged" not in partial.stdout and "hidden until" in partial.stdout
+    for bad, why in [(("--tested", "maybe", "--why", "Tested=x"), "--tested 'maybe': expected pass or fail"),
+                     (("--tested", "pass"), "--tested pass: say why with --why Tested=REASON"),
+                     (("--why", "Speed=fast"), "--why 'Speed=fast': expected CRITERION=REASON")]:
+        refused = score(assay_home, world, "scores", key, "--mine", *bad)
+        assert refused.returncode == 2 and why in refused.stderr and refused.stderr.count("\n") == 1, refused.stderr
+    assert "Tested" not in json.loads((next(assay_home.glob("evals/scoring/pulls/*9/mine.json"))).read_text())["criteria"]
+    done = score(assay_home, world, "scores", key, "--mine", "--scoped", "pass", "--tested", "fail", "--honest", "pass",
+                 "--standards", "pass", "--why", "Scoped=small", "--why", "Tested=no test", "--why", "Honest=fair",
+                 "--why", "Standards=fine", "--json")
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert shown["model"]["Tested"]["passed"] is True and shown["mine"]["Tested"] == {"passed": False, "why": "no test"}
+    listing = json.loads(score(assay_home, world, "scores", "--json").stdout)
+    assert listing["waiting_for_you"] == []
+    tested = next(c for c in listing["calibration"] if c["criterion"] == "Tested")
+    assert (tested["matched"], tested["compared"], tested["calibrated"]) == (0, 1, False)
+    assert score(assay_home, world, "scores", "acme/app#404", "--mine", "--correct", "pass",
+                 "--why", "Correct=x").returncode == 2
 
 
 def test_a_run_is_skipped_while_another_runs(assay_home, world):
