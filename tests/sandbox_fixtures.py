@@ -7,6 +7,7 @@ The server lives in a network namespace the test creates, joined to the host by 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import subprocess
 import sys
@@ -68,6 +69,15 @@ def remote_server(port: int = 8443) -> Iterator[Remote]:
         with contextlib.suppress(subprocess.CalledProcessError):
             _ip("link", "del", host_if)  # takes its peer with it
         _ip("netns", "del", netns)
+
+
+@functools.cache
+def bwrap_unavailable() -> str | None:
+    """Why bwrap can't run Trials here (a test's skip reason), or None."""
+    from assay.plugins.sandbox_bwrap.backend import BwrapBackend
+
+    check = BwrapBackend().check()
+    return None if check.works else f"bwrap can't run here: {check.reason}"
 
 
 def netns_unavailable() -> str | None:

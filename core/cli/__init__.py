@@ -40,6 +40,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "recheck": ("experiment_cmd", "Record your recheck of a Trial's Score."),
     "release-check": ("release_cmd", "Before a release: run its Experiment, wait for a final Verdict, say if it may ship."),
     "verdict": ("verdict_cmd", "Compute a Verdict from per-task pass counts."),
+    "score": ("scoring_cmd", "Start a Scoring run: grade a sample of merged pull requests blind."),
+    "scores": ("scoring_cmd", "List the Scoring run's Scores, or show one pull request's."),
+    "built-with": ("scoring_cmd", "Print the Built-with line for a pull request a session made."),
 }
 
 

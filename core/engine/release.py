@@ -54,8 +54,8 @@ def plan_release(home: AssayHome, plugins: Plugins, *, factory_path: Path, ref: 
     try:
         factory = Factory.open(factory_path)
         commit = factory.commit(ref)
-        release = last_release(factory, commit, userconfig.release_tag_pattern(home))
-    except (FactoryError, userconfig.ConfigError) as e:
+        release = last_release(factory, commit, userconfig.release_tag_pattern(home.root))
+    except (FactoryError, userconfig.UserConfigError) as e:
         raise start.PlanError(str(e)) from None
     try:
         return start.plan(home, plugins, factory_path=factory_path, suites=(), release=release,

@@ -34,6 +34,7 @@ from assay.storage.home import AssayHome
 from assay.storage.records import Arm, Bar, EvalTask, Outcome, Score, Setup, TrialRecord, VoidCause
 from assay.storage.untrusted import capped_log
 from assay.storage.untrusted_git import inspected
+from assay.storage.userconfig import grading_config
 
 # Outcomes that are fails without asking a Grader: the session itself didn't deliver.
 SELF_EVIDENT_FAILS = {Outcome.FAILED, Outcome.TIMEOUT, Outcome.STOPPED_TO_ASK}
@@ -315,7 +316,7 @@ class ExperimentRun:
                 arm_models=tuple((a.harness, a.model) for a in (self.setup.baseline, self.setup.candidate)),
                 harness_versions=tuple(a.harness_version or "" for a in (self.setup.baseline, self.setup.candidate)),
                 harnesses=self.plugins.harnesses(), workspace=self.exp.path / "grading" / task_dirname(task.id),
-                assay_home=self.home.root,
+                assay_home=self.home.root, families=grading_config(self.home.root).families,
             )
             for score in await grader.grade(task, views, context):
                 state = ungraded.pop((score.arm, score.index), None)

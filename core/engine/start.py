@@ -28,9 +28,11 @@ from assay.hooks.protocols import (ArmKind, ArmRuntime, Harness, NotYetImplement
 from assay.sessions.harness_arm import HarnessArm
 from assay.storage import formats
 from assay.storage.commands import Command, now
+from assay.storage.families import arm_family, family_of, other_family_seats, seat_model
 from assay.storage.files import Locked, NotALockFile, exclusive_lock, private_folder
 from assay.storage.home import AssayHome
 from assay.storage.records import ARMS, Arm, ArmSetup, Bar, EvalTask, Release, Setup, Suite, TaskSetup
+from assay.storage.userconfig import GradingConfig, UserConfigError, grading_config
 
 if TYPE_CHECKING:
     from assay.scripted_provider.experiment import ArmScript
@@ -114,16 +116,24 @@ def plan(
         loaded = [manifests.load_suite(home, name, plugins.suite_kinds()) for name in dict.fromkeys(suites)]
         sources = {arm: _source(plugins, setup, loaded) for arm, setup in zip(ARMS, (base_arm, cand_arm))}
         played = _scripts(scripts or {}, sources)
+        graded_by_model = any("model" in plugins.suite_kinds()[s.kind].graders for s in loaded)
+        config = _grading_config(home)
+        seats_from = "--model-grader"
+        if graded_by_model and not bar.model_graders and not played and config.seats:
+            bar = attrs.evolve(bar, model_graders=config.seats)  # the User config's standing seats
+            seats_from = f"{home.root / 'config.toml'}: grading.seats"
         if not played:  # a scripted run brings its own stand-in login
             _logins_present(home, sources, (base_arm, cand_arm))
-        if played and (bar.model_graders or any("model" in plugins.suite_kinds()[s.kind].graders for s in loaded)):
+        if played and (bar.model_graders or graded_by_model):
             raise PlanError("--scripted-provider: model Graders would make real model calls; a scripted "
                             "Experiment runs only suites its code Graders decide, with no --model-grader")
         if played:
             base_arm, cand_arm = played["baseline"].mark(base_arm), played["candidate"].mark(cand_arm)
         backend = _backend(plugins, sandbox, sandbox_fallback)
         kinds = plugins.suite_kinds()
-        _check_seats(plugins, bar.model_graders)
+        _check_seats(plugins, bar.model_graders, seats_from)
+        if graded_by_model:
+            _seat_from_another_family(bar.model_graders, (base_arm, cand_arm), config, seats_from)
         _graders_can_sit(plugins, {g for s in loaded for g in kinds[s.kind].graders}, bar, backend, unsandboxed_grader)
         tasks = {t.id: t for s in loaded for t in s.tasks}
         for task in tasks.values():  # every bundled prompt renders for its task, or we say why now
@@ -212,7 +222,7 @@ def _bar_for(bar: Bar, kinds: Mapping[str, SuiteKind], override: int | None) -> 
     return attrs.evolve(bar, trials_per_task=per_kind)
 
 
-def _check_seats(plugins: Plugins, seats: Sequence[str]) -> None:
+def _check_seats(plugins: Plugins, seats: Sequence[str], seats_from: str = "--model-grader") -> None:
     """Every model Grader seat is HARNESS:MODEL naming a known Harness, or nothing is recorded
     (whether a Grader sitting there can run here is that Grader's to say: ``SeatedGrader``)."""
     harnesses = plugins.harnesses()
@@ -220,10 +230,27 @@ def _check_seats(plugins: Plugins, seats: Sequence[str]) -> None:
         harness, _, model = seat.partition(":")
         if not harness.strip() or not model.strip():
             missing = "model" if harness.strip() else "Harness"
-            raise PlanError(f"--model-grader '{seat}': a model Grader seat is HARNESS:MODEL (the {missing} is missing)")
+            raise PlanError(f"{seats_from} '{seat}': a model Grader seat is HARNESS:MODEL (the {missing} is missing)")
         if harness not in harnesses:
-            raise PlanError(f"--model-grader '{seat}': no Harness '{harness}' is installed "
+            raise PlanError(f"{seats_from} '{seat}': no Harness '{harness}' is installed "
                             f"(known: {', '.join(sorted(harnesses)) or 'none'})")
+
+
+def _grading_config(home: AssayHome) -> GradingConfig:
+    try:
+        return grading_config(home.root)
+    except UserConfigError as e:
+        raise PlanError(str(e)) from None
+
+
+def _seat_from_another_family(seats: Sequence[str], arms: Sequence[ArmSetup], config: GradingConfig,
+                              seats_from: str) -> None:
+    """Refuse seats that are all from an Arm's family now: the model Grader would have none to sit on."""
+    taken = [arm_family(a.harness, a.model, config.families) for a in arms]
+    if seats and not other_family_seats(seats, taken, config.families):
+        named = ", ".join(f"{s} ({family_of(seat_model(s), config.families)})" for s in seats)
+        raise PlanError(f"{seats_from}: every seat is from a family an Arm runs on ({named}); a model Grader "
+                        f"must come from another family (families: docs/grading.md, 'The family rule')")
 
 
 def _backend(plugins: Plugins, name: str | None, fallback: bool) -> SandboxBackend:

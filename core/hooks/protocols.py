@@ -191,6 +191,7 @@ class GradingContext:
     ``seed`` shuffles blind labels; ``seats`` are the model Grader seats ("harness:model") and
     ``arm_models`` the Arms' (harness, model) pairs, so no model grades itself, and
     ``harness_versions`` their recorded Harness versions (words a blind packet must not keep);
+    ``families`` the User config's model families for the family rule (``assay.storage.families``);
     ``workspace`` is the Grader's own folder for this task (packets, sessions), outside every
     Trial's sight.
     """
@@ -204,6 +205,7 @@ class GradingContext:
     harnesses: Mapping[str, Harness] = attrs.field(factory=dict)
     workspace: Path | None = None
     assay_home: Path | None = None
+    families: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
 
 
 @runtime_checkable

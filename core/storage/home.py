@@ -53,11 +53,6 @@ class AssayHome:
         return self.logs / "activity.jsonl"
 
     @property
-    def user_config(self) -> Path:
-        """The User config (``assay.storage.userconfig``)."""
-        return self.root / "config.toml"
-
-    @property
     def credentials(self) -> Path:
         return self.root / "credentials.toml"
 

@@ -1,42 +1,106 @@
-"""The User config, ``$ASSAY_HOME/config.toml``: settings that belong to the person, not to a Factory.
+"""The User config (``ASSAY_HOME/config.toml``): the grading settings a person keeps across runs.
 
-Tables read by the core live here (``[release]``); a plugin reads its own (``[grading.aliases]``,
-docs/grading.md). A missing file is every default; a malformed one is refused naming the file
-and the field.
+``[grading.families]`` adds model families for the family rule (:mod:`assay.storage.families`),
+``FAMILY = ["glob", ...]``; ``[grading] seats = ["HARNESS:MODEL", ...]`` are the standing model
+Grader seats a review suite takes when no ``--model-grader`` is given; ``[release] tag_pattern``
+names the Factory's release tags (docs/release.md); ``[scoring]`` sets up the Scoring run
+(docs/scoring.md). A plugin reads its own tables (``[grading.aliases]``). A missing file is every
+default; a malformed entry is refused with the file and the field.
 """
 
 from __future__ import annotations
 
 import tomllib
-from typing import Any
+from collections.abc import Mapping
+from pathlib import Path
 
-from assay.storage.home import AssayHome
+import attrs
 
+CONFIG = "config.toml"
 DEFAULT_TAG_PATTERN = "v*"
 
 
-class ConfigError(ValueError):
-    """The User config can't be used; the message names the file and the field."""
+class UserConfigError(ValueError):
+    """The User config can't be used (the message names the file and the field)."""
 
 
-def read(home: AssayHome) -> dict[str, Any]:
-    """The whole User config as TOML data ({} when there is none)."""
-    path = home.user_config
-    if not path.is_file():
-        return {}
+@attrs.frozen
+class GradingConfig:
+    families: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    seats: tuple[str, ...] = ()
+
+
+def _strings(value: object, path: Path, field: str, what: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise UserConfigError(f"{path}: {field} must be a list of {what}")
+    return tuple(value)
+
+
+def _table(root: Path | None, name: str) -> tuple[Path, dict]:
+    """The User config's path and its ``[name]`` table (empty when there is none)."""
+    path = (root or Path()) / CONFIG
+    if root is None or not path.is_file():
+        return path, {}
     try:
-        return tomllib.loads(path.read_text())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path}: not valid TOML: {e}") from None
-
-
-def release_tag_pattern(home: AssayHome) -> str:
-    """``[release] tag_pattern``: the glob (git's, as ``git describe --match`` reads it) that
-    names the Factory's release tags; ``v*`` by default."""
-    table = read(home).get("release", {})
+        table = tomllib.loads(path.read_text()).get(name, {})
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as e:
+        raise UserConfigError(f"{path}: can't be read ({e})") from None
     if not isinstance(table, dict):
-        raise ConfigError(f"{home.user_config}: release: expected a table ([release])")
+        raise UserConfigError(f"{path}: {name} must be a table")
+    return path, table
+
+
+def release_tag_pattern(root: Path | None) -> str:
+    """``[release] tag_pattern``: the glob (git's, as ``git describe --match`` reads it) that names
+    the Factory's release tags; ``v*`` by default."""
+    path, table = _table(root, "release")
     pattern = table.get("tag_pattern", DEFAULT_TAG_PATTERN)
     if not isinstance(pattern, str) or not pattern.strip():
-        raise ConfigError(f"{home.user_config}: release.tag_pattern: expected a non-empty glob such as \"v*\"")
+        raise UserConfigError(f'{path}: release.tag_pattern: expected a non-empty glob such as "v*"')
     return pattern
+
+
+def _seats(value: object, path: Path, field: str) -> tuple[str, ...]:
+    seats = _strings(value, path, field, '"HARNESS:MODEL" seats')
+    for i, seat in enumerate(seats):
+        harness, _, model = seat.partition(":")
+        if not harness.strip() or not model.strip():
+            raise UserConfigError(f"{path}: {field}[{i}] '{seat}' is not HARNESS:MODEL")
+    return seats
+
+
+def grading_config(root: Path | None) -> GradingConfig:
+    """The ``[grading]`` table of the User config under ``root`` (empty when there is none)."""
+    path, grading = _table(root, "grading")
+    table = grading.get("families", {})
+    if not isinstance(table, dict):
+        raise UserConfigError(f'{path}: grading.families must be a table of FAMILY = ["glob", ...]')
+    families = {name: _strings(v, path, f"grading.families.{name}", "glob patterns") for name, v in table.items()}
+    return GradingConfig(families, _seats(grading.get("seats", []), path, "grading.seats"))
+
+
+SAMPLE_SIZE, SECURITY_LABEL = 10, "security-fix"
+
+
+@attrs.frozen
+class ScoringConfig:
+    """``[scoring]``: whose pull requests the Scoring run samples, how many, and its Grader seats
+    (the first, or the next whose Model is from another family than the one that built the PR)."""
+
+    owners: tuple[str, ...] = ()
+    size: int = SAMPLE_SIZE
+    seats: tuple[str, ...] = ()
+    security_label: str = SECURITY_LABEL
+
+
+def scoring_config(root: Path | None) -> ScoringConfig:
+    """The ``[scoring]`` table of the User config under ``root`` (defaults when there is none)."""
+    path, table = _table(root, "scoring")
+    owners = _strings(table.get("owners", []), path, "scoring.owners", "GitHub owners") if "owners" in table else ()
+    size = table.get("size", SAMPLE_SIZE)
+    if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= 1000:
+        raise UserConfigError(f"{path}: scoring.size must be a whole number from 1 to 1000")
+    label = table.get("security_label", SECURITY_LABEL)
+    if not isinstance(label, str) or not label.strip():
+        raise UserConfigError(f"{path}: scoring.security_label must be a label name")
+    return ScoringConfig(owners, size, _seats(table.get("seats", []), path, "scoring.seats"), label)

@@ -1,8 +1,8 @@
 """The model Grader: a blind agent session scores one packet per Eval task.
 
 Implements ``assay_graders``. The session runs through a Harness in the sandbox, seeing only its
-packet, on a seat from the Bar's ``model_graders`` that shares neither Arm's Harness family or
-Model when one is configured. Its answer is checked against a schema; an invalid answer is asked
+packet, on the first seat from the Bar's ``model_graders`` whose Model is from a family neither
+Arm runs on (the family rule, ``assay.storage.families``). Its answer is checked against a schema; an invalid answer is asked
 for again once, then the Scores are left pending with the reason. A Trial whose report assay
 refuses to read (a link, a FIFO, a device, too big) fails with why and stays out of the packet.
 """
@@ -20,26 +20,27 @@ from assay.evaltasks.prompts import PromptFile
 from assay.hooks.protocols import GradingContext, Harness, SessionRequest
 from assay.plugins.grader_model import packet
 from assay.plugins.grader_model.scrub import AliasError, Scrubber, user_aliases
+from assay.sessions.oneshot import run_session
 from assay.storage import files
+from assay.storage.families import arm_family, other_family_seats
 from assay.storage.git import git
 from assay.storage.home import AssayHome
 from assay.storage.records import EvalTask, Outcome, Score, TrialView
-from assay.storage.untrusted import UntrustedFileError, capped_log
+from assay.storage.untrusted import UntrustedFileError
 
 PROMPT = PromptFile("grader.md", Path(__file__).parent / "prompts" / "grader.md", ("packet", "schema", "marker"))
 ATTEMPTS = 2
 
 
-def choose_seat(seats: Sequence[str], arms: Sequence[tuple[str | None, str | None]]) -> tuple[str, str] | None:
-    """The first seat from another family (Harness) and Model than both Arms, else another Model."""
-    parsed = [tuple(s.split(":", 1)) for s in seats if ":" in s]
-    harnesses = {h for h, _ in arms}
-    models = {m for _, m in arms}
-    for rule in (lambda h, m: h not in harnesses and m not in models, lambda h, m: m not in models, lambda h, m: True):
-        for harness, model in parsed:
-            if rule(harness, model):
-                return harness, model
-    return None
+def choose_seat(seats: Sequence[str], arms: Sequence[tuple[str | None, str | None]],
+                families: Mapping[str, Sequence[str]] | None = None) -> tuple[str, str] | None:
+    """The first seat whose Model is from a family neither Arm runs on (the family rule), else None."""
+    taken = [arm_family(harness, model, families) for harness, model in arms]
+    chosen = other_family_seats([s for s in seats if ":" in s], taken, families)
+    if not chosen:
+        return None
+    harness, _, model = chosen[0].partition(":")
+    return harness, model
 
 
 class ModelGrader:
@@ -47,9 +48,10 @@ class ModelGrader:
     prompts = (PROMPT,)
 
     async def grade(self, task: EvalTask, trials: Sequence[TrialView], context: GradingContext) -> Sequence[Score]:
-        seat = choose_seat(context.seats, context.arm_models)
+        seat = choose_seat(context.seats, context.arm_models, context.families)
         if seat is None:
-            return self._pending(task, trials, "no model Grader seat is configured (--model-grader HARNESS:MODEL)")
+            return self._pending(task, trials, "no model Grader seat from a family neither Arm runs on is configured "
+                                               "(--model-grader HARNESS:MODEL, or grading.seats in the User config)")
         if context.workspace is None or seat[0] not in context.harnesses:
             return self._pending(task, trials, f"the model Grader's Harness '{seat[0]}' is not installed")
         workspace = context.workspace
@@ -88,14 +90,9 @@ class ModelGrader:
                                "marker": marker}) + note
         request = SessionRequest(repository=folder, home=home / "home", prompt=prompt, binary=harness.locate(),
                                  model=seat[1], assay_home=context.assay_home)
-        decoder = harness.decoder()
-        with capped_log(home / "session.log") as log:
-            def on_line(line: str) -> None:
-                log.write(line if line.endswith("\n") else line + "\n")
-                decoder.feed(line)
-
-            process = await context.backend.run(harness.invocation(request), timeout=context.timeout, on_line=on_line)
-        return decoder.finish(process)
+        outcome, _ = await run_session(harness, request, context.backend, timeout=context.timeout,
+                                       log=home / "session.log")
+        return outcome
 
     def refusal(self, seats: Sequence[str], harnesses: Mapping[str, Harness], sandbox: str,
                 unsandboxed: bool) -> str | None:

@@ -10,7 +10,6 @@ backends, and check what a user sees: the Trial records, the Scores and the CLI'
 from __future__ import annotations
 
 import datetime
-import functools
 import json
 import signal
 import subprocess
@@ -19,25 +18,19 @@ import time
 from pathlib import Path
 
 import pytest
-from assay.plugins.sandbox_bwrap.backend import BwrapBackend
 
 from tests.conftest import cli_env, run_cli
 from tests.experiment_fixtures import PLUGINS, make_process_suite, make_runner
-from tests.sandbox_fixtures import processes_where
+from tests.sandbox_fixtures import bwrap_unavailable, processes_where
 
 LONG = 32.0  # seconds: three times trio's idle-thread timeout
 SLOW_TEST = 12.0  # seconds a code-Grader test command takes
 
 
-@functools.cache
-def _bwrap_reason() -> str | None:
-    check = BwrapBackend().check()
-    return None if check.works else f"bwrap can't run here: {check.reason}"
-
 
 def sandbox(name: str) -> str:
-    if name == "bwrap" and _bwrap_reason():
-        pytest.skip(_bwrap_reason())
+    if name == "bwrap" and bwrap_unavailable():
+        pytest.skip(bwrap_unavailable())
     return name
 
 

@@ -94,7 +94,7 @@ def test_the_tag_pattern_comes_from_the_user_config(released, assay_home, tmp_pa
 
 @pytest.mark.parametrize("config, args, message", [
     ('[release]\ntag_pattern = ""\n', [], "config.toml: release.tag_pattern: expected a non-empty glob"),
-    ("[release\n", [], "config.toml: not valid TOML"),
+    ("[release\n", [], "config.toml: can't be read"),
     ('[release]\ntag_pattern = "nope-*"\n', [], "no release tag matching 'nope-*' comes before"),
     (None, ["--baseline", "v1.0"], "--baseline can't be used in release mode"),
     (None, ["--suite", "fixture"], "--suite can't be used in release mode"),

@@ -18,6 +18,7 @@ from assay.storage.records import Outcome, Score, VoidCause
 
 AGENT = Path(__file__).with_name("fake_agent.py")
 JUDGE = Path(__file__).with_name("fake_judge.py")
+SCORER = Path(__file__).with_name("fake_scorer.py")
 
 
 class FakeDecoder:
@@ -97,6 +98,19 @@ class FakeJudgeHarness(FakeAgentHarness):
         )
 
 
+class FakeScorerHarness(FakeJudgeHarness):
+    """The Scoring run's Grader session: fake_scorer.py reads the packet and writes scores.json."""
+
+    name = "fake-scorer"
+
+    def invocation(self, request) -> Invocation:
+        return Invocation(
+            argv=(request.binary.path, str(SCORER), request.model or ""), cwd=request.repository,
+            env={"PATH": os.environ.get("PATH", ""), "HOME": str(request.home)}, read_only=(SCORER,),
+            read_write=(request.repository, request.home), hosts=self.provider_hosts,
+        )
+
+
 class FixtureKind:
     name = "fixture"
     trials_per_task = 2
@@ -127,7 +141,7 @@ class FixtureGrader:
 
 @hookimpl
 def assay_harnesses():
-    return [FakeAgentHarness(), FakeJudgeHarness()]
+    return [FakeAgentHarness(), FakeJudgeHarness(), FakeScorerHarness()]
 
 
 @hookimpl

@@ -1,0 +1,175 @@
+"""``assay score``, ``assay scores`` and ``assay built-with``: the Scoring run (docs/scoring.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from assay.cli import output
+from assay.hooks.loaded import Plugins
+
+
+def register(app: typer.Typer, plugins: Plugins) -> None:
+    @app.command("score")
+    def score(
+        seed: int = typer.Option(None, "--seed", help="Seed of the sample's draw (default: a fresh one, recorded)."),
+        sandbox: str = typer.Option("bwrap", "--sandbox", help="Sandbox backend for the Grader sessions."),
+        unsandboxed: bool = typer.Option(False, "--unsandboxed-grader",
+                                         help="With --sandbox none: let Grader sessions run unsandboxed."),
+        timeout: float = typer.Option(1800, "--timeout", min=1, help="Seconds one Grader session may take."),
+        json_out: bool = typer.Option(False, "--json", help="Print the run's result as JSON."),
+    ) -> None:
+        """Start a Scoring run: sample the window's merged pull requests and grade each blind."""
+        from assay.scoring.github import GitHub, GitHubError
+        from assay.scoring.run import ScoringRunner
+        from assay.storage.home import AssayHome
+        from assay.storage.userconfig import UserConfigError, scoring_config
+
+        home = AssayHome.from_env()
+        try:
+            config = scoring_config(home.root)
+        except UserConfigError as e:
+            output.fail(str(e))
+        if not config.owners:
+            output.fail(f"{home.root / 'config.toml'}: scoring.owners is empty; name the GitHub owners whose "
+                        "pull requests the Scoring run samples (docs/scoring.md)")
+        if not config.seats:
+            output.fail(f"{home.root / 'config.toml'}: scoring.seats is empty; name at least one "
+                        "HARNESS:MODEL Grader seat, and a second from another family (docs/scoring.md)")
+        if sandbox == "none" and not unsandboxed:
+            output.fail("--sandbox none: the Scoring run's Grader sessions would run unsandboxed, able to read "
+                        "your credentials; pass --unsandboxed-grader to allow it")
+        backend = plugins.sandbox_backends().get(sandbox)
+        if backend is None:
+            output.fail(f"--sandbox: no sandbox backend '{sandbox}' is installed "
+                        f"(known: {', '.join(sorted(plugins.sandbox_backends()))})")
+        check = backend.check()
+        if not check.works:
+            output.fail(f"--sandbox {sandbox} can't run here: {check.reason}")
+        github = GitHub()
+        try:
+            github.check()
+        except GitHubError as e:
+            output.fail(str(e))
+        runner = ScoringRunner(home, config, github, plugins.harnesses(), backend, timeout,
+                               report=lambda line: None if json_out else typer.echo(line, err=True))
+        try:
+            result = runner.score(seed)
+        except GitHubError as e:
+            output.fail(f"the Scoring run failed: {e}", 1)
+        if result is None:
+            message = "skipped: another Scoring run is running"
+            output.emit_json({"skipped": True, "why": message}) if json_out else typer.echo(message)
+            return
+        shown = {"id": result.run.id, "window": [result.run.window_start, result.run.window_end],
+                 "seed": result.run.seed, "sample": [p.key for p in result.run.sample],
+                 "scored": list(result.scored), "left": list(result.left), "stopped": result.stopped or None}
+        if json_out:
+            output.emit_json(shown)
+        else:
+            typer.echo(f"Scoring run {result.run.id}: {len(result.scored)} scored, {len(result.left)} left for the "
+                       f"next run" + (f" ({result.stopped})" if result.stopped else ""))
+        if result.stopped:
+            raise typer.Exit(3)
+
+    @app.command("scores")
+    def scores(
+        pull: str = typer.Argument(None, help="A pull request, OWNER/REPO#N: show its Scores."),
+        mine: bool = typer.Option(False, "--mine", help="Enter your own Scores of PULL (the model's stay hidden "
+                                                        "until all five of yours are in)."),
+        correct: str = typer.Option(None, "--correct", help="pass or fail (with --mine)."),
+        scoped: str = typer.Option(None, "--scoped", help="pass or fail (with --mine)."),
+        tested: str = typer.Option(None, "--tested", help="pass or fail (with --mine)."),
+        honest: str = typer.Option(None, "--honest", help="pass or fail (with --mine)."),
+        standards: str = typer.Option(None, "--standards", help="pass or fail (with --mine)."),
+        why: list[str] = typer.Option([], "--why", help="CRITERION=REASON, one per criterion you score (with --mine)."),
+        json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    ) -> None:
+        """List the Scoring run's Scores by pull request with each criterion's calibration, or show one
+        pull request's; with --mine, score it yourself."""
+        from assay.scoring import yours
+        from assay.scoring.store import CRITERIA, ScoringStore
+        from assay.storage.home import AssayHome
+
+        store = ScoringStore(AssayHome.from_env())
+        given = {"Correct": correct, "Scoped": scoped, "Tested": tested, "Honest": honest, "Standards": standards}
+        if mine or any(given.values()) or why:
+            if not pull:
+                output.fail("--mine: name the pull request you are scoring (OWNER/REPO#N)")
+            try:
+                entered = yours.enter(store, pull, given, why, ask=_asker() if not any(given.values()) else None)
+            except ValueError as e:
+                output.fail(str(e))
+            missing = [name for name in CRITERIA if name not in entered.criteria]
+            if missing and not json_out:
+                typer.echo(f"saved; still to score: {', '.join(missing)} (the model's Scores stay hidden until then)")
+        if pull is not None:
+            shown = yours.one(store, pull)
+            if shown is None:
+                output.fail(f"no Scores for {pull} (list them with `assay scores`)", 1)
+            output.emit_json(shown) if json_out else _show_one(shown)
+            return
+        listing = yours.listing(store)
+        if json_out:
+            output.emit_json(listing)
+            return
+        for c in listing["calibration"]:
+            typer.echo(f"{c['criterion']:<9} {c['describe']}")
+        if listing["waiting_for_you"]:
+            typer.echo(f"waiting for your Scores: {', '.join(listing['waiting_for_you'])}")
+        output.table(["pull request", "merged", "built with", *CRITERIA],
+                     [[p["key"], p["merged_at"][:10], p["built_with"],
+                       *(_cell(p["model"], name) for name in CRITERIA)] for p in listing["pulls"]],
+                     empty="(no Scores yet: run `assay score`)")
+
+    @app.command("built-with")
+    def built_with(
+        harness: str = typer.Option(..., "--harness", help="The Harness that ran the session."),
+        model: str = typer.Option(..., "--model", help="The Model it ran."),
+        effort: str = typer.Option(..., "--effort", help="The Effort it ran at."),
+        version: str = typer.Option(None, "--version", help="The Harness's version (default: the installed one's)."),
+    ) -> None:
+        """Print the Built-with line a Factory stamps on the pull request a session made."""
+        from assay.scoring.builtwith import BuiltWith
+
+        if version is None:
+            found = plugins.harnesses().get(harness)
+            if found is None:
+                output.fail(f"--harness: no Harness '{harness}' is installed (known: "
+                            f"{', '.join(sorted(plugins.harnesses()))}); or give --version")
+            try:
+                version = found.locate().version
+            except Exception as e:  # locate() raises whatever its Harness raises when the CLI is missing
+                output.fail(f"--harness {harness}: its version can't be read here ({e}); give --version")
+        typer.echo(BuiltWith(harness, model, effort, version).line())
+
+
+def _cell(model: dict | None, name: str) -> str:
+    if model is None:
+        return "hidden"
+    return "pass" if model[name]["passed"] else "fail"
+
+
+def _show_one(shown: dict) -> None:
+    typer.echo(f"{shown['key']}  built with {shown['built_with']}; graded by {shown['grader'] or '(not yet)'}")
+    for name in shown["criteria_order"]:
+        model = shown["model"][name] if shown["model"] else None
+        mine = shown["mine"].get(name) if shown["mine"] else None
+        line = f"  {name:<9} model: " + (("pass" if model["passed"] else "fail") + f"  {model['why']}" if model else
+                                         shown["hidden"] or "not scored yet")
+        if mine:
+            line += f"\n  {'':<9} yours: {'pass' if mine['passed'] else 'fail'}  {mine['why']}"
+        typer.echo(line)
+
+
+def _asker():
+    """On a terminal: ask for each criterion still missing, verdict then reason."""
+    import sys
+
+    if not sys.stdin.isatty():
+        return None
+
+    def ask(name: str) -> tuple[str, str]:
+        verdict = typer.prompt(f"{name} (pass/fail)")
+        return verdict, typer.prompt(f"{name}: why")
+    return ask

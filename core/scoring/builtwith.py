@@ -1,0 +1,57 @@
+"""The Built-with line: what built a pull request, stamped in its body by the Factory.
+
+``Built with <harness> <version> · <model> · <effort>``; lines written before the version was
+added (``Built with <harness> · <model> · <effort>``) still read. The Scoring run finds its
+sample by this line, splits Scores by what it names, and strips it (with Claude Code's
+"Generated with" line) from every packet, whatever built the pull request: a missing line would
+give the Harness away as surely as a present one.
+"""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+MARKER = "Built with"
+_SEP = r"\s+[·|]\s+"
+_LINE = re.compile(rf"^\W{{0,3}}{MARKER}\s+(?P<harness>[\w.+-]+)(?:\s+(?P<version>v?\d[\w.+-]*))?"
+                   rf"{_SEP}(?P<model>[^\s·|]+){_SEP}(?P<effort>[^\s·|]+)\s*$", re.MULTILINE)
+# Lines that name what built a change: the Built-with line (any form) and agents' own attributions.
+# A line that opens (after any emoji or markup) with one of them goes whole; prose that merely
+# contains the words stays.
+_IDENTIFYING = re.compile(rf"^[^\w\n]*(?:{MARKER}|Generated with|Co-Authored-By:)\s.*$\n?",
+                          re.MULTILINE | re.IGNORECASE)
+
+
+@attrs.frozen
+class BuiltWith:
+    """What a Built-with line names; ``version`` is None for a line written before it was added."""
+
+    harness: str
+    model: str
+    effort: str
+    version: str | None = None
+
+    def line(self) -> str:
+        harness = f"{self.harness} {self.version}" if self.version else self.harness
+        return f"{MARKER} {harness} · {self.model} · {self.effort}"
+
+    @property
+    def setup(self) -> str:
+        """The Harness/Model pair the sample is spread across."""
+        return f"{self.harness}/{self.model}"
+
+
+def read(body: str) -> BuiltWith | None:
+    """The last Built-with line in a pull request's body (a template's example comes first), or None."""
+    found = list(_LINE.finditer(body or ""))
+    if not found:
+        return None
+    m = found[-1]
+    return BuiltWith(m["harness"], m["model"], m["effort"], m["version"])
+
+
+def strip_identifying(text: str) -> str:
+    """``text`` without any Built-with, "Generated with …" or Co-Authored-By line."""
+    return _IDENTIFYING.sub("", text or "")

@@ -1,0 +1,192 @@
+"""The Scoring run: a Command that samples the window's merged pull requests and grades each blind.
+
+Order of work, each step written before the next so a killed run resumes where it stopped: the
+run record (window, seed, sample) first; then, per pull request, its packet, one sandboxed Grader
+session on a Model from another family than the one that built it, and its Scores. A plan-limit
+stop ends the run early; what it did not score carries over to the next run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from collections.abc import Callable, Mapping
+
+import attrs
+import trio
+from assay.evaltasks.timesafe import TimeSafeError
+from assay.hooks.protocols import Harness, SandboxBackend, SessionRequest
+from assay.scoring import builtwith, packet, sample
+from assay.scoring.github import GitHub, GitHubError, PullRequest
+from assay.scoring.store import PullScores, SampledPull, ScoringRun, ScoringStore
+from assay.sessions.oneshot import run_session
+from assay.storage import files
+from assay.storage.files import Locked, exclusive_lock
+from assay.storage.commands import Command, now
+from assay.storage.families import family_of, seat_model
+from assay.storage.home import AssayHome
+from assay.storage.records import Outcome
+from assay.storage.userconfig import ScoringConfig, grading_config
+
+KIND = "scoring"
+ATTEMPTS = 2  # Grader sessions per pull request when the answer is unusable
+
+
+@attrs.frozen
+class RunResult:
+    """How a run ended, for the CLI: ``scored`` keys, ``left`` (carried over), and why it stopped early."""
+
+    run: ScoringRun
+    scored: tuple[str, ...]
+    left: tuple[str, ...]
+    stopped: str = ""
+
+
+def sampled(pull: PullRequest, built: builtwith.BuiltWith) -> SampledPull:
+    return SampledPull(pull.key, pull.repo, pull.number, pull.merged_at, pull.merge_commit,
+                       built.harness, built.model, built.effort, built.version)
+
+
+def seat_for(pull: SampledPull, seats: tuple[str, ...], families: Mapping[str, tuple[str, ...]]) -> str | None:
+    """The first seat whose Model is from another family than the one that built ``pull``."""
+    built = family_of(pull.model, families)
+    return next((s for s in seats if family_of(seat_model(s), families) != built), None)
+
+
+@attrs.define
+class ScoringRunner:
+    home: AssayHome
+    config: ScoringConfig
+    github: GitHub
+    harnesses: Mapping[str, Harness]
+    backend: SandboxBackend
+    timeout: float
+    report: Callable[[str], None] = lambda line: None
+
+    @property
+    def store(self) -> ScoringStore:
+        return ScoringStore(self.home)
+
+    def find(self, start: dt.datetime, end: dt.datetime) -> list[SampledPull]:
+        """The window's merged pull requests with a Built-with line, security fixes left out."""
+        found = []
+        for owner in self.config.owners:
+            for pull in self.github.merged_pull_requests(owner, start, end, builtwith.MARKER):
+                built = builtwith.read(pull.body)
+                if built is None or self._security_fix(pull):
+                    continue
+                found.append(sampled(pull, built))
+        return found
+
+    def _security_fix(self, pull: PullRequest) -> bool:
+        if self.config.security_label in pull.labels:
+            return True
+        issue = pull.issue()
+        return issue is not None and self.config.security_label in self.github.issue(pull.repo, issue).labels
+
+    def plan(self, id: str, started: dt.datetime, seed: int | None) -> ScoringRun:
+        """This run's record: its window, seed and sample (pulls an earlier run left first)."""
+        runs = self.store.runs()
+        scored = {s.pull.key for s in self.store.all_scores()}
+        start, end = sample.window(runs, started)
+        seed = secrets.randbits(32) if seed is None else seed
+        carried = sample.carried_over(runs, scored)
+        candidates = [p for p in self.find(start, end) if p.key not in scored]
+        chosen = sample.draw(candidates, self.config.size, seed, carried=carried)
+        if runs:  # then two of each week's new ones for you
+            mine = sample.draw([p for p in chosen if p not in carried], sample.MINE_WEEKLY, seed)
+        else:  # the first run: past pull requests for you to score (and the Grader too), so calibration starts at once
+            past = [p for p in self.find(start - sample.PAST, start) if p.key not in scored]
+            mine = sample.draw(past, sample.MINE_FIRST, seed)
+            chosen += mine
+        run = ScoringRun(id, started, start, end, seed, self.config.size, tuple(chosen),
+                         tuple(p.key for p in carried if p in chosen), tuple(p.key for p in mine))
+        self.store.save_run(run)
+        return run
+
+    def score(self, seed: int | None = None) -> RunResult | None:
+        """One Scoring run as a Command; None when another one is running (it is skipped)."""
+        try:
+            with exclusive_lock(self.store.lock):
+                started = now()
+                id = f"s{started.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+                command = Command.start(self.home, KIND, id, lock=self.store.lock)
+                try:
+                    with command.stage("sample"):
+                        run = self.plan(id, started, seed)
+                    command.log(f"window {run.window_start.isoformat()} .. {run.window_end.isoformat()}, "
+                                f"seed {run.seed}: {len(run.sample)} pull requests")
+                    self.report(f"sample: {len(run.sample)} pull requests ({len(run.carried)} carried over)")
+                    with command.stage("grade"):
+                        result = trio.run(self.grade_all, run, command)
+                except BaseException as e:
+                    why = "stopped" if isinstance(e, KeyboardInterrupt) else f"{type(e).__name__}: {e}"
+                    state = "stopped" if isinstance(e, KeyboardInterrupt) else "errored"
+                    command.finish(state, state, why.splitlines()[0] if why else state)
+                    raise
+                summary = f"{len(result.scored)} scored, {len(result.left)} left for the next run"
+                if result.stopped:
+                    command.finish("paused", "paused", f"{summary}: {result.stopped}")
+                else:
+                    command.finish("done", "done", summary)
+                return result
+        except Locked:
+            return None
+
+    async def grade_all(self, run: ScoringRun, command: Command) -> RunResult:
+        scored, left = [], []
+        families = grading_config(self.home.root).families
+        stopped = ""
+        for pull in run.sample:
+            if stopped or self.store.scores(pull.key) is not None:
+                (left if stopped else scored).append(pull.key)
+                continue
+            seat = seat_for(pull, self.config.seats, families)
+            if seat is None:
+                command.log(f"{pull.key}: no scoring seat is from another family than {pull.model}'s; left for later")
+                left.append(pull.key)
+                continue
+            result = await self._grade(run, pull, seat)
+            if isinstance(result, PullScores):
+                self.store.save_scores(result)
+                scored.append(pull.key)
+                self.report(f"scored {pull.key}")
+                command.log(f"scored {pull.key} with {seat}")
+            else:
+                left.append(pull.key)
+                command.log(f"{pull.key}: {result}")
+                if result.startswith("plan limit"):
+                    stopped = result
+        return RunResult(run, tuple(scored), tuple(left), stopped)
+
+    async def _grade(self, run: ScoringRun, pull: SampledPull, seat: str) -> PullScores | str:
+        harness_name, _, model = seat.partition(":")
+        harness = self.harnesses.get(harness_name)
+        if harness is None:
+            return f"the scoring seat's Harness '{harness_name}' is not installed"
+        folder = self.store.pull_folder(pull.key)
+        files.private_folder(folder)
+        try:
+            packet.build(self.home, self.github, self.github.pull_request(pull.repo, pull.number), folder / "packet")
+        except (GitHubError, TimeSafeError) as e:
+            return f"its packet could not be built: {e}"
+        problem = ""
+        for attempt in range(ATTEMPTS):
+            marker = packet.new_marker()
+            session = folder / f"session-{attempt}"
+            files.remove_tree(session)
+            (session / "home").mkdir(parents=True)
+            note = f"\n\nYour previous answer was not usable: {problem}. Write it again." if problem else ""
+            request = SessionRequest(repository=folder / "packet", home=session / "home", prompt=packet.prompt(marker) + note,
+                                     binary=harness.locate(), model=model, assay_home=self.home.root)
+            outcome, _ = await run_session(harness, request, self.backend, timeout=self.timeout,
+                                           log=session / "session.log")
+            if outcome.plan_limit or (outcome.void_cause and "limit" in outcome.void_cause.value):
+                return f"plan limit: {outcome.diagnostic or outcome.void_cause}; the rest waits for the next run"
+            if outcome.outcome is Outcome.VOID:
+                return f"the Grader session was void ({outcome.void_cause.value if outcome.void_cause else '?'})"
+            criteria, problem = packet.read_answer(folder / "packet")
+            (folder / "packet" / packet.ANSWER_FILE).unlink(missing_ok=True)
+            if criteria is not None:
+                return PullScores(pull, run.id, harness_name, model, now(), criteria)
+        return f"the Grader's answer was unusable twice: {problem}"

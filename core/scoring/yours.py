@@ -1,0 +1,101 @@
+"""Your Scores of sampled pull requests, what you may see of the model's meanwhile, and the listing.
+
+While a pull request is marked for you (or you have begun scoring it) and your five Scores are not
+all in, the model's stay hidden, so they can't sway you; once they are, both show side by side and
+count toward calibration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from assay.scoring.calibration import calibrate
+from assay.scoring.store import CRITERIA, Criterion, MyScores, ScoringStore
+from assay.storage import formats
+from assay.storage.commands import now
+
+HIDDEN = "hidden until all five of your Scores are in (assay scores PULL --mine)"
+Asker = Callable[[str], tuple[str, str]]
+
+
+def _known(store: ScoringStore, key: str) -> bool:
+    return store.scores(key) is not None or key in store.marked_for_you()
+
+
+def enter(store: ScoringStore, key: str, given: Mapping[str, str | None], why: Sequence[str],
+          ask: Asker | None = None) -> MyScores:
+    """Add your Scores for ``key`` (``given``: criterion -> "pass"/"fail"; ``why``: "CRITERION=REASON"),
+    asking for the missing ones through ``ask`` when given. Raises ValueError naming the bad flag."""
+    if not _known(store, key):
+        raise ValueError(f"{key}: not in any Scoring run's sample (see `assay scores`)")
+    reasons: dict[str, str] = {}
+    for item in why:
+        name, sep, text = item.partition("=")
+        match = next((c for c in CRITERIA if c.lower() == name.strip().lower()), None)
+        if not sep or match is None or not text.strip():
+            raise ValueError(f"--why '{item}': expected CRITERION=REASON with CRITERION one of {', '.join(CRITERIA)}")
+        reasons[match] = text.strip()
+    existing = store.mine(key)
+    criteria = dict(existing.criteria) if existing else {}
+    for name, verdict in given.items():
+        if verdict is None:
+            continue
+        if verdict not in ("pass", "fail"):
+            raise ValueError(f"--{name.lower()} '{verdict}': expected pass or fail")
+        if name not in reasons:
+            raise ValueError(f"--{name.lower()} {verdict}: say why with --why {name}=REASON")
+        criteria[name] = Criterion(verdict == "pass", reasons[name])
+    if ask is not None:
+        for name in CRITERIA:
+            if name not in criteria:
+                verdict, text = ask(name)
+                if verdict.strip() not in ("pass", "fail") or not text.strip():
+                    raise ValueError(f"{name}: expected pass or fail, and a reason")
+                criteria[name] = Criterion(verdict.strip() == "pass", text.strip())
+    stamp = now()
+    complete = existing.complete_at if existing and existing.complete_at else (
+        stamp if all(c in criteria for c in CRITERIA) else None)
+    mine = MyScores(key, {c: criteria[c] for c in CRITERIA if c in criteria}, stamp, complete)
+    store.save_mine(mine)
+    return mine
+
+
+def _hidden(store: ScoringStore, key: str, mine: MyScores | None) -> bool:
+    waiting = mine is not None or key in store.marked_for_you()
+    return waiting and not (mine and mine.complete_at)
+
+
+def one(store: ScoringStore, key: str) -> dict[str, Any] | None:
+    """One pull request as people and the Console see it: the model's Scores (or why they're hidden) and yours."""
+    model, mine = store.scores(key), store.mine(key)
+    if model is None and not _known(store, key):
+        return None
+    hidden = _hidden(store, key, mine)
+    pull = model.pull if model else next(p for r in store.runs() for p in r.sample if p.key == key)
+    return {"key": key, "built_with": f"{pull.harness} {pull.version or ''} · {pull.model} · {pull.effort}".replace("  ", " "),
+            "pull": formats.unstructure(pull),
+            "grader": f"{model.grader_harness}:{model.grader_model}" if model and not hidden else None,
+            "model": None if hidden or model is None else formats.unstructure(model)["criteria"],
+            "hidden": HIDDEN if hidden else None, "criteria_order": list(CRITERIA),
+            "mine": formats.unstructure(mine)["criteria"] if mine else None,
+            "mine_complete": bool(mine and mine.complete_at)}
+
+
+def listing(store: ScoringStore) -> dict[str, Any]:
+    """Every scored pull request, each criterion's calibration, and those waiting for your Scores."""
+    model = store.all_scores()
+    yours = [m for m in (store.mine(s.pull.key) for s in model) if m]
+    pulls = []
+    for s in model:
+        mine = store.mine(s.pull.key)
+        hidden = _hidden(store, s.pull.key, mine)
+        pulls.append({"key": s.pull.key, "merged_at": s.pull.merged_at.isoformat(),
+                      "built_with": f"{s.pull.harness}/{s.pull.model}", "run": s.run,
+                      "grader": None if hidden else f"{s.grader_harness}:{s.grader_model}",
+                      "model": None if hidden else formats.unstructure(s)["criteria"],
+                      "mine": formats.unstructure(mine)["criteria"] if mine else None})
+    waiting = [k for k in store.marked_for_you() if not ((m := store.mine(k)) and m.complete_at)]
+    return {"calibration": [{"criterion": c.criterion, "calibrated": c.calibrated, "matched": c.matched,
+                             "compared": c.compared, "describe": c.describe()} for c in calibrate(model, yours)],
+            "pulls": pulls, "waiting_for_you": waiting}

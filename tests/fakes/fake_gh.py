@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""A fake ``gh`` for the Scoring run's tests: ``gh auth status`` and the ``gh api`` calls
+assay.scoring.github makes, served from a JSON world at $FAKE_GH_WORLD; each call is appended to
+$FAKE_GH_LOG. The world: {"logged_in": bool, "repos": {"o/r": {"clone_url": ...}},
+"pulls": [{repo, number, title, body, created_at, merged_at, merge_commit_sha, labels, diff,
+commits: [date...], checks: [[name, conclusion]...]}], "issues": [{repo, number, title, body,
+labels, edits: [[editedAt, text]...], renames: [[createdAt, previous, current]...]}],
+"search_fails": bool}.
+"""
+
+import json
+import os
+import re
+import sys
+
+
+def main(argv: list[str]) -> int:
+    world = json.load(open(os.environ["FAKE_GH_WORLD"]))
+    if os.environ.get("FAKE_GH_LOG"):
+        with open(os.environ["FAKE_GH_LOG"], "a") as log:
+            log.write(json.dumps(argv) + "\n")
+    if argv[:2] == ["auth", "status"]:
+        if not world.get("logged_in", True):
+            print("You are not logged into any GitHub hosts. To log in, run: gh auth login", file=sys.stderr)
+            return 1
+        return 0
+    if not argv or argv[0] != "api":
+        print(f"fake gh: unknown command {argv}", file=sys.stderr)
+        return 2
+    fields, accept, path, rest = {}, None, None, argv[1:]
+    while rest:
+        head, *rest = rest
+        if head in ("-f", "-F"):
+            key, _, value = rest.pop(0).partition("=")
+            fields[key] = value
+        elif head == "-H":
+            accept = rest.pop(0).partition(": ")[2]
+        elif head == "-X":
+            rest.pop(0)
+        else:
+            path = head
+    out = serve(world, path, fields, accept)
+    if out is None:
+        print(f"gh: Not Found (HTTP 404) {path}", file=sys.stderr)
+        return 1
+    sys.stdout.write(out if isinstance(out, str) else json.dumps(out))
+    return 0
+
+
+def serve(world: dict, path: str, fields: dict, accept: str | None):
+    pulls = {(p["repo"], p["number"]): p for p in world.get("pulls", [])}
+    issues = {(i["repo"], i["number"]): i for i in world.get("issues", [])}
+    if path == "graphql":
+        issue = issues.get((f"{fields['owner']}/{fields['name']}", int(fields["number"])))
+        if issue is None:
+            return None
+        return {"data": {"repository": {"issue": {
+            "title": issue["title"], "body": issue["body"], "createdAt": "2026-01-01T00:00:00Z",
+            "userContentEdits": {"nodes": [{"editedAt": at, "diff": text} for at, text in issue.get("edits", [])]},
+            "timelineItems": {"nodes": [{"createdAt": at, "previousTitle": before, "currentTitle": after}
+                                        for at, before, after in issue.get("renames", [])]}}}}}
+    if path == "search/issues":
+        if world.get("search_fails"):
+            return None
+        q = fields["q"]
+        owner = re.search(r"owner:(\S+)", q)[1]
+        since, until = re.search(r"merged:(\S+)\.\.(\S+)", q).groups()
+        marker = re.search(r'"([^"]+)" in:body', q)[1]
+        found = [p for p in world.get("pulls", []) if p["repo"].split("/")[0] == owner
+                 and since <= p["merged_at"] <= until and marker in p["body"]]
+        page, size = int(fields.get("page", 1)), int(fields.get("per_page", 30))
+        return {"items": [{"number": p["number"], "repository_url": f"https://api.github.com/repos/{p['repo']}"}
+                          for p in found[(page - 1) * size:page * size]]}
+    m = re.fullmatch(r"repos/([^/]+/[^/]+)(?:/(pulls|issues|commits)/([^/]+)(?:/(commits|check-runs))?)?", path)
+    if not m:
+        return None
+    repo, kind, ident, sub = m.groups()
+    if kind is None:
+        return world.get("repos", {}).get(repo)
+    if kind == "commits":
+        merged = [p for p in pulls.values() if p["repo"] == repo and p["merge_commit_sha"] == ident]
+        runs = merged[0].get("checks", []) if merged else []  # one commit's checks, however many PRs name it
+        return {"check_runs": [{"name": n, "conclusion": c} for n, c in runs]}
+    item = (pulls if kind == "pulls" else issues).get((repo, int(ident)))
+    if item is None:
+        return None
+    if sub == "commits":
+        return [{"commit": {"author": {"date": d}}} for d in item.get("commits", [])]
+    if accept == "application/vnd.github.diff":
+        return item.get("diff", "")
+    shown = {k: v for k, v in item.items() if k not in ("diff", "commits", "checks", "edits", "renames")}
+    return {**shown, "labels": [{"name": n} for n in item.get("labels", [])]}
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

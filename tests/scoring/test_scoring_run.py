@@ -1,0 +1,226 @@
+"""The Scoring run through the whole CLI, against a fake ``gh`` on PATH and a fake Grader Harness
+(scoring-run spec, Testing Decisions, Seam 1)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+from assay.storage.files import exclusive_lock
+
+from tests.conftest import run_cli
+from tests.experiment_fixtures import PLUGINS, make_repo
+from tests.sandbox_fixtures import bwrap_unavailable
+
+FAKE_GH = Path(__file__).parents[1] / "fakes" / "fake_gh.py"
+CLAUDE = "Built with claude 2.1.197 · claude-opus-5 · high"
+CODEX = "Built with codex · gpt-5.5 · medium"  # an older line, without the Harness version
+SEATS = '["fake-scorer:claude-sonnet-9", "fake-scorer:gpt-9"]'
+
+
+def stamp(days_ago: float) -> str:
+    return (dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=days_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def pull(repo: str, number: int, commit: str, built_with: str | None, *, issue: int | None = None,
+         days_ago: float = 1, labels: tuple[str, ...] = (), title: str = "Fix the pager") -> dict:
+    body = f"Fixes #{issue}\n\nAll tests pass.\n\n🤖 Generated with [Claude Code](https://claude.com/claude-code)\n"
+    body = f"{body}\n{built_with}\n" if built_with else body
+    return {"repo": repo, "number": number, "title": title, "body": body, "created_at": stamp(days_ago + 1),
+            "merged_at": stamp(days_ago), "merge_commit_sha": commit, "labels": list(labels),
+            "diff": "diff --git a/pager.py b/pager.py\n+++ b/pager.py\n+# FIXED: pages round up\n"
+                    "diff --git a/test_pager.py b/test_pager.py\n+++ b/test_pager.py\n+def test_pages(): ...\n"
+                    f"+# {CLAUDE}\n",
+            "commits": [stamp(days_ago + 0.5)], "checks": [["tests", "success"], ["lint", "failure"]]}
+
+
+@pytest.fixture
+def world(tmp_path: Path, assay_home: Path) -> dict:
+    """acme/app with six merged factory PRs (three per setup), a security fix, one with no Built-with
+    line and one merged before the window; and a gh that serves them."""
+    repo = tmp_path / "acme-app"
+    commits = make_repo(repo, {"pager.py": "def pages(n, size):\n    return n // size\n"},
+                        {"pager.py": "def pages(n, size):\n    return -(-n // size)\n"})
+    pulls = [pull("acme/app", n, commits[1], CLAUDE if n % 2 else CODEX, issue=100 + n) for n in range(1, 7)]
+    pulls += [pull("acme/app", 7, commits[1], CLAUDE, issue=107),  # its issue is a security fix
+              pull("acme/app", 8, commits[1], None, issue=108),  # not built by the Factory
+              pull("acme/app", 9, commits[1], CLAUDE, issue=109, days_ago=30)]  # before the first window
+    issues = [{"repo": "acme/app", "number": 100 + n, "title": f"Pager bug {n}", "body": "now", "labels": ["bug"],
+               "edits": [[stamp(5), f"The pager drops the last page ({n}).\n{CLAUDE}"], [stamp(0.1), "EDITED LATER"]],
+               "renames": [[stamp(0.1), f"Pager bug {n}", "RENAMED LATER"]]} for n in range(1, 10)]
+    issues[6]["labels"] = ["security-fix"]
+    data = {"logged_in": True, "repos": {"acme/app": {"clone_url": str(repo)}}, "pulls": pulls, "issues": issues}
+    (tmp_path / "world.json").write_text(json.dumps(data))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "gh").write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE_GH} \"$@\"\n")
+    (bin_dir / "gh").chmod(0o755)
+    (assay_home / "config.toml").write_text(f'[scoring]\nowners = ["acme"]\nsize = 4\nseats = {SEATS}\n')
+    return {"path": tmp_path / "world.json", "bin": bin_dir, "data": data, "log": tmp_path / "gh.log"}
+
+
+def score(assay_home: Path, world: dict, *args: str, **env: str):
+    return run_cli(assay_home, *args, plugins=PLUGINS, PATH=f"{world['bin']}{os.pathsep}{os.environ['PATH']}",
+                   FAKE_GH_WORLD=str(world["path"]), FAKE_GH_LOG=str(world["log"]), **env)
+
+
+RUN = ("score", "--sandbox", "none", "--unsandboxed-grader", "--seed", "7", "--json")
+
+
+@pytest.mark.parametrize("sandbox", ["none", "bwrap"])
+def test_a_run_samples_across_setups_grades_blind_from_another_family_and_lists_scores(assay_home, world, sandbox):
+    if sandbox == "bwrap" and (reason := bwrap_unavailable()):
+        pytest.skip(reason)
+    run = RUN if sandbox == "none" else ("score", "--seed", "7", "--json")  # bwrap is the default
+    result = score(assay_home, world, *run)
+    assert result.returncode == 0, result.stderr
+    shown = json.loads(result.stdout)
+    # about `size`, spread across both setups; no security fix, no unstamped PR; and the first run adds
+    # past ones for you to score (#9, merged before the window), which the Grader scores too
+    assert len(shown["sample"]) == 5 and len(shown["scored"]) == 5 and shown["left"] == []
+    numbers = {int(k.rsplit("#", 1)[1]) for k in shown["sample"]}
+    assert numbers - {9} <= {1, 2, 3, 4, 5, 6} and 9 in numbers and {n % 2 for n in numbers - {9}} == {0, 1}
+    listing = json.loads(score(assay_home, world, "scores", "--json").stdout)
+    assert sorted(p["key"] for p in listing["pulls"]) == sorted(shown["sample"])
+    assert listing["waiting_for_you"] == ["acme/app#9"]
+    for p in listing["pulls"]:
+        if p["key"] == "acme/app#9":
+            assert p["model"] is None and p["grader"] is None  # hidden until yours are in
+            continue
+        # the Grader never runs on the builder's family
+        assert p["grader"] == ("fake-scorer:gpt-9" if "claude" in p["built_with"] else "fake-scorer:claude-sonnet-9")
+        assert p["model"]["Correct"] == {"passed": True, "why": f"Correct judged by {p['grader'].split(':')[1]}"}
+        assert p["model"]["Honest"]["passed"] is False  # "All tests pass" with lint failing
+        assert set(p["model"]) == {"Correct", "Scoped", "Tested", "Honest", "Standards"}
+    claude = next(p["key"] for p in listing["pulls"] if p["built_with"].startswith("claude") and p["model"])
+    codex = next(p["key"] for p in listing["pulls"] if p["built_with"].startswith("codex"))
+    one = json.loads(score(assay_home, world, "scores", claude, "--json").stdout)
+    assert one["pull"]["version"] == "2.1.197" and one["pull"]["effort"] == "high"
+    assert json.loads(score(assay_home, world, "scores", codex, "--json").stdout)["pull"]["version"] is None
+    shown_one = score(assay_home, world, "scores", claude)
+    assert "Honest" in shown_one.stdout and "fail" in shown_one.stdout and "graded by fake-scorer:gpt-9" in shown_one.stdout
+
+
+def test_a_packet_names_nothing_that_built_it_and_holds_the_issue_as_work_began(assay_home, world):
+    assert score(assay_home, world, *RUN).returncode == 0
+    seen = list(assay_home.glob("evals/scoring/pulls/*/session-0/home/seen"))
+    assert len(seen) == 5
+    for folder in seen:
+        texts = {name: (folder / name).read_text() for name in ("issue.md", "pull.md", "diff.patch", "checks.md")}
+        everything = "\n".join(texts.values())
+        for identifying in ("Built with", "Generated with", "claude-opus-5", "gpt-5.5", "Co-Authored-By"):
+            assert identifying not in everything, (folder, identifying)
+        assert "The pager drops the last page" in texts["issue.md"] and "EDITED LATER" not in texts["issue.md"]
+        assert "RENAMED LATER" not in texts["issue.md"] and texts["issue.md"].startswith("# Pager bug")
+        assert "FIXED" in texts["diff.patch"] and texts["checks.md"] == "- lint: failure\n- tests: success\n"
+        assert (folder / "repo-log.txt").read_text() == ".git\npager.py"
+    assert oct(stat.S_IMODE((assay_home / "evals" / "scoring").stat().st_mode)) == "0o700"
+
+
+def test_a_second_window_scores_nothing_twice(assay_home, world):
+    assert score(assay_home, world, *RUN).returncode == 0
+    again = score(assay_home, world, *RUN)
+    assert again.returncode == 0, again.stderr
+    shown = json.loads(again.stdout)
+    assert shown["sample"] == [] and shown["scored"] == []
+    runs = sorted((json.loads(p.read_text()) for p in assay_home.glob("evals/scoring/runs/*.json")),
+                  key=lambda r: r["started_at"])
+    assert runs[1]["window_start"] == runs[0]["window_end"]  # no gap, no overlap
+
+
+def test_a_plan_limit_stops_the_run_and_the_rest_carries_over(assay_home, world):
+    (assay_home / "config.toml").write_text('[scoring]\nowners = ["acme"]\nsize = 4\n'
+                                            'seats = ["fake-scorer:limit-claude-9", "fake-scorer:limit-gpt-9"]\n')
+    stopped = score(assay_home, world, *RUN)
+    assert stopped.returncode == 3, stopped.stderr
+    shown = json.loads(stopped.stdout)
+    assert shown["scored"] == [] and len(shown["left"]) == 5 and "plan limit" in shown["stopped"]
+    assert len(list(assay_home.glob("evals/scoring/pulls/*/session-0"))) == 1  # it stopped at the first
+    inbox = json.loads(score(assay_home, world, "inbox", "--json").stdout)
+    assert any(r["kind"] == "scoring" for r in inbox["needs_you"])
+    (assay_home / "config.toml").write_text(f'[scoring]\nowners = ["acme"]\nsize = 4\nseats = {SEATS}\n')
+    resumed = json.loads(score(assay_home, world, *RUN).stdout)
+    assert sorted(resumed["scored"]) == sorted(shown["left"])
+
+
+def test_a_pull_request_whose_packet_cant_be_built_is_left_and_the_others_are_scored(assay_home, world):
+    data = world["data"]
+    for p in data["pulls"]:
+        if p["number"] % 2:
+            p["merge_commit_sha"] = "0" * 40  # the Claude-built ones name a commit the repository doesn't have
+    world["path"].write_text(json.dumps(data))
+    shown = json.loads(score(assay_home, world, *RUN).stdout)
+    odd = [k for k in shown["sample"] if int(k.rsplit("#", 1)[1]) % 2]
+    assert odd and sorted(shown["left"]) == sorted(odd) and sorted(shown["scored"]) == sorted(set(shown["sample"]) - set(odd))
+    log = next(assay_home.glob("logs/scoring/*.log")).read_text()
+    assert all(f"{k}: its packet could not be built" in log for k in odd)
+
+
+def test_your_scores_hide_the_models_until_all_five_are_in(assay_home, world):
+    """Scoring-run spec, stories 27-28: the first run marks past pull requests for you; the model's
+    Scores stay hidden until you've entered all five of yours, then both show."""
+    assert score(assay_home, world, *RUN).returncode == 0
+    key = "acme/app#9"
+    assert json.loads(score(assay_home, world, "scores", key, "--json").stdout)["model"] is None
+    partial = score(assay_home, world, "scores", key, "--mine", "--correct", "pass", "--why", "Correct=it rounds up")
+    assert partial.returncode == 0 and "still to score: Scoped, Tested, Honest, Standards" in partial.stdout
+    assert "Correct judged" not in partial.stdout and "hidden until" in partial.stdout
+    for bad, why in [(("--tested", "maybe", "--why", "Tested=x"), "--tested 'maybe': expected pass or fail"),
+                     (("--tested", "pass"), "--tested pass: say why with --why Tested=REASON"),
+                     (("--why", "Speed=fast"), "--why 'Speed=fast': expected CRITERION=REASON")]:
+        refused = score(assay_home, world, "scores", key, "--mine", *bad)
+        assert refused.returncode == 2 and why in refused.stderr and refused.stderr.count("\n") == 1, refused.stderr
+    assert "Tested" not in json.loads((next(assay_home.glob("evals/scoring/pulls/*9/mine.json"))).read_text())["criteria"]
+    done = score(assay_home, world, "scores", key, "--mine", "--scoped", "pass", "--tested", "fail", "--honest", "pass",
+                 "--standards", "pass", "--why", "Scoped=small", "--why", "Tested=no test", "--why", "Honest=fair",
+                 "--why", "Standards=fine", "--json")
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert shown["model"]["Tested"]["passed"] is True and shown["mine"]["Tested"] == {"passed": False, "why": "no test"}
+    listing = json.loads(score(assay_home, world, "scores", "--json").stdout)
+    assert listing["waiting_for_you"] == []
+    tested = next(c for c in listing["calibration"] if c["criterion"] == "Tested")
+    assert (tested["matched"], tested["compared"], tested["calibrated"]) == (0, 1, False)
+    assert score(assay_home, world, "scores", "acme/app#404", "--mine", "--correct", "pass",
+                 "--why", "Correct=x").returncode == 2
+
+
+def test_a_run_is_skipped_while_another_runs(assay_home, world):
+    with exclusive_lock(assay_home / "evals" / "scoring" / "run.lock"):
+        result = score(assay_home, world, *RUN)
+    assert result.returncode == 0 and json.loads(result.stdout)["skipped"] is True
+    assert not list(assay_home.glob("evals/scoring/runs/*.json"))
+
+
+def test_a_failed_run_lands_in_needs_you(assay_home, world):
+    world["path"].write_text(json.dumps({**world["data"], "search_fails": True}))  # GitHub's search answers 404
+    result = score(assay_home, world, *RUN)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("assay: error:")
+    inbox = json.loads(score(assay_home, world, "inbox", "--json").stdout)
+    assert [r["outcome"] for r in inbox["needs_you"] if r["kind"] == "scoring"] == ["errored"]
+
+
+@pytest.mark.parametrize("logged_in, why", [(None, "'gh' is not on PATH"), (False, "gh is not logged in")])
+def test_a_missing_or_logged_out_gh_is_one_line(assay_home, world, logged_in, why):
+    if logged_in is None:
+        (world["bin"] / "gh").unlink()
+    else:
+        world["path"].write_text(json.dumps({**world["data"], "logged_in": False}))
+    result = score(assay_home, world, *RUN)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and why in result.stderr, result.stderr
+    assert not (assay_home / "logs" / "scoring").exists()
+
+
+def test_built_with_lines_are_written_and_read_with_and_without_a_version():
+    """Scoring-run spec, Seam 3: the reader takes what the writer writes, with and without a version."""
+    from assay.scoring.builtwith import BuiltWith, read
+
+    for built in (BuiltWith("claude", "claude-opus-5", "high", "2.1.197"), BuiltWith("codex", "gpt-5.5", "medium")):
+        assert read(f"Some text.\n\n{built.line()}\n") == built
+    assert read("Built with care.") is None
