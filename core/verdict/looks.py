@@ -34,10 +34,11 @@ DECIDED_BY_SEQUENCE = "confidence sequence"
 
 def verdict_at_look(
     pairs: Sequence[TaskPair], *, trials_per_task: int, bar: Bar, look: int,
-    added_at: Mapping[str, int] | None = None, measure: Measure = "pass share",
+    added_at: Mapping[str, int] | None = None, measure: Measure = "pass share", advise: bool = True,
 ) -> Verdict:
     """The Verdict at ``look`` (1 = before any extension); ``added_at`` maps a task to the look
-    that added it (a task it doesn't name was there from the start)."""
+    that added it (a task it doesn't name was there from the start). ``advise=False`` skips the
+    "how many more" search, for callers that want only the outcome."""
     if isinstance(look, bool) or not isinstance(look, int) or look < 1:
         raise ValueError(f"look must be a whole number of 1 or more, got {look!r}")
     first = _judge(pairs, trials_per_task, bar, measure=measure, advise=False)
@@ -51,7 +52,7 @@ def verdict_at_look(
             name = f"confidence sequence (valid at every look; this is look {look})"
             changes |= {"verdict": outcome, "reason": _reason(outcome, lo, hi, bar, measure, name=name)}
         first = attrs.evolve(first, **changes)
-    if first.verdict != "inconclusive" or _too_many_dropped(pairs, bar):
+    if first.verdict != "inconclusive" or _too_many_dropped(pairs, bar) or not advise:
         return first
     alpha = _prior(k, bar) + first.counts
     more, over, chance = confidence_sequence.more_tasks(
