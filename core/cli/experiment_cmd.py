@@ -174,10 +174,11 @@ def _extend(plugins: plugin_loading.Plugins, home: AssayHome, ref: str | None, a
         plan = experiments_core.recorded_plan(home, plugins, exp)
     except experiments_core.PlanError as e:
         fail(str(e))
-    if not json_:
-        number = look.number if look else len(exp.looks())
-        typer.echo(f"Look {number}: {_plural(len(tasks), 'Eval task')} added to Experiment {exp.id} "
-                   f"({len(plan.setup.tasks)} in all); the Trials already run are kept.")
+    if not json_ and look is None:
+        typer.echo(f"Resuming look {len(exp.looks())} of Experiment {exp.id}.")
+    elif not json_:
+        typer.echo(f"Look {look.number}: {_plural(len(tasks), 'Eval task')} added to Experiment {exp.id} "
+                   f"({look.tasks} in all); the Trials already run are kept.")
     run_plan(home, plugins, plan, workers=workers, json_=json_)
 
 

@@ -61,7 +61,7 @@ def interval(diffs: Sequence[float], *, level: float, margin: float) -> tuple[fl
     below = _ever_reached(bets, x, m, threshold, sign=1)
     above = _ever_reached(bets, x, m, threshold, sign=-1)
     kept = grid[~(below | above)]
-    if kept.size == 0:  # both sides excluded everything: the side with the larger capital decides
+    if kept.size == 0:  # the two sides crossed (a mean that drifted): the side that excluded more decides
         return (1.0, 1.0) if below.sum() >= above.sum() else (-1.0, -1.0)
     return float(kept[0]), float(kept[-1])
 

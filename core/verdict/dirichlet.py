@@ -123,7 +123,8 @@ class Verdict:
     dropped: tuple[str, ...]
     counts: tuple[int, ...]
     """Tasks per value of the difference the interval is of, from -1 to +1 in steps of 1/k
-    (void tasks excluded); ``credible_interval(counts, bar=...)`` re-checks the interval."""
+    (void tasks excluded); at look 1 ``credible_interval(counts, bar=...)`` re-checks the interval
+    (a later look's is the confidence sequence over the tasks in order: ``decided_by``)."""
     baseline: ArmSummary
     candidate: ArmSummary
     more_tasks: int | None

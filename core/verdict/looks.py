@@ -75,9 +75,3 @@ def sequence_order(pairs: Sequence[TaskPair], added_at: Mapping[str, int], seed:
         group = by_look[number]
         ordered += [group[i] for i in np.random.default_rng([seed, 22, number]).permutation(len(group))]
     return ordered
-
-
-def more_looks_help(v: Verdict) -> bool:
-    """False when even the cap of extra tasks gives less than the chance asked for at the next
-    look: extending again is unlikely to settle it (a true difference too near a boundary)."""
-    return v.more_tasks is not None and not v.more_tasks_over_cap

@@ -148,3 +148,15 @@ def test_bad_extensions_are_one_line_and_write_nothing(world, assay_home: Path):
     assert looks.read_text() == before
     no_id = run_cli(assay_home, "experiment", "--add-tasks", "more/t1", plugins=PLUGINS)
     assert no_id.returncode == 2 and "name it" in no_id.stderr
+
+
+def test_the_output_says_when_more_looks_cannot_help(tmp_path: Path, assay_home: Path):
+    """With no margin, equal Arms can never pass (the interval would have to clear zero) nor fail:
+    the advice says more looks are unlikely to settle it instead of giving a number."""
+    factory = make_factory(tmp_path)
+    make_suite(assay_home)
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "bad": {"*": "right"}})
+    result = experiment(assay_home, factory, sc, "--candidate-model", "bad", "--margin", "0")
+    assert result.returncode == 0, result.stderr
+    assert "More looks are unlikely to settle it: even 1000 more Eval tasks give a" in result.stdout
+    assert "would settle it" not in result.stdout

@@ -105,8 +105,8 @@ def test_how_many_more_is_for_the_next_look_under_the_sequence() -> None:
 def test_says_when_more_looks_cannot_help() -> None:
     """An exact tie with no margin never settles: the advice says more looks won't help."""
     v = at_look(tasks((0, 100), (-3, 50), (3, 50)), 2, bar=Bar(seed=7, margin=0.0))
-    assert v.verdict == "inconclusive" and v.more_tasks_over_cap and not verdict.more_looks_help(v)
-    assert verdict.more_looks_help(at_look(tasks((0, 10), (-1, 5), (1, 5)), 2))
+    assert v.verdict == "inconclusive" and v.more_tasks == verdict.MORE_TASKS_CAP and v.more_tasks_over_cap
+    assert not at_look(tasks((0, 10), (-1, 5), (1, 5)), 2).more_tasks_over_cap
 
 
 def test_too_many_dropped_stays_inconclusive_at_every_look() -> None:
