@@ -18,7 +18,7 @@ Rules compared, on the same simulated suites and task streams:
 
 Prints, per Candidate and rule: pass / fail / inconclusive rates, looks taken and tasks used on
 average. Run: ``python benchmarks/bench_looks.py [--suites N] [--workers W]``; the figures in
-issue 22's closing note came from ``--suites 1000`` (about 20 minutes on 2 cores).
+docs/verdict.md came from ``--suites 1000`` (about 5 minutes with 2 workers).
 """
 
 from __future__ import annotations
