@@ -44,8 +44,10 @@ def _add_look(home: AssayHome, plugins: Plugins, exp: ExperimentDir, wanted: lis
                         "(start a new Experiment, or one with the default --look-rule confidence-sequence)")
     verdict = formats.read(exp.verdict_file, results.ExperimentVerdict) if exp.verdict_file.exists() else None
     if verdict is None or verdict.pending or verdict.look < len(looks):
-        raise PlanError(f"Experiment {exp.id} has no Verdict at look {len(looks)} yet: run it to the end "
-                        "before adding tasks")
+        how = (f"`assay experiment {exp.id} --add-tasks {','.join(t.id for t in looks[-1].added)}` resumes it"
+               if len(looks) > 1 else "run the command that started it again")
+        raise PlanError(f"Experiment {exp.id} has no Verdict at look {len(looks)} yet: finish that look before "
+                        f"adding tasks ({how})")
     if verdict.verdict != "inconclusive":
         raise PlanError(f"Experiment {exp.id} ended in a {verdict.verdict} at look {verdict.look}: only an "
                         "inconclusive Experiment can be extended (a pass or a fail is final)")

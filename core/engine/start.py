@@ -430,7 +430,8 @@ def _summary(exp: ExperimentDir, outcome: str) -> str:
     if result.interval is None:
         return f"Verdict {result.verdict}"
     lo, hi = result.interval
-    return f"Verdict {result.verdict}, interval [{lo:+.3f}, {hi:+.3f}]"
+    look = f" at look {result.look}" if result.look > 1 else ""
+    return f"Verdict {result.verdict}{look}, interval [{lo:+.3f}, {hi:+.3f}]"
 
 
 def prepare_arms(home: AssayHome, plan: Plan) -> dict[str, dict]:

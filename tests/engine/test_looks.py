@@ -79,6 +79,10 @@ def test_an_inconclusive_experiment_extended_twice_with_a_kill_between_looks(wor
     proc.communicate()
     looks = json.loads((folder / "looks.json").read_text())["looks"]
     assert [look["number"] for look in looks] == [1, 2] and looks[1]["tasks"] == 10 and looks[1]["verdict"] is None
+    early = extend(assay_home, sc, exp_id, more[6:])  # look 2 must end before look 3 starts
+    assert early.returncode == 2
+    assert f"no Verdict at look 2 yet: finish that look before adding tasks (`assay experiment {exp_id} --add-tasks" \
+        in early.stderr
     assert looks[0]["verdict"] == "inconclusive" and looks[0]["decided_by"] == "credible interval"
     resumed = extend(assay_home, sc, exp_id, more[:6], "--json")
     assert resumed.returncode == 0, resumed.stderr
@@ -96,6 +100,8 @@ def test_an_inconclusive_experiment_extended_twice_with_a_kill_between_looks(wor
     assert data["verdict"]["verdict"] == expected.verdict == "fail"
     assert data["verdict"]["interval"] == list(expected.interval)
     assert (data["verdict"]["look"], data["verdict"]["decided_by"]) == (3, "confidence sequence")
+    record = json.loads((assay_home / "logs" / "experiment" / f"{exp_id}.json").read_text())
+    assert record["outcome"] == "fail" and record["summary"].startswith("Verdict fail at look 3, interval")
     assert [(look["number"], look["tasks"], look["verdict"]) for look in data["looks"]] == [
         (1, 4, "inconclusive"), (2, 10, "inconclusive"), (3, 24, "fail")]
     assert all(look["at"] and look["interval"] for look in data["looks"])
