@@ -283,9 +283,9 @@ def _conclude(exp: Any, outcome: str, json_: bool) -> None:
     if json_:
         line = {"id": exp.id, "outcome": outcome,
                 "verdict": verdict["verdict"] if verdict else None,
-                "interval": verdict["interval"] if verdict else None,
-                "look": verdict["look"] if verdict else len(exp.looks()),
-                "decided_by": verdict["decided_by"] if verdict else None}
+                "interval": verdict["interval"] if verdict else None}
+        if verdict and verdict["look"] > 1:  # a one-look Experiment's line stays as it always was
+            line |= {"look": verdict["look"], "decided_by": verdict["decided_by"]}
         typer.echo(json.dumps(line))
     else:
         _print_result(exp, outcome, verdict)
