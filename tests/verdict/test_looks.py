@@ -135,3 +135,27 @@ def test_the_order_is_look_by_look_and_shuffled_within_a_look() -> None:
     assert {p.task for p in order[:150]} == {p.task for p in pairs[:150]}
     assert order == verdict.looks.sequence_order(pairs, added, seed=7)
     assert [p.task for p in order[:150]] != sorted(p.task for p in pairs[:150])
+
+
+def _workflow():
+    """benchmarks/bench_looks.py, the user's workflow the figures in docs/verdict.md come from."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parents[2] / "benchmarks" / "bench_looks.py"
+    spec = importlib.util.spec_from_file_location("bench_looks", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_following_the_advice_at_the_margin_keeps_the_first_looks_error_rate() -> None:
+    """The finding, on 400 fixed-seed suites of a Candidate exactly at the margin (start with 30
+    tasks, follow "how many more" up to 3 times): judging every look by the one-look interval
+    passes far more often than one look does; the looks rule adds at most a few suites' worth."""
+    bench = _workflow()
+    passes = {rule: sum(bench.follow(0.8, seed, rule, 30, 3)[0] == "pass" for seed in range(400))
+              for rule in ("one look", "today", "looks rule")}
+    assert passes["today"] >= 1.5 * passes["one look"]
+    assert passes["looks rule"] <= passes["one look"] + 4
