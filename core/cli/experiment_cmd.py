@@ -120,6 +120,12 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         timeout: float = typer.Option(None, help="Bar: per-Trial timeout in seconds (a timeout is a fail)."),
         void_backoff: float = typer.Option(None, help="Bar: seconds before re-running a Trial the provider failed; doubles each time (default 30)."),
         model_grader: list[str] = typer.Option([], "--model-grader", help="Bar: a model Grader seat HARNESS:MODEL (repeatable; the first from neither Arm's family grades)."),
+        look_rule: str = typer.Option(None, "--look-rule", help="Bar: how looks after the first are judged: confidence-sequence (default; --add-tasks may extend an inconclusive Experiment) or one-look (no extension)."),
+        add_tasks: list[str] = typer.Option(
+            [], "--add-tasks", metavar="SUITE/TASK[,…]",
+            help="Extend the inconclusive Experiment named in place of the Candidate with these Eval tasks "
+                 "(repeatable or comma-separated): a new look, judged so that looking again can't pass by luck "
+                 "(docs/verdict.md). The same command again resumes it."),
         workers: int = typer.Option(2, min=1, help="Trials running at once."),
         sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap where it works, else none)."),
         unsandboxed_grader: bool = typer.Option(
@@ -142,9 +148,13 @@ def _experiment_command(plugins: plugin_loading.Plugins):
             refuse_outside_release(baseline=baseline, suite=suite, baseline_runner=baseline_runner,
                                    candidate_runner=candidate_runner)
         home = AssayHome.from_env()
-        bar = _bar(margin=margin, level=level, seed=seed, draws=draws, prior_weight=prior_weight,
-                   timeout_seconds=timeout, void_backoff_seconds=void_backoff,
-                   model_graders=tuple(model_grader) or None)
+        given = dict(margin=margin, level=level, seed=seed, draws=draws, prior_weight=prior_weight,
+                     timeout_seconds=timeout, void_backoff_seconds=void_backoff,
+                     model_graders=tuple(model_grader) or None, look_rule=look_rule)
+        if add_tasks:
+            _extend(plugins, home, candidate, add_tasks, given, workers=workers, json_=json_)
+            return
+        bar = _bar(**given)
         plan = make_plan(plugins, home, bar, trials_per_task, sandbox, factory, suite, arm_flags(locals()),
                          scripts=_arm_scripts(scripted_provider), unsandboxed_grader=unsandboxed_grader,
                          release=release)
@@ -168,6 +178,38 @@ def refuse_outside_release(**given: Any) -> None:
         if value:
             fail(f"--{name.replace('_', '-')} can't be used in release mode: the Baseline is the last release's tag "
                  f"and the suites are those the changes since it touch")
+
+
+def _extend(plugins: plugin_loading.Plugins, home: AssayHome, ref: str | None, add_tasks: list[str],
+            given: dict[str, Any], *, workers: int, json_: bool) -> None:
+    """``assay experiment ID --add-tasks …``: record the new look, then run it (docs/verdict.md)."""
+    from assay.engine import extend
+    from assay.engine import start as experiments_core
+    from assay.engine.folder import bar_differences
+
+    if not ref:
+        fail("--add-tasks extends an Experiment: name it, `assay experiment ID --add-tasks SUITE/TASK`")
+    exp = _find(home, ref)
+    recorded = exp.bar()
+    try:
+        wanted = attrs.evolve(recorded, **{k: v for k, v in given.items() if v is not None})
+    except (ValueError, TypeError) as e:
+        fail(str(e))
+    changed = bar_differences(recorded, wanted)
+    if changed:
+        fail(f"Experiment {exp.id}: the Bar was recorded before its first Trial and can't change ({'; '.join(changed)})")
+    tasks = [t.strip() for value in add_tasks for t in value.split(",") if t.strip()]
+    try:
+        look = extend.add_look(home, plugins, exp, tasks)
+        plan = experiments_core.recorded_plan(home, plugins, exp)
+    except experiments_core.PlanError as e:
+        fail(str(e))
+    if not json_ and look is None:
+        typer.echo(f"Resuming look {len(exp.looks())} of Experiment {exp.id}.")
+    elif not json_:
+        typer.echo(f"Look {look.number}: {_plural(len(tasks), 'Eval task')} added to Experiment {exp.id} "
+                   f"({look.tasks} in all); the Trials already run are kept.")
+    run_plan(home, plugins, plan, workers=workers, json_=json_)
 
 
 def _arm_scripts(values: list[str]) -> dict[str, Path]:
@@ -283,6 +325,8 @@ def _conclude(exp: Any, outcome: str, json_: bool) -> None:
         line = {"id": exp.id, "outcome": outcome,
                 "verdict": verdict["verdict"] if verdict else None,
                 "interval": verdict["interval"] if verdict else None}
+        if verdict and verdict["look"] > 1:  # a one-look Experiment's line stays as it always was
+            line |= {"look": verdict["look"], "decided_by": verdict["decided_by"]}
         typer.echo(json.dumps(line))
     else:
         print_result(exp, outcome, verdict)
@@ -303,24 +347,31 @@ def print_result(exp: Any, outcome: str, verdict: dict | None) -> None:
     ])
     typer.echo("")
     if verdict:
-        typer.echo(verdict_line(verdict))
+        typer.echo(verdict_line(verdict, exp.id))
     else:
         typer.echo(f"Experiment {exp.id} {outcome}: run the same command again to resume.")
     typer.echo(f"Results: {exp.path}")
     typer.echo(f"Show again: assay experiments {exp.id}")
 
 
-def verdict_line(verdict: dict) -> str:
+def verdict_line(verdict: dict, exp_id: str) -> str:
+    look = verdict.get("look", 1)
     text = f"Verdict: {verdict['verdict']}"
     if verdict.get("interval"):
         lo, hi = verdict["interval"]
         text += f", interval [{lo:+.3f}, {hi:+.3f}] (Candidate − Baseline pass share)"
+    decided_by = verdict.get("decided_by", "credible interval")
+    every = ", valid at every look" if decided_by == "confidence sequence" else ""
+    text += f"\n  Look {look}: decided by the {decided_by}{every}."
     for group in verdict.get("groups", []):
         if group.get("reason"):
             text += f"\n  {group['reason']}"
-        if group.get("more_tasks") is not None:
-            more = f"More than {group['more_tasks']}" if group.get("more_tasks_over_cap") else f"About {group['more_tasks']}"
-            text += f"\n  {more} more Eval tasks would settle it."
+        if group.get("more_tasks") is not None and group.get("more_tasks_over_cap"):
+            text += (f"\n  More looks are unlikely to settle it: even {group['more_tasks']} more Eval tasks give a "
+                     f"{group['more_tasks_chance']:.2f} chance of a clear Verdict at look {look + 1}.")
+        elif group.get("more_tasks") is not None:
+            text += (f"\n  About {group['more_tasks']} more Eval tasks would settle it at look {look + 1} "
+                     f"(a {group['more_tasks_chance']:.2f} chance): assay experiment {exp_id} --add-tasks SUITE/TASK,…")
     for group in verdict.get("wrong_findings", []):
         text += f"\n  Wrong findings: {group['verdict']}, interval [{group['interval'][0]:+.3f}, {group['interval'][1]:+.3f}]"
     waiting = [item["trial"] for item in verdict.get("recheck", []) if not item["rechecked"]]
@@ -417,8 +468,12 @@ def _show(data: dict) -> None:
     typer.echo("")
     for finding in data["findings"]:
         typer.echo(f"Finding: {finding}")
+    for look in data["looks"] if len(data["looks"]) > 1 else ():
+        shown = f"{look['verdict']}, [{look['interval'][0]:+.3f}, {look['interval'][1]:+.3f}] by the {look['decided_by']}" \
+            if look["verdict"] and look["interval"] else (look["verdict"] or "running")
+        typer.echo(f"Look {look['number']} ({look['at'][:16]}, {look['tasks']} Eval tasks): {shown}")
     if data["verdict"]:
-        typer.echo(verdict_line(data["verdict"]))
+        typer.echo(verdict_line(data["verdict"], data["id"]))
 
 
 def _recheck_command(plugins: plugin_loading.Plugins):
@@ -449,7 +504,7 @@ def _recheck_command(plugins: plugin_loading.Plugins):
                                                               os.environ.get("USER", "unknown"), commands.now(),
                                                               graded=exp.in_force(slot)))
                 result = experiment_verdict(exp, setup, bar, results.wrong_finding_kinds(plugins))
-                formats.write(exp.verdict_file, result)
+                results.record_verdict(exp, result)
                 command = _command(home, exp.id)
                 if command is not None and command.state == "done":
                     formats.write(commands.record_path(home, "experiment", exp.id), attrs.evolve(
@@ -465,7 +520,7 @@ def _recheck_command(plugins: plugin_loading.Plugins):
                        "interval": result.interval, "final": result.final, "waiting": waiting})
             return
         typer.echo(f"Rechecked {trial}: {'pass' if passed else 'fail'}.")
-        typer.echo(verdict_line(results.read_verdict(exp)))
+        typer.echo(verdict_line(results.read_verdict(exp), exp.id))
         typer.echo("The Verdict is final." if result.final else f"Still to recheck: {', '.join(waiting) or 'none'}"
                    + ("; pending Scores: " + ", ".join(result.pending) if result.pending else ""))
 

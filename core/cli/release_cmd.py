@@ -135,7 +135,7 @@ def _wait_for_rechecks(exp: Any, result: Any, *, no_wait: bool, poll: float) -> 
             raise typer.Exit(EXIT_INTERRUPTED) from None
         result = formats.read(exp.verdict_file, ExperimentVerdict)
     typer.echo("\nEvery listed Score is rechecked.")
-    typer.echo(verdict_line(formats.unstructure(result)))
+    typer.echo(verdict_line(formats.unstructure(result), exp.id))
     return result
 
 

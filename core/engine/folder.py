@@ -6,7 +6,7 @@ its re-run takes the next number, so no folder is written by two runs.
 
 ```
 evals/experiments/<id>/
-  setup.json  bar.json  verdict.json  lock
+  setup.json  bar.json  looks.json  verdict.json  lock
   trials/<suite>__<task>/<arm>-<index>/attempt-<n>/   trial.json, session.log, repo/, home/
   scores/<suite>__<task>/<arm>-<index>.json
 ```
@@ -27,6 +27,8 @@ from assay.storage.records import (
     Arm,
     ArmSetup,
     Bar,
+    Look,
+    Looks,
     Outcome,
     Recheck,
     Score,
@@ -106,8 +108,26 @@ class ExperimentDir:
     def lock_file(self) -> Path:
         return self.path / "lock"
 
+    @property
+    def looks_file(self) -> Path:
+        return self.path / "looks.json"
+
     def setup(self) -> Setup:
-        return formats.read(self.setup_file, Setup)
+        """The Setup as it stands now: as recorded at the start, plus every look's added tasks."""
+        setup = formats.read(self.setup_file, Setup)
+        added = [t for look in self.looks(setup)[1:] for t in look.added]
+        if not added:
+            return setup
+        suites = tuple(dict.fromkeys([*setup.suites, *(t.id.split("/")[0] for t in added)]))
+        return attrs.evolve(setup, suites=suites, tasks=(*setup.tasks, *added))
+
+    def looks(self, started: Setup | None = None) -> tuple[Look, ...]:
+        """Every look so far; an Experiment never extended has one, its start (``started``: the
+        Setup as recorded, read when not given)."""
+        if self.looks_file.exists():
+            return formats.read(self.looks_file, Looks).looks
+        started = started or formats.read(self.setup_file, Setup)
+        return (Look(1, started.created_at, len(started.tasks)),)
 
     def bar(self) -> Bar:
         return formats.read(self.bar_file, Bar)

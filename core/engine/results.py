@@ -2,7 +2,9 @@
 
 Tasks are grouped by Trials per task (the Verdict's difference takes 2k+1 values, so tasks of
 different k can't share one Dirichlet). One group gives one Verdict; with several, the
-Experiment fails if any group fails, passes if all pass, and is otherwise inconclusive.
+Experiment fails if any group fails, passes if all pass, and is otherwise inconclusive. Under the
+Bar's default look rule each group is judged at the Experiment's current look
+(:func:`assay.verdict.verdict_at_look`): after an extension, by the interval valid at every look.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from typing import Any, ClassVar
 
 import attrs
 from assay.engine.folder import ExperimentDir, Slot
-from assay.storage.records import ARMS, Bar, Setup
+from assay.storage import formats
+from assay.storage.records import ARMS, Bar, Look, Looks, Setup
 
 MEMORY_CAP_FINDING = 2  # memory-cap voids of one Arm that make a finding: it keeps hitting the cap
 
@@ -53,8 +56,8 @@ class ExperimentVerdict:
     flip would change the Verdict) still waits for a person's recheck.
     """
 
-    FORMAT: ClassVar[int] = 2
-    UPGRADES: ClassVar[dict] = {1: lambda d: {**d, "final": True}}
+    FORMAT: ClassVar[int] = 3
+    UPGRADES: ClassVar[dict] = {1: lambda d: {**d, "final": True}, 2: dict}
 
     verdict: str
     interval: tuple[float, float] | None
@@ -66,6 +69,8 @@ class ExperimentVerdict:
     pending: tuple[str, ...] = ()
     recheck: tuple[Mapping[str, Any], ...] = ()
     wrong_findings: tuple[Any, ...] = ()
+    look: int = 1  # the look it is the Verdict of (1 + the extensions before it)
+    decided_by: str = "credible interval"  # or "confidence sequence", at every look after the first
 
 
 def judged(exp: ExperimentDir, slot: Slot) -> Judged | None:
@@ -125,9 +130,13 @@ def _task_results(j: Judgements, flip: Slot | None = None) -> list[TaskResult]:
     return out
 
 
-def _groups(results: Sequence[TaskResult], bar: Bar, *, wrong: bool = False) -> list[Any]:
-    """One Verdict per Trials-per-task value; an unfinished (pending) task counts as dropped."""
+def _groups(results: Sequence[TaskResult], bar: Bar, looks: Sequence[Look], *, wrong: bool = False,
+            advise: bool = True) -> list[Any]:
+    """One Verdict per Trials-per-task value at the current look; an unfinished (pending) task
+    counts as dropped. ``advise=False`` skips "how many more" (only the outcome is wanted)."""
     from assay import verdict as verdicts  # numpy: only when a Verdict is computed
+
+    added_at = {t.id: look.number for look in looks for t in look.added}
 
     groups = []
     for k in sorted({r.trials for r in results}):
@@ -140,8 +149,13 @@ def _groups(results: Sequence[TaskResult], bar: Bar, *, wrong: bool = False) -> 
             )
             for r in results if r.trials == k
         ]
-        judge = verdicts.compute_wrong_findings_verdict if wrong else verdicts.compute_verdict
-        groups.append(judge(pairs, trials_per_task=k, bar=bar))
+        measure = "wrong findings" if wrong else "pass share"
+        if bar.look_rule == "one-look":
+            judge = verdicts.compute_wrong_findings_verdict if wrong else verdicts.compute_verdict
+            groups.append(judge(pairs, trials_per_task=k, bar=bar))
+        else:
+            groups.append(verdicts.verdict_at_look(pairs, trials_per_task=k, bar=bar, look=len(looks),
+                                                   added_at=added_at, measure=measure, advise=advise))
     return groups
 
 
@@ -149,17 +163,27 @@ def experiment_verdict(
     exp: ExperimentDir, setup: Setup, bar: Bar, wrong_finding_kinds: Collection[str] = ()
 ) -> ExperimentVerdict:
     judgements = Judgements.read(exp, setup, bar)
+    looks = exp.looks()
     results = _task_results(judgements)
-    groups = _groups(results, bar)
+    groups = _groups(results, bar, looks)
     overall = combine(groups)
     reviewed = {t.id for t in setup.tasks if t.kind in wrong_finding_kinds}
-    wrong = _groups([r for r in results if r.task in reviewed], bar, wrong=True) if reviewed else []
+    wrong = _groups([r for r in results if r.task in reviewed], bar, looks, wrong=True) if reviewed else []
     pending = tuple(r.task for r in results if not r.complete)
-    listed = _to_recheck(judgements, bar, overall.verdict)
+    listed = _to_recheck(judgements, bar, looks, overall.verdict)
     return attrs.evolve(
         overall, wrong_findings=tuple(wrong), pending=pending, recheck=tuple(listed),
         final=not pending and all(item["rechecked"] for item in listed),
     )
+
+
+def record_verdict(exp: ExperimentDir, result: ExperimentVerdict) -> None:
+    """Write the Verdict and what its look showed: ``looks.json`` first, so a kill between the
+    two leaves no Verdict, and the next run computes both again."""
+    looks = exp.looks()
+    last = attrs.evolve(looks[-1], verdict=result.verdict, interval=result.interval, decided_by=result.decided_by)
+    formats.write(exp.looks_file, Looks((*looks[:-1], last)))
+    formats.write(exp.verdict_file, result)
 
 
 def wrong_finding_kinds(plugins: Any) -> list[str]:
@@ -169,8 +193,6 @@ def wrong_finding_kinds(plugins: Any) -> list[str]:
 
 def read_verdict(exp: ExperimentDir) -> dict[str, Any] | None:
     """``verdict.json`` as plain data (its format checked), or None before there is one."""
-    from assay.storage import formats
-
     if not exp.verdict_file.exists():
         return None
     return {k: v for k, v in formats.unstructure(formats.read(exp.verdict_file, ExperimentVerdict)).items()
@@ -185,15 +207,17 @@ def waiting_text(result: ExperimentVerdict) -> str:
     return "; ".join(parts)
 
 
-def _signature(results: Sequence[TaskResult]) -> tuple:
+def _signature(results: Sequence[TaskResult], ordered: bool) -> tuple:
     """What a Verdict depends on: per Trials-per-task value, how many tasks take each difference
-    and how many dropped out (which task is which doesn't matter)."""
+    and how many dropped out; which task is which matters only to the confidence sequence
+    (``ordered``), which takes the tasks in a fixed order."""
     return tuple(sorted(collections.Counter(
-        (r.trials, None if r.dropped or r.baseline is None else r.candidate - r.baseline) for r in results
+        (r.trials, None if r.dropped or r.baseline is None else r.candidate - r.baseline, r.task if ordered else "")
+        for r in results
     ).items(), key=repr))
 
 
-def _to_recheck(j: Judgements, bar: Bar, verdict: str) -> list[dict[str, Any]]:
+def _to_recheck(j: Judgements, bar: Bar, looks: Sequence[Look], verdict: str) -> list[dict[str, Any]]:
     """The Scores a person must recheck: the Grader's borderline ones and the decisive ones.
 
     A Score is decisive when flipping it changes the Verdict; flips that leave the same counts
@@ -205,9 +229,9 @@ def _to_recheck(j: Judgements, bar: Bar, verdict: str) -> list[dict[str, Any]]:
         if judgement is None or judgement.pending or slot.task in j.dropped:
             continue
         flipped = _task_results(j, flip=slot)
-        key = _signature(flipped)
+        key = _signature(flipped, ordered=len(looks) > 1)
         if key not in outcomes:
-            outcomes[key] = combine(_groups(flipped, bar)).verdict
+            outcomes[key] = combine(_groups(flipped, bar, looks, advise=False)).verdict
         decisive = outcomes[key] != verdict
         if judgement.borderline or decisive:
             listed.append({"trial": slot.key, "passed": judgement.passed, "borderline": judgement.borderline,
@@ -226,12 +250,13 @@ def combine(groups: Sequence[Any]) -> ExperimentVerdict:
         more_tasks=single.more_tasks if single else None,
         groups=tuple(groups),
         computed_at=dt.datetime.now(dt.timezone.utc),
+        look=max((g.look for g in groups), default=1),
+        decided_by=groups[0].decided_by if groups else "credible interval",
     )
 
 
 def describe(exp: ExperimentDir, command: Any | None) -> dict[str, Any]:
     """Everything ``assay experiments ID --json`` shows (the Console reads the same)."""
-    from assay.storage import formats
     from assay.storage.commands import effective_state
 
     setup, bar = exp.setup(), exp.bar()
@@ -283,5 +308,6 @@ def describe(exp: ExperimentDir, command: Any | None) -> dict[str, Any]:
             for arm in ARMS if voids[arm].get("memory_cap", 0) >= MEMORY_CAP_FINDING
         ],
         "outcomes": outcomes,
+        "looks": [formats.unstructure(look) for look in exp.looks()],
         "verdict": verdict,
     }

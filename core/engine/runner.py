@@ -336,7 +336,7 @@ class ExperimentRun:
 
     def _verdict(self) -> str:
         result = results.experiment_verdict(self.exp, self.setup, self.bar, results.wrong_finding_kinds(self.plugins))
-        formats.write(self.exp.verdict_file, result)
+        results.record_verdict(self.exp, result)
         return result.verdict
 
 

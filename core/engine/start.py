@@ -282,14 +282,16 @@ def record(exp: ExperimentDir, plan: Plan) -> Setup:
         formats.write(exp.setup_file, plan.setup)
         formats.write(exp.bar_file, plan.bar)
         return plan.setup
-    recorded = exp.setup()
+    recorded = exp.setup()  # with every look's added tasks, which the plan of the first look lacks
     differences = bar_differences(exp.bar(), plan.bar)
     if differences:
         raise PlanError(
             f"Experiment {plan.id}: the Bar was recorded before its first Trial and can't change "
             f"({'; '.join(differences)})"
         )
-    changed = task_changes(recorded.tasks, plan.setup.tasks)
+    planned = {t.id for t in plan.setup.tasks}
+    added = tuple(t for look in exp.looks()[1:] for t in look.added if t.id not in planned)
+    changed = task_changes(recorded.tasks, (*plan.setup.tasks, *added))
     if changed:
         raise PlanError(
             f"Experiment {plan.id}: its Eval tasks changed since its first Trial ({'; '.join(changed)}); "
@@ -340,6 +342,8 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
             finished = _finished(exp)
             if finished is not None:
                 return exp, finished
+            if {t.id for t in setup.tasks} - set(plan.tasks):  # an extended Experiment resumed by its first command
+                plan = attrs.evolve(plan, tasks=eval_tasks(home, plugins, setup))
             command = Command.start(home, "experiment", plan.id, lock=exp.lock_file, arms=arms_summary(setup),
                                     bar=plan.bar, release=setup.release)
             try:
@@ -384,7 +388,39 @@ def _finished(exp: ExperimentDir) -> str | None:
     if not exp.verdict_file.exists():
         return None
     done = formats.read(exp.verdict_file, results.ExperimentVerdict)
-    return None if done.pending else done.verdict
+    return None if done.pending or done.look < len(exp.looks()) else done.verdict
+
+
+def eval_tasks(home: AssayHome, plugins: Plugins, setup: Setup) -> dict[str, EvalTask]:
+    """The Setup's Eval tasks as their manifests read now (what changed since is refused by :func:`record`)."""
+    wanted = {t.id for t in setup.tasks}
+    try:
+        loaded = [manifests.load_suite(home, name, plugins.suite_kinds()) for name in setup.suites]
+    except ManifestError as e:
+        raise PlanError(str(e)) from None
+    tasks = {t.id: t for suite in loaded for t in suite.tasks if t.id in wanted}
+    missing = sorted(wanted - set(tasks))
+    if missing:
+        raise PlanError(f"Experiment {setup.id}: its Eval task {missing[0]} is no longer in its suite")
+    return tasks
+
+
+def recorded_plan(home: AssayHome, plugins: Plugins, exp: ExperimentDir) -> Plan:
+    """The Plan of an Experiment as it was recorded (Arms, Bar, tasks with every look's, sandbox),
+    for running it by its id: the flags that started it are not needed again."""
+    setup, bar = exp.setup(), exp.bar()
+    if any(setup.arm(arm).scripted_provider for arm in ARMS):
+        raise PlanError(f"Experiment {setup.id} is scripted: run it by the command that started it, "
+                        "with its --scripted-provider scripts")
+    tasks = eval_tasks(home, plugins, setup)
+    try:
+        loaded = [manifests.load_suite(home, name, plugins.suite_kinds()) for name in setup.suites]
+        sources = {arm: _source(plugins, setup.arm(arm), loaded) for arm in ARMS}
+        _logins_present(home, sources, (setup.baseline, setup.candidate))
+        factory = Factory.open(Path(setup.factory)) if setup.factory else None
+    except (ArmError, FactoryError, ManifestError, PluginError) as e:
+        raise PlanError(str(e)) from None
+    return Plan(setup, bar, tasks, sources, _backend(plugins, setup.sandbox, False), factory)
 
 
 def _runtime(home: AssayHome, plan: Plan, setup: ArmSetup, arm: Arm, command: Command) -> ArmRuntime:
@@ -422,7 +458,8 @@ def _summary(exp: ExperimentDir, outcome: str) -> str:
     if result.interval is None:
         return f"Verdict {result.verdict}"
     lo, hi = result.interval
-    return f"Verdict {result.verdict}, interval [{lo:+.3f}, {hi:+.3f}]"
+    look = f" at look {result.look}" if result.look > 1 else ""
+    return f"Verdict {result.verdict}{look}, interval [{lo:+.3f}, {hi:+.3f}]"
 
 
 def prepare_arms(home: AssayHome, plan: Plan) -> dict[str, dict]:

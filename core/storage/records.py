@@ -15,6 +15,8 @@ Format history:
   were the behaviour's limits nowhere before). TrialRecord 2: void causes ``login_mismatch`` and
   ``harness_changed`` (a format 1 reader would not know them).
 - Setup 4, CommandRecord 5: ``release`` (a release Experiment's tag and the commit it releases).
+- Bar 4: ``look_rule`` (how an Experiment extended by ``--add-tasks`` is judged; older Bars upgrade
+  to the default rule, which decides a one-look Experiment exactly as before). Looks 1: first version.
 """
 
 from __future__ import annotations
@@ -101,6 +103,7 @@ def _rule(test, expected: str):
     return check
 
 
+LOOK_RULES = ("confidence-sequence", "one-look")
 _SHARE = _rule(lambda v: 0.0 <= v <= 1.0, "between 0 and 1")
 
 
@@ -112,8 +115,9 @@ class Bar:
     2k+1 values a task's difference can take.
     """
 
-    FORMAT: ClassVar[int] = 3
-    UPGRADES: ClassVar[dict] = {1: dict, 2: lambda d: {**d, "void_provider_errors": 10, "void_backoff_seconds": 30.0}}
+    FORMAT: ClassVar[int] = 4
+    UPGRADES: ClassVar[dict] = {1: dict, 2: lambda d: {**d, "void_provider_errors": 10, "void_backoff_seconds": 30.0},
+                                3: lambda d: {**d, "look_rule": LOOK_RULES[0]}}
 
     margin: float = attrs.field(default=0.10, validator=_SHARE)
     level: float = attrs.field(default=0.95, validator=_rule(lambda v: 0.0 < v < 1.0, "strictly between 0 and 1"))
@@ -132,6 +136,10 @@ class Bar:
     void_backoff_seconds: float = attrs.field(default=30.0, validator=_rule(lambda v: v >= 0, "0 or more seconds"))
     max_dropped_share: float = attrs.field(default=0.10, validator=_SHARE)
     model_graders: tuple[str, ...] = ()  # "harness:model" seats, tried in order
+    # How looks after the first are judged (docs/verdict.md, "More looks"): "confidence-sequence"
+    # lets --add-tasks extend an inconclusive Experiment; "one-look" refuses any extension.
+    look_rule: str = attrs.field(default="confidence-sequence",
+                                 validator=_rule(lambda v: v in LOOK_RULES, f"one of {', '.join(LOOK_RULES)}"))
 
 
 @attrs.frozen
@@ -302,6 +310,30 @@ class Setup:
 
     def arm(self, name: Arm) -> ArmSetup:
         return self.baseline if name == "baseline" else self.candidate
+
+
+@attrs.frozen
+class Look:
+    """One look at an Experiment's tasks: its start (look 1) or an ``--add-tasks`` extension, and
+    the Verdict it ended in (None until then)."""
+
+    number: int
+    at: dt.datetime
+    tasks: int  # the Experiment's Eval tasks at this look
+    added: tuple[TaskSetup, ...] = ()
+    verdict: str | None = None
+    interval: tuple[float, float] | None = None
+    decided_by: str | None = None
+
+
+@attrs.frozen
+class Looks:
+    """``looks.json``: every look so far, oldest first. The tasks a look added are recorded here
+    and nowhere else, so an extension is one atomic write (setup.json never changes)."""
+
+    FORMAT: ClassVar[int] = 1
+
+    looks: tuple[Look, ...]
 
 
 @attrs.frozen

@@ -1,7 +1,9 @@
 """The Verdict: pure statistics from per-task pass counts to pass / fail / inconclusive.
 
 Depends on nothing else in assay (numpy and attrs only), so it can be checked alone with fixed
-seeds and read without knowing how Trials run. :mod:`assay.verdict.dirichlet` holds the method.
+seeds and read without knowing how Trials run. :mod:`assay.verdict.dirichlet` holds the one-look
+method, :mod:`assay.verdict.confidence_sequence` the interval valid at every look, and
+:mod:`assay.verdict.looks` the rule that picks between them as an Experiment is extended.
 """
 
 from assay.verdict.dirichlet import (
@@ -17,8 +19,10 @@ from assay.verdict.dirichlet import (
     compute_wrong_findings_verdict,
     credible_interval,
 )
+from assay.verdict.looks import verdict_at_look
 
 __all__ = [
     "CLEAR_CHANCE", "MORE_TASKS_CAP", "SIMULATIONS", "ArmSummary", "Bar", "TaskPair", "Verdict",
     "chance_of_clear_verdict", "compute_verdict", "compute_wrong_findings_verdict", "credible_interval",
+    "verdict_at_look",
 ]

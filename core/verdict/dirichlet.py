@@ -108,7 +108,8 @@ class ArmSummary:
 class Verdict:
     """A Verdict and everything that shaped it, so it can be recorded and re-checked."""
 
-    FORMAT: ClassVar[int] = 1
+    FORMAT: ClassVar[int] = 2
+    UPGRADES: ClassVar[dict] = {1: dict}
 
     measure: Measure
     verdict: Outcome
@@ -122,7 +123,8 @@ class Verdict:
     dropped: tuple[str, ...]
     counts: tuple[int, ...]
     """Tasks per value of the difference the interval is of, from -1 to +1 in steps of 1/k
-    (void tasks excluded); ``credible_interval(counts, bar=...)`` re-checks the interval."""
+    (void tasks excluded); at look 1 ``credible_interval(counts, bar=...)`` re-checks the interval
+    (a later look's is the confidence sequence over the tasks in order: ``decided_by``)."""
     baseline: ArmSummary
     candidate: ArmSummary
     more_tasks: int | None
@@ -140,6 +142,11 @@ class Verdict:
     simulations: int
     more_tasks_cap: int
     numpy_version: str
+    look: int = 1
+    """How many times the Experiment's tasks have been looked at (1 + its extensions)."""
+    decided_by: str = "credible interval"
+    """The interval behind ``verdict``: the Dirichlet "credible interval" at the first look, the
+    "confidence sequence" (:mod:`assay.verdict.confidence_sequence`) at every later one."""
 
     @property
     def more_tasks_text(self) -> str:
@@ -191,22 +198,22 @@ def credible_interval(counts: Sequence[int], *, bar: Bar) -> tuple[float, float]
     return _interval(np.asarray(counts) + _prior(k, bar), _values(k), bar)
 
 
-def _judge(pairs: Sequence[TaskPair], k: int, bar: Bar, *, measure: Measure) -> Verdict:
+def _judge(pairs: Sequence[TaskPair], k: int, bar: Bar, *, measure: Measure, advise: bool = True) -> Verdict:
+    """The one-look Verdict; ``advise=False`` leaves "how many more" to the caller (a later look's rule)."""
     k = _check_k(k)
     _check_pairs(pairs, k)
     used = [p for p in pairs if not p.void]
     dropped = tuple(p.task for p in pairs if p.void)
-    sign = 1 if measure == "pass share" else -1
-    diffs = np.array([sign * (p.candidate - p.baseline) + k for p in used], dtype=np.int64)
+    diffs = _differences(pairs, k, measure) + k
     counts = np.bincount(diffs, minlength=2 * k + 1)
     alpha = counts + _prior(k, bar)
     values = _values(k)
     lo, hi = _interval(alpha, values, bar)
     mean = float(alpha @ values / alpha.sum())
-    too_many_dropped = bool(pairs) and len(dropped) / len(pairs) > bar.max_dropped_share
+    too_many_dropped = _too_many_dropped(pairs, bar)
     outcome = "inconclusive" if too_many_dropped else _outcome(lo, hi, bar.margin)
     more = (None, False, None)
-    if outcome == "inconclusive" and not too_many_dropped:
+    if outcome == "inconclusive" and not too_many_dropped and advise:
         more = _more_tasks(alpha, values, bar)
     reason = (
         _dropped_reason(len(dropped), len(pairs), bar.max_dropped_share)
@@ -223,6 +230,17 @@ def _judge(pairs: Sequence[TaskPair], k: int, bar: Bar, *, measure: Measure) -> 
         seed=bar.seed, draws=bar.draws, max_dropped_share=bar.max_dropped_share,
         simulations=SIMULATIONS, more_tasks_cap=MORE_TASKS_CAP, numpy_version=np.__version__,
     )
+
+
+def _differences(pairs: Sequence[TaskPair], k: int, measure: Measure) -> np.ndarray:
+    """Each counted task's difference in steps of 1/k (-k .. k), in the order given, signed so
+    above zero is better for the Candidate."""
+    sign = 1 if measure == "pass share" else -1
+    return np.array([sign * (p.candidate - p.baseline) for p in pairs if not p.void], dtype=np.int64)
+
+
+def _too_many_dropped(pairs: Sequence[TaskPair], bar: Bar) -> bool:
+    return bool(pairs) and sum(p.void for p in pairs) / len(pairs) > bar.max_dropped_share
 
 
 def _check_k(k: int) -> int:
@@ -352,8 +370,8 @@ def _points(x: float) -> str:
     return f"{x * 100:+.1f}"
 
 
-def _reason(outcome: Outcome, lo: float, hi: float, bar: Bar, measure: Measure) -> str:
-    span = f"The {bar.level:.0%} interval [{_points(lo)}, {_points(hi)}] points"
+def _reason(outcome: Outcome, lo: float, hi: float, bar: Bar, measure: Measure, name: str = "interval") -> str:
+    span = f"The {bar.level:.0%} {name} [{_points(lo)}, {_points(hi)}] points"
     margin = f"-{bar.margin * 100:g} points (the margin)"
     better = "higher pass share" if measure == "pass share" else "fewer wrong findings"
     if outcome == "fail":

@@ -150,3 +150,14 @@ def test_a_bar_of_format_2_reads_with_the_void_rules_it_ran_under(tmp_path: Path
     files.write_json(path, {**old, "format": 2})
     assert formats.read(path, Bar) == Bar()
     assert (Bar().void_provider_errors, Bar().void_backoff_seconds) == (10, 30.0)
+
+
+def test_a_bar_of_format_3_reads_with_the_default_look_rule(tmp_path: Path):
+    """Issue 22: Bar 4 records the look rule; an Experiment started under Bar 3 resumes under the
+    default rule (which decides its one look exactly as before), so its Bar still matches."""
+    path = tmp_path / "bar.json"
+    old = {k: v for k, v in formats.unstructure(Bar()).items() if k != "look_rule"}
+    files.write_json(path, {**old, "format": 3})
+    assert formats.read(path, Bar) == Bar() and Bar().look_rule == "confidence-sequence"
+    with pytest.raises(ValueError, match="bar.look_rule must be one of confidence-sequence, one-look"):
+        Bar(look_rule="twice")

@@ -1,0 +1,77 @@
+"""The Verdict of an Experiment that may be extended: one rule for every look (docs/verdict.md).
+
+Look 1 is decided exactly as the spec's one-look Verdict (:mod:`assay.verdict.dirichlet`), bit
+for bit. Every later look is decided by the confidence sequence
+(:mod:`assay.verdict.confidence_sequence`) over all tasks so far, in the order recorded, so
+following "how many more" can't buy a pass by luck. "How many more" is always answered for the
+next look, so it is judged by the sequence too, even at look 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import attrs
+import numpy as np
+
+from assay.verdict import confidence_sequence
+from assay.verdict.dirichlet import (
+    Bar,
+    Measure,
+    TaskPair,
+    Verdict,
+    _differences,
+    _judge,
+    _outcome,
+    _prior,
+    _reason,
+    _too_many_dropped,
+    _values,
+)
+
+DECIDED_BY_SEQUENCE = "confidence sequence"
+
+
+def verdict_at_look(
+    pairs: Sequence[TaskPair], *, trials_per_task: int, bar: Bar, look: int,
+    added_at: Mapping[str, int] | None = None, measure: Measure = "pass share", advise: bool = True,
+) -> Verdict:
+    """The Verdict at ``look`` (1 = before any extension); ``added_at`` maps a task to the look
+    that added it (a task it doesn't name was there from the start). ``advise=False`` skips the
+    "how many more" search, for callers that want only the outcome."""
+    if isinstance(look, bool) or not isinstance(look, int) or look < 1:
+        raise ValueError(f"look must be a whole number of 1 or more, got {look!r}")
+    first = _judge(pairs, trials_per_task, bar, measure=measure, advise=False)
+    k = first.trials_per_task
+    diffs = _differences(sequence_order(pairs, added_at or {}, bar.seed), k, measure) / k
+    if look > 1:
+        lo, hi = confidence_sequence.interval(diffs, level=bar.level, margin=bar.margin)
+        changes = {"look": look, "decided_by": DECIDED_BY_SEQUENCE, "interval": (lo, hi)}
+        if not _too_many_dropped(pairs, bar):
+            outcome = _outcome(lo, hi, bar.margin)
+            name = f"confidence sequence (valid at every look; this is look {look})"
+            changes |= {"verdict": outcome, "reason": _reason(outcome, lo, hi, bar, measure, name=name)}
+        first = attrs.evolve(first, **changes)
+    if first.verdict != "inconclusive" or _too_many_dropped(pairs, bar) or not advise:
+        return first
+    alpha = _prior(k, bar) + first.counts
+    more, over, chance = confidence_sequence.more_tasks(
+        alpha, _values(k), confidence_sequence.state(diffs, level=bar.level, margin=bar.margin),
+        level=bar.level, margin=bar.margin, seed=bar.seed,
+    )
+    return attrs.evolve(first, more_tasks=more, more_tasks_over_cap=over, more_tasks_chance=chance)
+
+
+def sequence_order(pairs: Sequence[TaskPair], added_at: Mapping[str, int], seed: int) -> list[TaskPair]:
+    """The order the sequence takes the tasks in: look by look, and within a look a seeded
+    shuffle of the tasks sorted by id. Fixed before any result, so the bets stay predictable; the
+    shuffle keeps the order of a suite's listing (similar tasks side by side) from reading as a
+    drift in the mean, which the sequence's running intersection would punish."""
+    by_look: dict[int, list[TaskPair]] = {}
+    for pair in sorted(pairs, key=lambda p: p.task):
+        by_look.setdefault(added_at.get(pair.task, 1), []).append(pair)
+    ordered: list[TaskPair] = []
+    for number in sorted(by_look):
+        group = by_look[number]
+        ordered += [group[i] for i in np.random.default_rng([seed, 22, number]).permutation(len(group))]
+    return ordered
