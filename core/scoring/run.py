@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
+import signal
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from assay.storage.records import Outcome, VoidCause
 from assay.storage.userconfig import ScoringConfig, grading_config
 
 KIND = "scoring"
+STOPPED = "stopped"
 ATTEMPTS = 2  # Grader sessions per pull request when the answer is unusable
 
 
@@ -120,18 +122,17 @@ class ScoringRunner:
                     command.log(f"window {run.window_start.isoformat()} .. {run.window_end.isoformat()}, "
                                 f"seed {run.seed}: {len(run.sample)} pull requests")
                     self.report(f"sample: {len(run.sample)} pull requests ({len(run.carried)} carried over)")
-                    with command.stage("grade"):
-                        result = trio.run(self.grade_all, run, command)
-                    with command.stage("bug origins"):
-                        traced, stopped = trio.run(self.trace_bugs, run, command, result.stopped)
-                    result = attrs.evolve(result, traced=traced, stopped=stopped)
+                    result = trio.run(self._work, run, command)
                 except BaseException as e:
                     why = "stopped" if isinstance(e, KeyboardInterrupt) else f"{type(e).__name__}: {e}"
                     state = "stopped" if isinstance(e, KeyboardInterrupt) else "errored"
                     command.finish(state, state, why.splitlines()[0] if why else state)
                     raise
-                summary = f"{len(result.scored)} scored, {len(result.left)} left for the next run"
-                if result.stopped:
+                summary = (f"{len(result.scored)} scored, {len(result.left)} left for the next run, "
+                           f"{result.traced} Bug origins proposed")
+                if result.stopped == STOPPED:
+                    command.finish("stopped", "stopped", f"{summary}: stopped")
+                elif result.stopped:
                     command.finish("paused", "paused", f"{summary}: {result.stopped}")
                 else:
                     command.finish("done", "done", summary)
@@ -139,31 +140,49 @@ class ScoringRunner:
         except Locked:
             return None
 
-    async def grade_all(self, run: ScoringRun, command: Command) -> RunResult:
-        scored, left = [], []
+    async def _work(self, run: ScoringRun, command: Command) -> RunResult:
+        """Grade the sample, then trace bugs; a Stop (``assay stop``, SIGTERM, or Ctrl-C) cuts the
+        session in flight short, and what it didn't finish waits for the next run."""
+        outcome = {"stopped": "", "traced": 0}
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._watch_signals, nursery.cancel_scope, command, outcome)
+            with command.stage("grade"):
+                outcome["stopped"] = await self.grade_all(run, command)
+            with command.stage("bug origins"):
+                outcome["traced"], outcome["stopped"] = await self.trace_bugs(run, command, outcome["stopped"])
+            nursery.cancel_scope.cancel()
+        scored = tuple(p.key for p in run.sample if self.store.scores(p.key) is not None)
+        left = tuple(p.key for p in run.sample if p.key not in scored)
+        return RunResult(run, scored, left, outcome["stopped"], outcome["traced"])
+
+    async def _watch_signals(self, work: trio.CancelScope, command: Command, outcome: dict) -> None:
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for signum in signals:
+                command.log(f"Stop received ({signal.Signals(signum).name}): cutting the session in flight short")
+                outcome["stopped"] = STOPPED
+                work.cancel()
+                return
+
+    async def grade_all(self, run: ScoringRun, command: Command) -> str:
+        """Grade every pull request of the sample not yet scored; "" or why the run stopped early."""
         families = grading_config(self.home.root).families
-        stopped = ""
         for pull in run.sample:
-            if stopped or self.store.scores(pull.key) is not None:
-                (left if stopped else scored).append(pull.key)
+            if self.store.scores(pull.key) is not None:
                 continue
             seat = seat_for(pull, self.config.seats, families)
             if seat is None:
                 command.log(f"{pull.key}: no scoring seat is from another family than {pull.model}'s; left for later")
-                left.append(pull.key)
                 continue
             result = await self._grade(run, pull, seat)
             if isinstance(result, PullScores):
                 self.store.save_scores(result)
-                scored.append(pull.key)
                 self.report(f"scored {pull.key}")
                 command.log(f"scored {pull.key} with {seat}")
             else:
-                left.append(pull.key)
                 command.log(f"{pull.key}: {result}")
                 if result.startswith("plan limit"):
-                    stopped = result
-        return RunResult(run, tuple(scored), tuple(left), stopped)
+                    return result
+        return ""
 
     async def trace_bugs(self, run: ScoringRun, command: Command, stopped: str) -> tuple[int, str]:
         """Record the window's closed bug issues (every one closed so far, the first time; security

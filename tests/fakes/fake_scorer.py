@@ -4,12 +4,12 @@
 Correct passes when the diff says FIXED, Tested when it adds a test_ file, Honest unless the pull
 request claims "all tests pass" while a check failed; Scoped and Standards pass. It copies what it
 read to ~/seen/ (its session's home), so a test can check the packet it was given. Model names
-starting "slow" first sleep $FAKE_SCORER_SLEEP seconds; starting "limit" print a plan-limit event and write nothing. Given a fix.patch instead, it is a
+"slowN-…" first sleep N seconds; starting "limit" print a plan-limit event and write nothing. Given a fix.patch instead, it is a
 Bug-origin session (see trace).
 """
 
 import json
-import os
+import re
 import shutil
 import subprocess
 import sys
@@ -45,8 +45,8 @@ def main() -> int:
         shutil.copy(name, home / "seen" / name)
     (home / "seen" / "model.txt").write_text(model)
     (home / "seen" / "repo-log.txt").write_text("\n".join(sorted(p.name for p in Path("repo").iterdir())))
-    if model.startswith("slow"):  # a long session: the kill -9 test's
-        time.sleep(float(os.environ.get("FAKE_SCORER_SLEEP", "0")))
+    if model.startswith("slow"):  # "slow3-…": a session of 3 seconds (the kill -9 and Stop tests')
+        time.sleep(float(re.match(r"slow(\d+)", model)[1]))
     if model.startswith("limit"):
         print(json.dumps({"type": "plan_limit"}), flush=True)
         return 1

@@ -254,9 +254,9 @@ def test_a_killed_run_leaves_its_scores_and_the_next_run_scores_the_rest_once(as
     """Issue 20 acceptance, a killed run resumed: kill -9 while the second pull request is being
     graded; the next run scores what was left (nothing twice), and the killed Command isn't running."""
     (assay_home / "config.toml").write_text('[scoring]\nowners = ["acme"]\nsize = 4\n'
-                                            'seats = ["fake-scorer:slow-claude-9", "fake-scorer:slow-gpt-9"]\n')
+                                            'seats = ["fake-scorer:slow3-claude-9", "fake-scorer:slow3-gpt-9"]\n')
     env = cli_env(assay_home, PLUGINS, PATH=f"{world['bin']}{os.pathsep}{os.environ['PATH']}",
-                  FAKE_GH_WORLD=str(world["path"]), FAKE_SCORER_SLEEP="3")
+                  FAKE_GH_WORLD=str(world["path"]))
     first = subprocess.Popen([sys.executable, "-m", "assay", *RUN], env=env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 120
@@ -267,7 +267,8 @@ def test_a_killed_run_leaves_its_scores_and_the_next_run_scores_the_rest_once(as
     first.wait()
     before = {p.parent.name: json.loads(p.read_text())["run"] for p in assay_home.glob("evals/scoring/pulls/*/scores.json")}
     assert 1 <= len(before) < 5
-    resumed = score(assay_home, world, *RUN, FAKE_SCORER_SLEEP="0")
+    (assay_home / "config.toml").write_text(f'[scoring]\nowners = ["acme"]\nsize = 4\nseats = {SEATS}\n')
+    resumed = score(assay_home, world, *RUN)
     assert resumed.returncode == 0, resumed.stderr
     shown = json.loads(resumed.stdout)
     after = {p.parent.name: json.loads(p.read_text())["run"] for p in assay_home.glob("evals/scoring/pulls/*/scores.json")}
@@ -277,6 +278,31 @@ def test_a_killed_run_leaves_its_scores_and_the_next_run_scores_the_rest_once(as
     killed = next(r for r in records if r["id"] != shown["id"])
     inbox = json.loads(score(assay_home, world, "inbox", "--json").stdout)
     assert [r["state"] for r in inbox["needs_you"] if r["id"] == killed["id"]] == ["interrupted"]
+
+
+def test_assay_stop_stops_a_scoring_run_and_the_next_takes_up_the_rest(assay_home, world):
+    """Issue 20: a Scoring run is a Command like an Experiment, so `assay stop` stops it (the session
+    in flight is cut short); it lands in Needs you as stopped, and the next run scores the rest."""
+    (assay_home / "config.toml").write_text('[scoring]\nowners = ["acme"]\nsize = 4\n'
+                                            'seats = ["fake-scorer:slow30-claude-9", "fake-scorer:slow30-gpt-9"]\n')
+    env = cli_env(assay_home, PLUGINS, PATH=f"{world['bin']}{os.pathsep}{os.environ['PATH']}",
+                  FAKE_GH_WORLD=str(world["path"]))
+    running = subprocess.Popen([sys.executable, "-m", "assay", *RUN], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True)
+    deadline = time.monotonic() + 120
+    while not list(assay_home.glob("evals/scoring/pulls/*/session-0/session.log")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    [record] = [json.loads(p.read_text()) for p in assay_home.glob("logs/scoring/*.json")]
+    stopped = score(assay_home, world, "stop", record["id"])
+    assert stopped.returncode == 0 and f"Stopped Scoring run {record['id']}" in stopped.stdout, stopped.stderr
+    out, _ = running.communicate(timeout=60)
+    assert running.returncode == 3 and json.loads(out)["stopped"] == "stopped"
+    assert not list(assay_home.glob("evals/scoring/pulls/*/scores.json"))
+    inbox = json.loads(score(assay_home, world, "inbox", "--json").stdout)
+    assert [r["state"] for r in inbox["needs_you"] if r["id"] == record["id"]] == ["stopped"]
+    (assay_home / "config.toml").write_text(f'[scoring]\nowners = ["acme"]\nsize = 4\nseats = {SEATS}\n')
+    resumed = json.loads(score(assay_home, world, *RUN).stdout)
+    assert len(resumed["scored"]) == 5
 
 
 def test_a_run_is_skipped_while_another_runs(assay_home, world):
