@@ -531,19 +531,21 @@ def stop(
     id: str = typer.Argument(..., help="The Experiment to stop (an id or a unique prefix)."),
     wait: float = typer.Option(60.0, help="Seconds to wait for it to end."),
 ) -> None:
-    """Stop a running Experiment: in-flight Trials are cut short (and re-run on resume)."""
+    """Stop a running Experiment (in-flight Trials are cut short, and re-run on resume) or Scoring run
+    (what it didn't score waits for the next)."""
     home = AssayHome.from_env()
-    exp = _find(home, id)
-    command = _command(home, exp.id)
+    scoring = [r for r in commands.all_records(home) if r.kind == "scoring" and r.id == id]
+    command = scoring[0] if scoring else _command(home, _find(home, id).id)
+    what = f"Scoring run {id}" if scoring else f"Experiment {command.id if command else _find(home, id).id}"
     if command is None or not commands.runs(command):
-        fail(f"Experiment {exp.id} is not running", code=1)
+        fail(f"{what} is not running", code=1)
     os.kill(command.pid, signal.SIGTERM)
     deadline = time.monotonic() + wait
     while commands.runs(command) and time.monotonic() < deadline:
         time.sleep(0.1)
     if commands.runs(command):
-        fail(f"Experiment {exp.id} (pid {command.pid}) did not stop within {wait:.0f}s", code=1)
-    typer.echo(f"Stopped Experiment {exp.id}; run it again to resume.")
+        fail(f"{what} (pid {command.pid}) did not stop within {wait:.0f}s", code=1)
+    typer.echo(f"Stopped {what}; " + ("the next Scoring run takes up the rest." if scoring else "run it again to resume."))
 
 
 def inbox(json_: bool = JsonOpt) -> None:

@@ -63,12 +63,13 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
             return
         shown = {"id": result.run.id, "window": [result.run.window_start, result.run.window_end],
                  "seed": result.run.seed, "sample": [p.key for p in result.run.sample],
-                 "scored": list(result.scored), "left": list(result.left), "stopped": result.stopped or None}
+                 "scored": list(result.scored), "left": list(result.left), "stopped": result.stopped or None,
+                 "bug_origins_proposed": result.traced}
         if json_out:
             output.emit_json(shown)
         else:
             typer.echo(f"Scoring run {result.run.id}: {len(result.scored)} scored, {len(result.left)} left for the "
-                       f"next run" + (f" ({result.stopped})" if result.stopped else ""))
+                       f"next run, {result.traced} Bug origins proposed" + (f" ({result.stopped})" if result.stopped else ""))
         if result.stopped:
             raise typer.Exit(3)
 
@@ -115,12 +116,64 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
             return
         for c in listing["calibration"]:
             typer.echo(f"{c['criterion']:<9} {c['describe']}")
+        for version, passes in listing["by_harness_version"].items():
+            typer.echo(f"{version}: " + ", ".join(f"{name} {count}" for name, count in passes.items()))
         if listing["waiting_for_you"]:
             typer.echo(f"waiting for your Scores: {', '.join(listing['waiting_for_you'])}")
         output.table(["pull request", "merged", "built with", *CRITERIA],
                      [[p["key"], p["merged_at"][:10], p["built_with"],
                        *(_cell(p["model"], name) for name in CRITERIA)] for p in listing["pulls"]],
                      empty="(no Scores yet: run `assay score`)")
+
+    @app.command("bug-origins")
+    def bug_origins(
+        issue: str = typer.Argument(None, help="A bug issue, OWNER/REPO#N: show (or settle) its Bug origin."),
+        confirm: bool = typer.Option(False, "--confirm", help="Confirm the proposed origin."),
+        correct: str = typer.Option(None, "--correct", help="The pull request that really introduced it (#N or OWNER/REPO#N)."),
+        none: bool = typer.Option(False, "--none", help="The bug has no origin to count."),
+        json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    ) -> None:
+        """List Bug origins and their state, or show one; settle it with --confirm, --correct PR or --none."""
+        from assay.scoring import origins
+        from assay.scoring.github import GitHub, GitHubError
+        from assay.storage import formats
+        from assay.storage.commands import now
+        from assay.storage.home import AssayHome
+        from assay.storage.userconfig import UserConfigError, scoring_config
+
+        home = AssayHome.from_env()
+        if sum((confirm, bool(correct), none)) > 1:
+            output.fail("--confirm, --correct and --none: say one")
+        if (confirm or correct or none) and not issue:
+            output.fail("name the bug issue to settle (OWNER/REPO#N)")
+        try:
+            if confirm or correct or none:
+                github = GitHub()
+                github.check()
+                bug = origins.settle(home, github, issue, confirm=confirm, correct=correct, none=none,
+                                     suite=scoring_config(home.root).review_suite, now=now())
+            elif issue:
+                bug = origins.load(home, issue)
+        except (origins.OriginError, GitHubError, UserConfigError) as e:
+            output.fail(str(e))
+        if issue:
+            shown = formats.unstructure(bug)
+            if json_out:
+                output.emit_json(shown)
+                return
+            _show_bug(shown)
+            return
+        bugs = origins.load_all(home)
+        against = origins.counted(bugs)
+        if json_out:
+            output.emit_json({"bug_origins": [formats.unstructure(b) for b in bugs], "counted_against": against})
+            return
+        output.table(["bug", "state", "introduced by", "built with"],
+                     [[b.key, b.state, (b.settled or b.proposed).pull if (b.settled or b.proposed) else "-",
+                       ((b.settled or b.proposed).built_with or "-") if (b.settled or b.proposed) else "-"]
+                      for b in bugs], empty="(no Bug origins yet: run `assay score`)")
+        for setup, count in sorted(against.items()):
+            typer.echo(f"confirmed against {setup}: {count}")
 
     @app.command("built-with")
     def built_with(
@@ -173,3 +226,15 @@ def _asker():
         verdict = typer.prompt(f"{name} (pass/fail)")
         return verdict, typer.prompt(f"{name}: why")
     return ask
+
+
+def _show_bug(bug: dict) -> None:
+    typer.echo(f"{bug['key']}  {bug['title']}  [{bug['state']}]")
+    for label, origin in (("proposed", bug["proposed"]), ("settled", bug["settled"])):
+        if origin:
+            typer.echo(f"  {label}: {origin['commit'][:12]} in {origin['pull'] or '(no pull request)'}"
+                       f"{'; ' + origin['built_with'] if origin['built_with'] else ''}")
+    if bug["why"]:
+        typer.echo(f"  why: {bug['why']}")
+    if bug["eval_proposal"]:
+        typer.echo(f"  proposed Eval task: {bug['eval_proposal']} (take it in with `assay approve {bug['eval_proposal']}`)")

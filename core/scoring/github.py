@@ -178,3 +178,33 @@ class GitHub:
 
     def clone_url(self, repo: str) -> str:
         return self.api(f"repos/{repo}")["clone_url"]
+
+    def closed_issues(self, owner: str, label: str, since: dt.datetime | None, until: dt.datetime) -> list[Issue]:
+        """Issues of ``owner``'s repositories labelled ``label`` and closed before ``until`` (and at
+        or after ``since``, when given: the first run works back through all of them)."""
+        closed = f"closed:{since.strftime('%Y-%m-%dT%H:%M:%SZ')}..{until.strftime('%Y-%m-%dT%H:%M:%SZ')}" if since \
+            else f"closed:<{until.strftime('%Y-%m-%dT%H:%M:%SZ')}"
+        query = f'is:issue is:closed owner:{owner} label:"{label}" {closed}'
+        found, page = [], 1
+        while True:
+            items = self.api("search/issues", f"q={query}", f"per_page={PAGE}", f"page={page}")["items"]
+            found += [Issue(item["repository_url"].split("/repos/", 1)[1], item["number"], item.get("title") or "",
+                            item.get("body") or "", tuple(label["name"] for label in item.get("labels") or ()))
+                      for item in items]
+            if len(items) < PAGE:
+                return found
+            page += 1
+
+    def fix_commit(self, issue: Issue) -> str | None:
+        """The commit that closed ``issue`` (a merged pull request's merge commit), if one did."""
+        events = self.api(f"repos/{issue.repo}/issues/{issue.number}/events", f"per_page={PAGE}")
+        closing = [e.get("commit_id") for e in events if e.get("event") == "closed" and e.get("commit_id")]
+        return closing[-1] if closing else None
+
+    def commit_diff(self, repo: str, commit: str) -> str:
+        return self.api(f"repos/{repo}/commits/{commit}", accept="application/vnd.github.diff")
+
+    def pulls_of_commit(self, repo: str, commit: str) -> list[PullRequest]:
+        """The merged pull requests GitHub links ``commit`` to."""
+        found = self.api(f"repos/{repo}/commits/{commit}/pulls")
+        return [self.pull_request(repo, p["number"]) for p in found if p.get("merged_at")]

@@ -9,9 +9,11 @@ history, which the Grader may read like any reviewer.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 from pathlib import Path
+from typing import Any
 
 from assay.evaltasks import timesafe
 from assay.evaltasks.prompts import PromptFile
@@ -54,16 +56,27 @@ def new_marker() -> str:
     return f"scoring-{secrets.token_hex(6)}"
 
 
-def read_answer(folder: Path) -> tuple[dict[str, Criterion] | None, str]:
-    """The Grader's five Scores, or None and what is wrong with its answer (which is untrusted)."""
+def answer_json(folder: Path, name: str) -> tuple[Any, str]:
+    """A session's answer file, parsed (None and what is wrong with it otherwise); it is untrusted,
+    and removed once read so that a later session can't pass off an earlier one's."""
     try:
-        data = json.loads(read_bytes(folder / ANSWER_FILE, root=folder, label="", limit=MIB))
+        return json.loads(read_bytes(folder / name, root=folder, label="", limit=MIB)), ""
     except FileNotFoundError:
-        return None, f"no {ANSWER_FILE} was written"
+        return None, f"no {name} was written"
     except UntrustedFileError as e:
         return None, f"{e}; it was not read"
     except ValueError as e:
-        return None, f"{ANSWER_FILE} is not valid JSON ({e})"
+        return None, f"{name} is not valid JSON ({e})"
+    finally:
+        with contextlib.suppress(OSError):
+            (folder / name).unlink(missing_ok=True)
+
+
+def read_answer(folder: Path) -> tuple[dict[str, Criterion] | None, str]:
+    """The Grader's five Scores, or None and what is wrong with its answer."""
+    data, problem = answer_json(folder, ANSWER_FILE)
+    if problem:
+        return None, problem
     if not isinstance(data, dict):
         return None, f"{ANSWER_FILE} must be an object naming the five criteria"
     found = {}

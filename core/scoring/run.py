@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
+import signal
 from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
 
 import attrs
 import trio
 from assay.evaltasks.timesafe import TimeSafeError
 from assay.hooks.protocols import Harness, SandboxBackend, SessionRequest
-from assay.scoring import builtwith, packet, sample
+from assay.scoring import builtwith, origins, packet, sample
 from assay.scoring.github import GitHub, GitHubError, PullRequest
 from assay.scoring.store import PullScores, SampledPull, ScoringRun, ScoringStore
 from assay.sessions.oneshot import run_session
@@ -25,10 +28,11 @@ from assay.storage.files import Locked, exclusive_lock
 from assay.storage.commands import Command, now
 from assay.storage.families import family_of, seat_model
 from assay.storage.home import AssayHome
-from assay.storage.records import Outcome
+from assay.storage.records import Outcome, VoidCause
 from assay.storage.userconfig import ScoringConfig, grading_config
 
 KIND = "scoring"
+STOPPED = "stopped"
 ATTEMPTS = 2  # Grader sessions per pull request when the answer is unusable
 
 
@@ -40,6 +44,7 @@ class RunResult:
     scored: tuple[str, ...]
     left: tuple[str, ...]
     stopped: str = ""
+    traced: int = 0  # Bug origins proposed
 
 
 def sampled(pull: PullRequest, built: builtwith.BuiltWith) -> SampledPull:
@@ -117,15 +122,17 @@ class ScoringRunner:
                     command.log(f"window {run.window_start.isoformat()} .. {run.window_end.isoformat()}, "
                                 f"seed {run.seed}: {len(run.sample)} pull requests")
                     self.report(f"sample: {len(run.sample)} pull requests ({len(run.carried)} carried over)")
-                    with command.stage("grade"):
-                        result = trio.run(self.grade_all, run, command)
+                    result = trio.run(self._work, run, command)
                 except BaseException as e:
                     why = "stopped" if isinstance(e, KeyboardInterrupt) else f"{type(e).__name__}: {e}"
                     state = "stopped" if isinstance(e, KeyboardInterrupt) else "errored"
                     command.finish(state, state, why.splitlines()[0] if why else state)
                     raise
-                summary = f"{len(result.scored)} scored, {len(result.left)} left for the next run"
-                if result.stopped:
+                summary = (f"{len(result.scored)} scored, {len(result.left)} left for the next run, "
+                           f"{result.traced} Bug origins proposed")
+                if result.stopped == STOPPED:
+                    command.finish("stopped", "stopped", f"{summary}: stopped")
+                elif result.stopped:
                     command.finish("paused", "paused", f"{summary}: {result.stopped}")
                 else:
                     command.finish("done", "done", summary)
@@ -133,60 +140,134 @@ class ScoringRunner:
         except Locked:
             return None
 
-    async def grade_all(self, run: ScoringRun, command: Command) -> RunResult:
-        scored, left = [], []
+    async def _work(self, run: ScoringRun, command: Command) -> RunResult:
+        """Grade the sample, then trace bugs; a Stop (``assay stop``, SIGTERM, or Ctrl-C) cuts the
+        session in flight short, and what it didn't finish waits for the next run."""
+        outcome = {"stopped": "", "traced": 0}
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._watch_signals, nursery.cancel_scope, command, outcome)
+            with command.stage("grade"):
+                outcome["stopped"] = await self.grade_all(run, command)
+            with command.stage("bug origins"):
+                outcome["traced"], outcome["stopped"] = await self.trace_bugs(run, command, outcome["stopped"])
+            nursery.cancel_scope.cancel()
+        scored = tuple(p.key for p in run.sample if self.store.scores(p.key) is not None)
+        left = tuple(p.key for p in run.sample if p.key not in scored)
+        return RunResult(run, scored, left, outcome["stopped"], outcome["traced"])
+
+    async def _watch_signals(self, work: trio.CancelScope, command: Command, outcome: dict) -> None:
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for signum in signals:
+                command.log(f"Stop received ({signal.Signals(signum).name}): cutting the session in flight short")
+                outcome["stopped"] = STOPPED
+                work.cancel()
+                return
+
+    async def grade_all(self, run: ScoringRun, command: Command) -> str:
+        """Grade every pull request of the sample not yet scored; "" or why the run stopped early."""
         families = grading_config(self.home.root).families
-        stopped = ""
         for pull in run.sample:
-            if stopped or self.store.scores(pull.key) is not None:
-                (left if stopped else scored).append(pull.key)
+            if self.store.scores(pull.key) is not None:
                 continue
             seat = seat_for(pull, self.config.seats, families)
             if seat is None:
                 command.log(f"{pull.key}: no scoring seat is from another family than {pull.model}'s; left for later")
-                left.append(pull.key)
                 continue
             result = await self._grade(run, pull, seat)
             if isinstance(result, PullScores):
                 self.store.save_scores(result)
-                scored.append(pull.key)
                 self.report(f"scored {pull.key}")
                 command.log(f"scored {pull.key} with {seat}")
             else:
-                left.append(pull.key)
                 command.log(f"{pull.key}: {result}")
                 if result.startswith("plan limit"):
-                    stopped = result
-        return RunResult(run, tuple(scored), tuple(left), stopped)
+                    return result
+        return ""
+
+    async def trace_bugs(self, run: ScoringRun, command: Command, stopped: str) -> tuple[int, str]:
+        """Record the window's closed bug issues (every one closed so far, the first time; security
+        fixes never), then propose an origin for each still pending, unless a plan limit stopped the run."""
+        first = self.store.runs()[0].id == run.id
+        for owner in self.config.owners:
+            for issue in self.github.closed_issues(owner, self.config.bug_label, None if first else run.window_start,
+                                                   run.window_end):
+                key = f"{issue.repo}#{issue.number}"
+                if self.config.security_label not in issue.labels and not origins.path_of(self.home, key).exists():
+                    origins.save(self.home, origins.BugOrigin(key, issue.repo, issue.number, issue.title, now()))
+        traced = 0
+        for bug in origins.load_all(self.home):
+            if stopped:
+                break
+            if bug.state != "pending":
+                continue
+            result = await self._trace(bug)
+            if isinstance(result, str):
+                command.log(f"Bug origin of {bug.key}: {result}")
+                stopped = result if result.startswith("plan limit") else ""
+                continue
+            origins.save(self.home, result)
+            traced += 1
+            self.report(f"Bug origin proposed for {bug.key}")
+        return traced, stopped
+
+    async def _trace(self, bug: origins.BugOrigin) -> origins.BugOrigin | str:
+        issue = self.github.issue(bug.repo, bug.number)
+        if self.config.security_label in issue.labels:
+            return "labelled a security fix since it was found: left out"
+        fix = self.github.fix_commit(issue)
+        if fix is None:
+            return attrs.evolve(bug, state="proposed", why="no commit closed the issue, so there is no fix to trace from")
+        folder = origins.path_of(self.home, bug.key).with_suffix("")
+        try:
+            cached = origins.build_packet(self.home, self.github, issue, fix, folder / "packet")
+        except (GitHubError, TimeSafeError) as e:
+            return f"its packet could not be built: {e}"
+        answer = await self._ask(self.config.seats[0], folder, origins.prompt,
+                                 lambda packet_folder: origins.read_answer(packet_folder, cached))
+        if isinstance(answer, str):
+            return answer
+        commit, why = answer
+        proposed = origins.origin_of(self.github, bug.repo, commit) if commit else None
+        return attrs.evolve(bug, state="proposed", fix_commit=fix, proposed=proposed, why=why)
 
     async def _grade(self, run: ScoringRun, pull: SampledPull, seat: str) -> PullScores | str:
-        harness_name, _, model = seat.partition(":")
-        harness = self.harnesses.get(harness_name)
-        if harness is None:
-            return f"the scoring seat's Harness '{harness_name}' is not installed"
         folder = self.store.pull_folder(pull.key)
         files.private_folder(folder)
         try:
             packet.build(self.home, self.github, self.github.pull_request(pull.repo, pull.number), folder / "packet")
         except (GitHubError, TimeSafeError) as e:
             return f"its packet could not be built: {e}"
+        answer = await self._ask(seat, folder, packet.prompt, packet.read_answer)
+        if isinstance(answer, str):
+            return answer
+        harness, _, model = seat.partition(":")
+        return PullScores(pull, run.id, harness, model, now(), answer)
+
+    async def _ask(self, seat: str, folder: Path, prompt: Callable[[str], str],
+                   read: Callable[[Path], tuple[Any, str]]) -> Any:
+        """Sessions on ``seat`` over ``folder/packet`` until one answers usably (at most ATTEMPTS):
+        what ``read`` made of the answer, or a string saying why there is none ("plan limit: …"
+        when the session hit one)."""
+        harness_name, _, model = seat.partition(":")
+        harness = self.harnesses.get(harness_name)
+        if harness is None:
+            return f"the scoring seat's Harness '{harness_name}' is not installed"
         problem = ""
         for attempt in range(ATTEMPTS):
-            marker = packet.new_marker()
             session = folder / f"session-{attempt}"
             files.remove_tree(session)
             (session / "home").mkdir(parents=True)
             note = f"\n\nYour previous answer was not usable: {problem}. Write it again." if problem else ""
-            request = SessionRequest(repository=folder / "packet", home=session / "home", prompt=packet.prompt(marker) + note,
-                                     binary=harness.locate(), model=model, assay_home=self.home.root)
+            request = SessionRequest(repository=folder / "packet", home=session / "home",
+                                     prompt=prompt(packet.new_marker()) + note, binary=harness.locate(), model=model,
+                                     assay_home=self.home.root)
             outcome, _ = await run_session(harness, request, self.backend, timeout=self.timeout,
                                            log=session / "session.log")
-            if outcome.plan_limit or (outcome.void_cause and "limit" in outcome.void_cause.value):
-                return f"plan limit: {outcome.diagnostic or outcome.void_cause}; the rest waits for the next run"
+            if outcome.plan_limit or outcome.void_cause in (VoidCause.PLAN_LIMIT, VoidCause.USAGE_LIMIT):
+                return f"plan limit: {outcome.diagnostic or outcome.void_cause.value}; the rest waits for the next run"
             if outcome.outcome is Outcome.VOID:
-                return f"the Grader session was void ({outcome.void_cause.value if outcome.void_cause else '?'})"
-            criteria, problem = packet.read_answer(folder / "packet")
-            (folder / "packet" / packet.ANSWER_FILE).unlink(missing_ok=True)
-            if criteria is not None:
-                return PullScores(pull, run.id, harness_name, model, now(), criteria)
-        return f"the Grader's answer was unusable twice: {problem}"
+                return f"the session was void ({outcome.void_cause.value if outcome.void_cause else 'no cause'})"
+            answer, problem = read(folder / "packet")
+            if answer is not None:
+                return answer
+        return f"the answer was unusable twice: {problem}"

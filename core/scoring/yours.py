@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from assay.scoring.calibration import calibrate
-from assay.scoring.store import CRITERIA, Criterion, MyScores, ScoringStore
+from assay.scoring.store import CRITERIA, Criterion, MyScores, PullScores, ScoringStore
 from assay.storage import formats
 from assay.storage.commands import now
 
@@ -96,6 +96,17 @@ def listing(store: ScoringStore) -> dict[str, Any]:
                       "model": None if hidden else formats.unstructure(s)["criteria"],
                       "mine": formats.unstructure(mine)["criteria"] if mine else None})
     waiting = [k for k in store.marked_for_you() if not ((m := store.mine(k)) and m.complete_at)]
-    return {"calibration": [{"criterion": c.criterion, "calibrated": c.calibrated, "matched": c.matched,
+    return {"by_harness_version": by_harness_version([s for s, p in zip(model, pulls) if p["model"] is not None]),
+            "calibration": [{"criterion": c.criterion, "calibrated": c.calibrated, "matched": c.matched,
                              "compared": c.compared, "describe": c.describe()} for c in calibrate(model, yours)],
             "pulls": pulls, "waiting_for_you": waiting}
+
+
+def by_harness_version(scores: Sequence[PullScores]) -> dict[str, dict[str, str]]:
+    """Each criterion's passes per Harness and version ("claude 2.1.197": {"Correct": "3/4", ...}),
+    so a drop after a Harness updates itself shows."""
+    groups: dict[str, list[PullScores]] = {}
+    for s in scores:
+        groups.setdefault(f"{s.pull.harness} {s.pull.version or '(no version)'}", []).append(s)
+    return {name: {c: f"{sum(s.criteria[c].passed for s in group)}/{len(group)}" for c in CRITERIA}
+            for name, group in sorted(groups.items())}

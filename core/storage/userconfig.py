@@ -79,7 +79,7 @@ def grading_config(root: Path | None) -> GradingConfig:
     return GradingConfig(families, _seats(grading.get("seats", []), path, "grading.seats"))
 
 
-SAMPLE_SIZE, SECURITY_LABEL = 10, "security-fix"
+SAMPLE_SIZE, SECURITY_LABEL, BUG_LABEL, REVIEW_SUITE = 10, "security-fix", "bug", "code-review"
 
 
 @attrs.frozen
@@ -91,6 +91,8 @@ class ScoringConfig:
     size: int = SAMPLE_SIZE
     seats: tuple[str, ...] = ()
     security_label: str = SECURITY_LABEL
+    bug_label: str = BUG_LABEL  # the issues Bug origins trace
+    review_suite: str = REVIEW_SUITE  # where a confirmed Bug origin proposes its Eval task
 
 
 def scoring_config(root: Path | None) -> ScoringConfig:
@@ -100,7 +102,10 @@ def scoring_config(root: Path | None) -> ScoringConfig:
     size = table.get("size", SAMPLE_SIZE)
     if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= 1000:
         raise UserConfigError(f"{path}: scoring.size must be a whole number from 1 to 1000")
-    label = table.get("security_label", SECURITY_LABEL)
-    if not isinstance(label, str) or not label.strip():
-        raise UserConfigError(f"{path}: scoring.security_label must be a label name")
-    return ScoringConfig(owners, size, _seats(table.get("seats", []), path, "scoring.seats"), label)
+    names = {}
+    for field, default in (("security_label", SECURITY_LABEL), ("bug_label", BUG_LABEL), ("review_suite", REVIEW_SUITE)):
+        value = table.get(field, default)
+        if not isinstance(value, str) or not value.strip():
+            raise UserConfigError(f"{path}: scoring.{field} must be a non-empty name")
+        names[field] = value
+    return ScoringConfig(owners, size, _seats(table.get("seats", []), path, "scoring.seats"), **names)

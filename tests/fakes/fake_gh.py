@@ -5,7 +5,8 @@ $FAKE_GH_LOG. The world: {"logged_in": bool, "repos": {"o/r": {"clone_url": ...}
 "pulls": [{repo, number, title, body, created_at, merged_at, merge_commit_sha, labels, diff,
 commits: [date...], checks: [[name, conclusion]...]}], "issues": [{repo, number, title, body,
 labels, edits: [[editedAt, text]...], renames: [[createdAt, previous, current]...]}],
-"search_fails": bool}.
+"search_fails": bool, "commit_diffs": {sha: diff}}; an issue may have closed_at and fixed_by (a
+commit), a pull commit_shas (its commits, for GitHub's commit-to-PR link).
 """
 
 import json
@@ -59,6 +60,15 @@ def serve(world: dict, path: str, fields: dict, accept: str | None):
             "userContentEdits": {"nodes": [{"editedAt": at, "diff": text} for at, text in issue.get("edits", [])]},
             "timelineItems": {"nodes": [{"createdAt": at, "previousTitle": before, "currentTitle": after}
                                         for at, before, after in issue.get("renames", [])]}}}}}
+    if path == "search/issues" and "is:issue" in fields["q"]:
+        q = fields["q"]
+        owner, label = re.search(r"owner:(\S+)", q)[1], re.search(r'label:"([^"]+)"', q)[1]
+        since, until = (re.search(r"closed:(\S+)\.\.(\S+)", q) or re.search(r"closed:<()(\S+)", q)).groups()
+        found = [i for i in world.get("issues", []) if i["repo"].split("/")[0] == owner and label in i["labels"]
+                 and i.get("closed_at") and since <= i["closed_at"] <= until]
+        return {"items": [{"number": i["number"], "title": i["title"], "body": i["body"],
+                           "labels": [{"name": n} for n in i["labels"]],
+                           "repository_url": f"https://api.github.com/repos/{i['repo']}"} for i in found]}
     if path == "search/issues":
         if world.get("search_fails"):
             return None
@@ -71,12 +81,21 @@ def serve(world: dict, path: str, fields: dict, accept: str | None):
         page, size = int(fields.get("page", 1)), int(fields.get("per_page", 30))
         return {"items": [{"number": p["number"], "repository_url": f"https://api.github.com/repos/{p['repo']}"}
                           for p in found[(page - 1) * size:page * size]]}
-    m = re.fullmatch(r"repos/([^/]+/[^/]+)(?:/(pulls|issues|commits)/([^/]+)(?:/(commits|check-runs))?)?", path)
+    m = re.fullmatch(r"repos/([^/]+/[^/]+)(?:/(pulls|issues|commits)/([^/]+)(?:/(commits|check-runs|events|pulls))?)?",
+                     path)
     if not m:
         return None
     repo, kind, ident, sub = m.groups()
     if kind is None:
         return world.get("repos", {}).get(repo)
+    if kind == "commits" and sub == "pulls":
+        return [{"number": p["number"], "merged_at": p["merged_at"]} for p in pulls.values()
+                if p["repo"] == repo and ident in (p["merge_commit_sha"], *p.get("commit_shas", []))]
+    if kind == "commits" and sub is None:
+        return world.get("commit_diffs", {}).get(ident, "")
+    if kind == "issues" and sub == "events":
+        issue = issues.get((repo, int(ident)))
+        return None if issue is None else [{"event": "closed", "commit_id": issue.get("fixed_by")}]
     if kind == "commits":
         merged = [p for p in pulls.values() if p["repo"] == repo and p["merge_commit_sha"] == ident]
         runs = merged[0].get("checks", []) if merged else []  # one commit's checks, however many PRs name it

@@ -4,23 +4,49 @@
 Correct passes when the diff says FIXED, Tested when it adds a test_ file, Honest unless the pull
 request claims "all tests pass" while a check failed; Scoped and Standards pass. It copies what it
 read to ~/seen/ (its session's home), so a test can check the packet it was given. Model names
-starting "limit" print a plan-limit event and write nothing.
+"slowN-…" first sleep N seconds; starting "limit" print a plan-limit event and write nothing. Given a fix.patch instead, it is a
+Bug-origin session (see trace).
 """
 
 import json
+import re
 import shutil
+import subprocess
 import sys
+import time
 from pathlib import Path
+
+
+def trace(model: str) -> int:
+    """A Bug-origin session: the oldest commit whose change added a line the fix removed (git log -S);
+    model "guesser" names a commit that isn't in the history."""
+    removed = [line[1:] for line in Path("fix.patch").read_text().splitlines()
+               if line.startswith("-") and not line.startswith("---") and line[1:].strip()]
+    found = []
+    for line in removed:
+        found += subprocess.run(["git", "-C", "repo", "log", "--format=%H", "-S", line.strip()],
+                                capture_output=True, text=True, check=True).stdout.split()
+    commit = found[-1] if found else None
+    if model == "guesser":
+        commit = "1234567890abcdef1234567890abcdef12345678"
+    why = f"git log -S shows {commit} added it" if commit else "the history shows nothing"
+    Path("origin.json").write_text(json.dumps({"commit": commit, "why": why}))
+    print(json.dumps({"type": "result", "session": "origin"}), flush=True)
+    return 0
 
 
 def main() -> int:
     model = sys.argv[1]
+    if Path("fix.patch").exists():
+        return trace(model)
     home = Path.home()
     (home / "seen").mkdir(exist_ok=True)
     for name in ("issue.md", "pull.md", "diff.patch", "checks.md"):
         shutil.copy(name, home / "seen" / name)
     (home / "seen" / "model.txt").write_text(model)
     (home / "seen" / "repo-log.txt").write_text("\n".join(sorted(p.name for p in Path("repo").iterdir())))
+    if model.startswith("slow"):  # "slow3-…": a session of 3 seconds (the kill -9 and Stop tests')
+        time.sleep(float(re.match(r"slow(\d+)", model)[1]))
     if model.startswith("limit"):
         print(json.dumps({"type": "plan_limit"}), flush=True)
         return 1

@@ -6,15 +6,18 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import signal
 import stat
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from assay.storage.files import exclusive_lock
 
-from tests.conftest import run_cli
-from tests.experiment_fixtures import PLUGINS, make_repo
+from tests.conftest import cli_env, run_cli
+from tests.experiment_fixtures import PLUGINS, git, make_repo
 from tests.sandbox_fixtures import bwrap_unavailable
 
 FAKE_GH = Path(__file__).parents[1] / "fakes" / "fake_gh.py"
@@ -44,17 +47,26 @@ def world(tmp_path: Path, assay_home: Path) -> dict:
     """acme/app with six merged factory PRs (three per setup), a security fix, one with no Built-with
     line and one merged before the window; and a gh that serves them."""
     repo = tmp_path / "acme-app"
-    commits = make_repo(repo, {"pager.py": "def pages(n, size):\n    return n // size\n"},
-                        {"pager.py": "def pages(n, size):\n    return -(-n // size)\n"})
-    pulls = [pull("acme/app", n, commits[1], CLAUDE if n % 2 else CODEX, issue=100 + n) for n in range(1, 7)]
-    pulls += [pull("acme/app", 7, commits[1], CLAUDE, issue=107),  # its issue is a security fix
-              pull("acme/app", 8, commits[1], None, issue=108),  # not built by the Factory
-              pull("acme/app", 9, commits[1], CLAUDE, issue=109, days_ago=30)]  # before the first window
+    commits = make_repo(repo, {"pager.py": "def pages(n, size):\n    return 1\n"},
+                        {"pager.py": "def pages(n, size):\n    return n // size\n"},  # PR #20 lets a bug in
+                        {"pager.py": "def pages(n, size):\n    return -(-n // size)\n"})  # which this fixes
+    pulls = [pull("acme/app", n, commits[2], CLAUDE if n % 2 else CODEX, issue=100 + n) for n in range(1, 7)]
+    pulls += [pull("acme/app", 7, commits[2], CLAUDE, issue=107),  # its issue is a security fix
+              pull("acme/app", 8, commits[2], None, issue=108),  # not built by the Factory
+              pull("acme/app", 9, commits[2], CLAUDE, issue=109, days_ago=30),  # before the first window
+              pull("acme/app", 20, commits[1], CLAUDE, issue=119, days_ago=400)]  # long ago: the bug's origin
     issues = [{"repo": "acme/app", "number": 100 + n, "title": f"Pager bug {n}", "body": "now", "labels": ["bug"],
                "edits": [[stamp(5), f"The pager drops the last page ({n}).\n{CLAUDE}"], [stamp(0.1), "EDITED LATER"]],
                "renames": [[stamp(0.1), f"Pager bug {n}", "RENAMED LATER"]]} for n in range(1, 10)]
     issues[6]["labels"] = ["security-fix"]
-    data = {"logged_in": True, "repos": {"acme/app": {"clone_url": str(repo)}}, "pulls": pulls, "issues": issues}
+    issues += [{"repo": "acme/app", "number": 120, "title": "The last page is lost", "body": "10 items, 3 a page: 3 pages",
+                "labels": ["bug"], "closed_at": stamp(1), "fixed_by": commits[2]},
+               {"repo": "acme/app", "number": 121, "title": "A security hole", "body": "secret", "closed_at": stamp(1),
+                "labels": ["bug", "security-fix"], "fixed_by": commits[2]},  # never traced
+               {"repo": "acme/app", "number": 122, "title": "An old bug", "body": "long ago", "labels": ["bug"],
+                "closed_at": stamp(100)}]  # closed before any window, with no fix commit: the first run finds it
+    data = {"logged_in": True, "repos": {"acme/app": {"clone_url": str(repo)}}, "pulls": pulls, "issues": issues,
+            "commit_diffs": {commits[2]: git(repo, "diff", commits[1], commits[2])}, "commits": commits}
     (tmp_path / "world.json").write_text(json.dumps(data))
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -88,6 +100,8 @@ def test_a_run_samples_across_setups_grades_blind_from_another_family_and_lists_
     listing = json.loads(score(assay_home, world, "scores", "--json").stdout)
     assert sorted(p["key"] for p in listing["pulls"]) == sorted(shown["sample"])
     assert listing["waiting_for_you"] == ["acme/app#9"]
+    versions = listing["by_harness_version"]  # so a drop after a Harness updates itself shows
+    assert set(versions) == {"claude 2.1.197", "codex (no version)"} and versions["claude 2.1.197"]["Honest"].startswith("0/")
     for p in listing["pulls"]:
         if p["key"] == "acme/app#9":
             assert p["model"] is None and p["grader"] is None  # hidden until yours are in
@@ -188,6 +202,107 @@ def test_your_scores_hide_the_models_until_all_five_are_in(assay_home, world):
     assert (tested["matched"], tested["compared"], tested["calibrated"]) == (0, 1, False)
     assert score(assay_home, world, "scores", "acme/app#404", "--mine", "--correct", "pass",
                  "--why", "Correct=x").returncode == 2
+
+
+def test_bug_origins_are_proposed_then_confirmed_corrected_or_rejected_and_a_confirmed_one_proposes_an_eval_task(
+        assay_home, world):
+    """Scoring-run spec, stories 32-39: every bug issue closed (all of them the first time; never a
+    security fix) gets a proposal naming the introducing commit only if the history shows it, mapped
+    to its pull request and what built it; nothing counts until you settle it."""
+    result = json.loads(score(assay_home, world, *RUN).stdout)
+    assert result["bug_origins_proposed"] == 2
+    listed = json.loads(score(assay_home, world, "bug-origins", "--json").stdout)
+    assert [b["key"] for b in listed["bug_origins"]] == ["acme/app#120", "acme/app#122"]  # no security fix
+    assert listed["counted_against"] == {}  # nothing counts until you settle it
+    bug = json.loads(score(assay_home, world, "bug-origins", "acme/app#120", "--json").stdout)
+    assert bug["state"] == "proposed" and bug["proposed"]["commit"] == world["data"]["commits"][1]
+    assert bug["proposed"]["pull"] == "acme/app#20" and bug["proposed"]["built_with"] == CLAUDE
+    old = json.loads(score(assay_home, world, "bug-origins", "acme/app#122", "--json").stdout)
+    assert old["proposed"] is None and "no commit closed the issue" in old["why"]
+    refused = score(assay_home, world, "bug-origins", "acme/app#122", "--confirm")
+    assert refused.returncode == 2 and "no proposal to confirm" in refused.stderr
+    (assay_home / "evals" / "suites" / "code-review").mkdir(parents=True)
+    (assay_home / "evals" / "suites" / "code-review" / "suite.toml").write_text('kind = "code-review"\n')
+    confirmed = score(assay_home, world, "bug-origins", "acme/app#120", "--confirm")
+    assert confirmed.returncode == 0, confirmed.stderr
+    assert "assay approve bug-acme-app-120" in confirmed.stdout
+    approved = score(assay_home, world, "approve", "bug-acme-app-120")
+    assert approved.returncode == 0, approved.stdout + approved.stderr
+    task = (assay_home / "evals" / "suites" / "code-review" / "bug-acme-app-120" / "task.toml").read_text()
+    assert world["data"]["commits"][1] in task and "DRAFT" in task
+    assert json.loads(score(assay_home, world, "bug-origins", "--json").stdout)["counted_against"] == {
+        "claude/claude-opus-5": 1}
+    score(assay_home, world, "bug-origins", "acme/app#122", "--none")
+    assert json.loads(score(assay_home, world, "bug-origins", "--json").stdout)["counted_against"] == {
+        "claude/claude-opus-5": 1}  # a rejected one counts for nothing
+    corrected = json.loads(score(assay_home, world, "bug-origins", "acme/app#122", "--correct", "#20", "--json").stdout)
+    assert corrected["state"] == "confirmed" and corrected["settled"]["pull"] == "acme/app#20"
+    again = json.loads(score(assay_home, world, *RUN).stdout)
+    assert again["bug_origins_proposed"] == 0  # nothing traced twice
+
+
+def test_a_commit_the_history_does_not_show_is_never_proposed(assay_home, world):
+    """Story 34: a session that names a commit outside the history before the fix proposes nothing."""
+    (assay_home / "config.toml").write_text(f'[scoring]\nowners = ["acme"]\nsize = 4\n'
+                                            f'seats = ["fake-scorer:guesser", "fake-scorer:gpt-9"]\n')
+    assert score(assay_home, world, *RUN).returncode == 0
+    bug = json.loads(score(assay_home, world, "bug-origins", "acme/app#120", "--json").stdout)
+    assert bug["state"] == "proposed" and bug["proposed"] is None and "not a commit before the fix" in bug["why"]
+
+
+def test_a_killed_run_leaves_its_scores_and_the_next_run_scores_the_rest_once(assay_home, world):
+    """Issue 20 acceptance, a killed run resumed: kill -9 while the second pull request is being
+    graded; the next run scores what was left (nothing twice), and the killed Command isn't running."""
+    (assay_home / "config.toml").write_text('[scoring]\nowners = ["acme"]\nsize = 4\n'
+                                            'seats = ["fake-scorer:slow3-claude-9", "fake-scorer:slow3-gpt-9"]\n')
+    env = cli_env(assay_home, PLUGINS, PATH=f"{world['bin']}{os.pathsep}{os.environ['PATH']}",
+                  FAKE_GH_WORLD=str(world["path"]))
+    first = subprocess.Popen([sys.executable, "-m", "assay", *RUN], env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while len(list(assay_home.glob("evals/scoring/pulls/*/scores.json"))) < 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(1)  # into the second pull request's session
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    before = {p.parent.name: json.loads(p.read_text())["run"] for p in assay_home.glob("evals/scoring/pulls/*/scores.json")}
+    assert 1 <= len(before) < 5
+    (assay_home / "config.toml").write_text(f'[scoring]\nowners = ["acme"]\nsize = 4\nseats = {SEATS}\n')
+    resumed = score(assay_home, world, *RUN)
+    assert resumed.returncode == 0, resumed.stderr
+    shown = json.loads(resumed.stdout)
+    after = {p.parent.name: json.loads(p.read_text())["run"] for p in assay_home.glob("evals/scoring/pulls/*/scores.json")}
+    assert len(after) == 5 and all(after[k] == run for k, run in before.items())  # none scored twice
+    assert len(shown["scored"]) == 5 - len(before)
+    records = [json.loads(p.read_text()) for p in assay_home.glob("logs/scoring/*.json")]
+    killed = next(r for r in records if r["id"] != shown["id"])
+    inbox = json.loads(score(assay_home, world, "inbox", "--json").stdout)
+    assert [r["state"] for r in inbox["needs_you"] if r["id"] == killed["id"]] == ["interrupted"]
+
+
+def test_assay_stop_stops_a_scoring_run_and_the_next_takes_up_the_rest(assay_home, world):
+    """Issue 20: a Scoring run is a Command like an Experiment, so `assay stop` stops it (the session
+    in flight is cut short); it lands in Needs you as stopped, and the next run scores the rest."""
+    (assay_home / "config.toml").write_text('[scoring]\nowners = ["acme"]\nsize = 4\n'
+                                            'seats = ["fake-scorer:slow30-claude-9", "fake-scorer:slow30-gpt-9"]\n')
+    env = cli_env(assay_home, PLUGINS, PATH=f"{world['bin']}{os.pathsep}{os.environ['PATH']}",
+                  FAKE_GH_WORLD=str(world["path"]))
+    running = subprocess.Popen([sys.executable, "-m", "assay", *RUN], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True)
+    deadline = time.monotonic() + 120
+    while not list(assay_home.glob("evals/scoring/pulls/*/session-0/session.log")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    [record] = [json.loads(p.read_text()) for p in assay_home.glob("logs/scoring/*.json")]
+    stopped = score(assay_home, world, "stop", record["id"])
+    assert stopped.returncode == 0 and f"Stopped Scoring run {record['id']}" in stopped.stdout, stopped.stderr
+    out, _ = running.communicate(timeout=60)
+    assert running.returncode == 3 and json.loads(out)["stopped"] == "stopped"
+    assert not list(assay_home.glob("evals/scoring/pulls/*/scores.json"))
+    inbox = json.loads(score(assay_home, world, "inbox", "--json").stdout)
+    assert [r["state"] for r in inbox["needs_you"] if r["id"] == record["id"]] == ["stopped"]
+    (assay_home / "config.toml").write_text(f'[scoring]\nowners = ["acme"]\nsize = 4\nseats = {SEATS}\n')
+    resumed = json.loads(score(assay_home, world, *RUN).stdout)
+    assert len(resumed["scored"]) == 5
 
 
 def test_a_run_is_skipped_while_another_runs(assay_home, world):
