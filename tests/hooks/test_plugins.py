@@ -175,3 +175,7 @@ def test_package_list_matches_the_folders():
         f"assay.{p.parent.name}" for p in (REPO / "core").glob("*/__init__.py")
     } | {f"assay.plugins.{p.parent.name}" for p in (REPO / "plugins").glob("*/__init__.py")}
     assert declared == on_disk
+    data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    prompts = {f"assay.{'plugins.' if p.parents[2].name == 'plugins' else ''}{p.parents[1].name}"
+               for p in [*(REPO / "core").glob("*/prompts/*.md"), *(REPO / "plugins").glob("*/prompts/*.md")]}
+    assert {name for name in prompts if "prompts/*.md" not in data.get(name, [])} == set(), "prompts not shipped"

@@ -19,6 +19,7 @@ from assay.storage.files import exclusive_lock
 from tests.conftest import cli_env, run_cli
 from tests.experiment_fixtures import PLUGINS, git, make_repo
 from tests.sandbox_fixtures import bwrap_unavailable
+from tests.terminal import on_terminal
 
 FAKE_GH = Path(__file__).parents[1] / "fakes" / "fake_gh.py"
 CLAUDE = "Built with claude 2.1.197 · claude-opus-5 · high"
@@ -303,6 +304,21 @@ def test_assay_stop_stops_a_scoring_run_and_the_next_takes_up_the_rest(assay_hom
     (assay_home / "config.toml").write_text(f'[scoring]\nowners = ["acme"]\nsize = 4\nseats = {SEATS}\n')
     resumed = json.loads(score(assay_home, world, *RUN).stdout)
     assert len(resumed["scored"]) == 5
+
+
+def test_on_a_terminal_mine_asks_for_each_criterion_then_shows_the_models(assay_home, world):
+    """`assay scores PR --mine` alone, on a terminal, asks for each criterion and its reason; the
+    model's Scores show only after the fifth."""
+    assert score(assay_home, world, *RUN).returncode == 0
+    answers = [(f"{name} (pass/fail)".encode(), verdict) for name, verdict in
+               (("Correct", "pass"), ("Scoped", "pass"), ("Tested", "fail"), ("Honest", "fail"), ("Standards", "pass"))]
+    answers = [step for prompt, verdict in answers for step in ((prompt, verdict), (b"why", f"my reason {verdict}"))]
+    env = cli_env(assay_home, PLUGINS, FAKE_GH_WORLD=str(world["path"]))
+    code, text = on_terminal([sys.executable, "-m", "assay", "scores", "acme/app#9", "--mine"], env, answers)
+    assert code == 0, text
+    assert text.index("Standards (pass/fail)") < text.index("Correct judged by")  # shown only after all five
+    mine = json.loads(next(assay_home.glob("evals/scoring/pulls/*9/mine.json")).read_text())
+    assert mine["criteria"]["Tested"] == {"passed": False, "why": "my reason fail"} and mine["complete_at"]
 
 
 def test_a_run_is_skipped_while_another_runs(assay_home, world):
