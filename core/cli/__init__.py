@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "score": ("scoring_cmd", "Start a Scoring run: grade a sample of merged pull requests blind."),
     "scores": ("scoring_cmd", "List the Scoring run's Scores, or show one pull request's."),
     "bug-origins": ("scoring_cmd", "List Bug origins; confirm, correct or reject one."),
+    "console": ("console_cmd", "Serve the Console: Experiments live, Scores and Bug origins, in a browser."),
     "built-with": ("scoring_cmd", "Print the Built-with line for a pull request a session made."),
 }
 

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import time
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import attrs
 import typer
 from assay.cli.output import JsonOpt, emit_json, fail, table
-from assay.engine.results import read_verdict
+from assay.engine.results import command_of, listing, read_verdict
+from assay.engine.results import find as results_find
 from assay.hooks import plugin_manager as plugin_loading
 from assay.storage import commands, formats
 from assay.storage.files import Locked, NotALockFile, exclusive_lock
@@ -383,19 +382,10 @@ def verdict_line(verdict: dict, exp_id: str) -> str:
 
 
 def _find(home: AssayHome, ref: str) -> Any:
-    from assay.engine.folder import ExperimentDir
-
-    matches = sorted(p for p in home.experiments.glob(f"{ref}*") if (p / "setup.json").exists()) if home.experiments.is_dir() else []
-    if not matches:
-        fail(f"no Experiment '{ref}' under {home.experiments}")
-    if len(matches) > 1:
-        fail(f"'{ref}' names several Experiments: {', '.join(p.name for p in matches)}")
-    return ExperimentDir(matches[0])
-
-
-def _command(home: AssayHome, id: str) -> Any:
-    path = commands.record_path(home, "experiment", id)
-    return formats.read(path, commands.CommandRecord) if path.exists() else None
+    try:
+        return results_find(home, ref)
+    except ValueError as e:
+        fail(str(e))
 
 
 def experiments(
@@ -408,31 +398,15 @@ def experiments(
     home = AssayHome.from_env()
     if id:
         exp = _find(home, id)
-        data = describe(exp, _command(home, exp.id))
+        data = describe(exp, command_of(home, exp.id))
         if json_:
             emit_json(data)
         else:
             _show(data)
         return
-    from assay.engine.folder import ExperimentDir
-
-    rows = []
-    for path in sorted(home.experiments.glob("*/setup.json")) if home.experiments.is_dir() else []:
-        exp = ExperimentDir(path.parent)
-        try:
-            setup, command = exp.setup(), _command(home, exp.id)
-            verdict = read_verdict(exp)
-        except (formats.FormatError, OSError) as e:  # one broken Experiment hides none of the others
-            typer.echo(f"assay: warning: Experiment {exp.id} can't be read: {e}", err=True)
-            continue
-        rows.append({
-            "id": exp.id, "state": commands.effective_state(command) if command else "created",
-            "outcome": command.outcome if command else None,
-            "baseline": setup.baseline.label(), "candidate": setup.candidate.label(),
-            "suites": list(setup.suites), "tasks": len(setup.tasks), "created_at": setup.created_at.isoformat(),
-            "verdict": {"verdict": verdict["verdict"], "interval": verdict["interval"]} if verdict else None,
-            "release": formats.unstructure(setup.release) if setup.release else None,
-        })
+    rows, broken = listing(home)
+    for line in broken:
+        typer.echo(f"assay: warning: {line}", err=True)
     if json_:
         emit_json(rows)
         return
@@ -505,7 +479,7 @@ def _recheck_command(plugins: plugin_loading.Plugins):
                                                               graded=exp.in_force(slot)))
                 result = experiment_verdict(exp, setup, bar, results.wrong_finding_kinds(plugins))
                 results.record_verdict(exp, result)
-                command = _command(home, exp.id)
+                command = command_of(home, exp.id)
                 if command is not None and command.state == "done":
                     formats.write(commands.record_path(home, "experiment", exp.id), attrs.evolve(
                         command, outcome=result.verdict, summary=f"Verdict {result.verdict}",
@@ -535,34 +509,21 @@ def stop(
     (what it didn't score waits for the next)."""
     home = AssayHome.from_env()
     scoring = [r for r in commands.all_records(home) if r.kind == "scoring" and r.id == id]
-    command = scoring[0] if scoring else _command(home, _find(home, id).id)
+    command = scoring[0] if scoring else command_of(home, _find(home, id).id)
     what = f"Scoring run {id}" if scoring else f"Experiment {command.id if command else _find(home, id).id}"
     if command is None or not commands.runs(command):
         fail(f"{what} is not running", code=1)
-    os.kill(command.pid, signal.SIGTERM)
-    deadline = time.monotonic() + wait
-    while commands.runs(command) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if commands.runs(command):
+    if not commands.stop(command, wait):
         fail(f"{what} (pid {command.pid}) did not stop within {wait:.0f}s", code=1)
     typer.echo(f"Stopped {what}; " + ("the next Scoring run takes up the rest." if scoring else "run it again to resume."))
 
 
 def inbox(json_: bool = JsonOpt) -> None:
     """Commands that need you (failed, inconclusive, paused, stopped, errored) and those done."""
-    home = AssayHome.from_env()
-    needs, done = [], []
-    for record in commands.all_records(home):
-        state = commands.effective_state(record)
-        if state == "running":
-            continue
-        row = {"kind": record.kind, "id": record.id, "state": state, "outcome": record.outcome,
-               "summary": record.summary, "ended_at": record.ended_at.isoformat() if record.ended_at else None}
-        row["waiting"] = record.waiting
-        row["release"] = formats.unstructure(record.release) if record.release else None
-        (needs if commands.needs_you(record) else done).append(row)
+    box = commands.inbox(AssayHome.from_env())
+    needs, done = box["needs_you"], box["done"]
     if json_:
-        emit_json({"needs_you": needs, "done": done})
+        emit_json(box)
         return
     for title, rows in (("Needs you", needs), ("Done", done)):
         typer.echo(f"{title}:")

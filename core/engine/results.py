@@ -16,8 +16,9 @@ from typing import Any, ClassVar
 
 import attrs
 from assay.engine.folder import ExperimentDir, Slot
-from assay.storage import formats
-from assay.storage.records import ARMS, Bar, Look, Looks, Setup
+from assay.storage import commands, formats
+from assay.storage.home import AssayHome
+from assay.storage.records import ARMS, Bar, CommandRecord, Look, Looks, Setup
 
 MEMORY_CAP_FINDING = 2  # memory-cap voids of one Arm that make a finding: it keeps hitting the cap
 
@@ -311,3 +312,44 @@ def describe(exp: ExperimentDir, command: Any | None) -> dict[str, Any]:
         "looks": [formats.unstructure(look) for look in exp.looks()],
         "verdict": verdict,
     }
+
+
+def find(home: AssayHome, ref: str) -> ExperimentDir:
+    """The Experiment an id or a unique prefix names; ValueError saying why not."""
+    matches = sorted(p for p in home.experiments.glob(f"{ref}*") if (p / "setup.json").exists()) \
+        if home.experiments.is_dir() and ref and "/" not in ref else []
+    if not matches:
+        raise ValueError(f"no Experiment '{ref}' under {home.experiments}")
+    if len(matches) > 1:
+        raise ValueError(f"'{ref}' names several Experiments: {', '.join(p.name for p in matches)}")
+    return ExperimentDir(matches[0])
+
+
+def command_of(home: AssayHome, id: str) -> CommandRecord | None:
+    """The Experiment's Command record, if it ever ran."""
+    path = commands.record_path(home, "experiment", id)
+    return formats.read(path, CommandRecord) if path.exists() else None
+
+
+def listing(home: AssayHome) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every Experiment as ``assay experiments --json`` lists it, and a line for each that can't be
+    read (one broken Experiment hides none of the others)."""
+    rows, broken = [], []
+    for path in sorted(home.experiments.glob("*/setup.json")) if home.experiments.is_dir() else []:
+        exp = ExperimentDir(path.parent)
+        try:
+            setup, command = exp.setup(), command_of(home, exp.id)
+            verdict = read_verdict(exp)
+        except (formats.FormatError, OSError) as e:
+            broken.append(f"Experiment {exp.id} can't be read: {e}")
+            continue
+        rows.append({
+            "id": exp.id, "state": commands.effective_state(command) if command else "created",
+            "outcome": command.outcome if command else None,
+            "baseline": setup.baseline.label(), "candidate": setup.candidate.label(),
+            "suites": list(setup.suites), "tasks": len(setup.tasks), "created_at": setup.created_at.isoformat(),
+            "verdict": {"verdict": verdict["verdict"], "interval": verdict["interval"]} if verdict else None,
+            "release": formats.unstructure(setup.release) if setup.release else None,
+        })
+    return rows, broken
+

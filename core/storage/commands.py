@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -125,3 +127,30 @@ def effective_state(record: CommandRecord) -> str:
     if record.state == "running" and not runs(record):
         return "interrupted"
     return record.state
+
+
+def inbox(home: AssayHome) -> dict[str, list[dict[str, Any]]]:
+    """The Inbox as ``assay inbox --json`` and the Console show it: Commands that need you, and those done."""
+    needs, done = [], []
+    for record in all_records(home):
+        state = effective_state(record)
+        if state == "running":
+            continue
+        row = {"kind": record.kind, "id": record.id, "state": state, "outcome": record.outcome,
+               "summary": record.summary, "ended_at": record.ended_at.isoformat() if record.ended_at else None,
+               "waiting": record.waiting,
+               "release": formats.unstructure(record.release) if record.release else None}
+        (needs if needs_you(record) else done).append(row)
+    return {"needs_you": needs, "done": done}
+
+
+def stop(record: CommandRecord, wait: float) -> bool:
+    """Ask the process running ``record`` to stop (SIGTERM: it cuts its work short and records how
+    it ended) and wait up to ``wait`` seconds; whether it stopped."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(record.pid, signal.SIGTERM)
+    deadline = time.monotonic() + wait
+    while runs(record) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not runs(record)
+

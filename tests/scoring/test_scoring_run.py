@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import signal
@@ -11,78 +10,15 @@ import stat
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from assay.storage.files import exclusive_lock
 
-from tests.conftest import cli_env, run_cli
-from tests.experiment_fixtures import PLUGINS, git, make_repo
+from tests.conftest import cli_env
+from tests.experiment_fixtures import PLUGINS
 from tests.sandbox_fixtures import bwrap_unavailable
+from tests.scoring_fixtures import CLAUDE, RUN, SEATS, score, world  # noqa: F401 - world is a fixture
 from tests.terminal import on_terminal
-
-FAKE_GH = Path(__file__).parents[1] / "fakes" / "fake_gh.py"
-CLAUDE = "Built with claude 2.1.197 · claude-opus-5 · high"
-CODEX = "Built with codex · gpt-5.5 · medium"  # an older line, without the Harness version
-SEATS = '["fake-scorer:claude-sonnet-9", "fake-scorer:gpt-9"]'
-
-
-def stamp(days_ago: float) -> str:
-    return (dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=days_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def pull(repo: str, number: int, commit: str, built_with: str | None, *, issue: int | None = None,
-         days_ago: float = 1, labels: tuple[str, ...] = (), title: str = "Fix the pager") -> dict:
-    body = f"Fixes #{issue}\n\nAll tests pass.\n\n🤖 Generated with [Claude Code](https://claude.com/claude-code)\n"
-    body = f"{body}\n{built_with}\n" if built_with else body
-    return {"repo": repo, "number": number, "title": title, "body": body, "created_at": stamp(days_ago + 1),
-            "merged_at": stamp(days_ago), "merge_commit_sha": commit, "labels": list(labels),
-            "diff": "diff --git a/pager.py b/pager.py\n+++ b/pager.py\n+# FIXED: pages round up\n"
-                    "diff --git a/test_pager.py b/test_pager.py\n+++ b/test_pager.py\n+def test_pages(): ...\n"
-                    f"+# {CLAUDE}\n",
-            "commits": [stamp(days_ago + 0.5)], "checks": [["tests", "success"], ["lint", "failure"]]}
-
-
-@pytest.fixture
-def world(tmp_path: Path, assay_home: Path) -> dict:
-    """acme/app with six merged factory PRs (three per setup), a security fix, one with no Built-with
-    line and one merged before the window; and a gh that serves them."""
-    repo = tmp_path / "acme-app"
-    commits = make_repo(repo, {"pager.py": "def pages(n, size):\n    return 1\n"},
-                        {"pager.py": "def pages(n, size):\n    return n // size\n"},  # PR #20 lets a bug in
-                        {"pager.py": "def pages(n, size):\n    return -(-n // size)\n"})  # which this fixes
-    pulls = [pull("acme/app", n, commits[2], CLAUDE if n % 2 else CODEX, issue=100 + n) for n in range(1, 7)]
-    pulls += [pull("acme/app", 7, commits[2], CLAUDE, issue=107),  # its issue is a security fix
-              pull("acme/app", 8, commits[2], None, issue=108),  # not built by the Factory
-              pull("acme/app", 9, commits[2], CLAUDE, issue=109, days_ago=30),  # before the first window
-              pull("acme/app", 20, commits[1], CLAUDE, issue=119, days_ago=400)]  # long ago: the bug's origin
-    issues = [{"repo": "acme/app", "number": 100 + n, "title": f"Pager bug {n}", "body": "now", "labels": ["bug"],
-               "edits": [[stamp(5), f"The pager drops the last page ({n}).\n{CLAUDE}"], [stamp(0.1), "EDITED LATER"]],
-               "renames": [[stamp(0.1), f"Pager bug {n}", "RENAMED LATER"]]} for n in range(1, 10)]
-    issues[6]["labels"] = ["security-fix"]
-    issues += [{"repo": "acme/app", "number": 120, "title": "The last page is lost", "body": "10 items, 3 a page: 3 pages",
-                "labels": ["bug"], "closed_at": stamp(1), "fixed_by": commits[2]},
-               {"repo": "acme/app", "number": 121, "title": "A security hole", "body": "secret", "closed_at": stamp(1),
-                "labels": ["bug", "security-fix"], "fixed_by": commits[2]},  # never traced
-               {"repo": "acme/app", "number": 122, "title": "An old bug", "body": "long ago", "labels": ["bug"],
-                "closed_at": stamp(100)}]  # closed before any window, with no fix commit: the first run finds it
-    data = {"logged_in": True, "repos": {"acme/app": {"clone_url": str(repo)}}, "pulls": pulls, "issues": issues,
-            "commit_diffs": {commits[2]: git(repo, "diff", commits[1], commits[2])}, "commits": commits}
-    (tmp_path / "world.json").write_text(json.dumps(data))
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "gh").write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE_GH} \"$@\"\n")
-    (bin_dir / "gh").chmod(0o755)
-    (assay_home / "config.toml").write_text(f'[scoring]\nowners = ["acme"]\nsize = 4\nseats = {SEATS}\n')
-    return {"path": tmp_path / "world.json", "bin": bin_dir, "data": data, "log": tmp_path / "gh.log"}
-
-
-def score(assay_home: Path, world: dict, *args: str, **env: str):
-    return run_cli(assay_home, *args, plugins=PLUGINS, PATH=f"{world['bin']}{os.pathsep}{os.environ['PATH']}",
-                   FAKE_GH_WORLD=str(world["path"]), FAKE_GH_LOG=str(world["log"]), **env)
-
-
-RUN = ("score", "--sandbox", "none", "--unsandboxed-grader", "--seed", "7", "--json")
 
 
 @pytest.mark.parametrize("sandbox", ["none", "bwrap"])

@@ -1,0 +1,36 @@
+"""``assay console``: the web Console over this ASSAY_HOME (docs/console.md)."""
+
+from __future__ import annotations
+
+import secrets
+
+import typer
+from assay.cli import output
+from assay.hooks.loaded import Plugins
+
+
+def register(app: typer.Typer, plugins: Plugins) -> None:
+    @app.command("console")
+    def console(
+        host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback unless you say otherwise)."),
+        port: int = typer.Option(8700, "--port", min=1, max=65535, help="Port to listen on."),
+    ) -> None:
+        """Serve the Console: Experiments live, Scores and Bug origins, in a browser."""
+        from assay.console.serve import is_loopback, serve
+        from assay.storage.home import AssayHome
+
+        token = None
+        shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+        if not is_loopback(host):
+            token = secrets.token_urlsafe(24)
+            typer.echo(f"assay: warning: the Console listens on {host}, beyond this machine: every request must "
+                       "carry the token below, and anyone who has it can read your Experiments and act on them",
+                       err=True)
+        url = f"http://{shown if ':' not in shown else f'[{shown}]'}:{port}/" + (f"?token={token}" if token else "")
+        typer.echo(f"assay Console on {url} (Ctrl-C to stop)")
+        try:
+            serve(AssayHome.from_env(), host, port, token)
+        except OSError as e:
+            output.fail(f"--host {host} --port {port}: can't listen there ({e.strerror or e})")
+        except KeyboardInterrupt:
+            typer.echo("Console stopped.")

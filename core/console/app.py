@@ -1,0 +1,199 @@
+"""The Console's routes: each page paired with a CLI command, its data as JSON at the same URL
+(``Accept: application/json``, or ``?format=json``), and the few actions the specs allow.
+
+Bound to loopback, a request must name a loopback host (so a web page elsewhere can't reach it by
+DNS rebinding); bound elsewhere, every request must carry the token printed at start. Every form
+carries a per-process CSRF secret, and a POST from another origin is refused. The Console never
+starts an Experiment or a Scoring run.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from assay.console import views
+from assay.engine import results
+from assay.scoring import origins, yours
+from assay.scoring.github import GitHub, GitHubError
+from assay.scoring.store import CRITERIA, ScoringStore
+from assay.storage import commands
+from assay.storage.home import AssayHome
+from assay.storage.userconfig import UserConfigError, scoring_config
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+HERE = Path(__file__).parent
+LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+COOKIE = "assay_console_token"
+STOP_WAIT = 30.0
+
+
+class Console:
+    """One Console: where it reads (``home``), how it is reached, and its secrets."""
+
+    def __init__(self, home: AssayHome, *, token: str | None = None, github: Callable[[], GitHub] = GitHub):
+        self.home, self.token, self.github = home, token, github
+        self.csrf = secrets.token_urlsafe(24)
+        self.templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape())
+        self.templates.filters["url"] = lambda value: quote(str(value), safe="")
+        self.templates.globals.update(csrf=self.csrf, criteria=CRITERIA)
+
+    def page(self, request: Request, template: str, data: dict[str, Any], status: int = 200) -> Response:
+        """The page, or its data as JSON when the request asks for JSON."""
+        if _wants_json(request):
+            return JSONResponse(data, status_code=status)
+        fragment = request.query_params.get("fragment")
+        name = f"{template}_{fragment}.html" if fragment in ("live",) else f"{template}.html"
+        html = self.templates.get_template(name).render(data=data, request=request, path=request.url.path)
+        return HTMLResponse(html, status_code=status)
+
+    def error(self, request: Request, status: int, message: str) -> Response:
+        return self.page(request, "error", {"error": message, "status": status}, status)
+
+    # --- pages ------------------------------------------------------------------------------
+
+    async def inbox(self, request: Request) -> Response:
+        return self.page(request, "inbox", views.inbox(self.home))
+
+    async def experiments(self, request: Request) -> Response:
+        return self.page(request, "experiments", views.experiments(self.home))
+
+    async def experiment(self, request: Request) -> Response:
+        return self._view(request, "experiment", views.experiment, request.path_params["id"])
+
+    async def trial(self, request: Request) -> Response:
+        p = request.path_params
+        return self._view(request, "trial", views.trial, p["id"], p["task"], p["arm_index"], p["attempt"])
+
+    async def scores(self, request: Request) -> Response:
+        return self.page(request, "scores", views.scores(self.home))
+
+    async def pull(self, request: Request) -> Response:
+        return self._view(request, "pull", views.pull_scores, request.path_params["pull"])
+
+    async def bugs(self, request: Request) -> Response:
+        return self.page(request, "bugs", views.bug_origins(self.home))
+
+    async def bug(self, request: Request) -> Response:
+        return self._view(request, "bug", views.bug_origin, request.path_params["issue"])
+
+    def _view(self, request: Request, template: str, view: Callable[..., dict], *args: Any) -> Response:
+        try:
+            return self.page(request, template, view(self.home, *args))
+        except views.NotFound as e:
+            return self.error(request, 404, str(e))
+
+    # --- actions ----------------------------------------------------------------------------
+
+    async def stop(self, request: Request) -> Response:
+        """``assay stop ID`` from the Experiment's page."""
+        try:
+            exp = results.find(self.home, request.path_params["id"])
+        except ValueError as e:
+            return self.error(request, 404, str(e))
+        record = results.command_of(self.home, exp.id)
+        if record is None or not commands.runs(record):
+            return self.error(request, 409, f"Experiment {exp.id} is not running")
+        if not commands.stop(record, STOP_WAIT):
+            return self.error(request, 504, f"Experiment {exp.id} did not stop within {STOP_WAIT:.0f}s")
+        return RedirectResponse(f"/experiments/{quote(exp.id)}", status_code=303)
+
+    async def mine(self, request: Request) -> Response:
+        """``assay scores PULL --mine``: your five Scores (all or some), each with its reason."""
+        key = request.path_params["pull"]
+        form = await request.form()
+        given = {name: (str(form.get(name.lower()) or "") or None) for name in CRITERIA}
+        why = [f"{name}={form.get(f'why_{name.lower()}')}" for name in CRITERIA
+               if given[name] and str(form.get(f"why_{name.lower()}") or "").strip()]
+        try:
+            yours.enter(ScoringStore(self.home), key, given, why)
+        except ValueError as e:
+            return self.error(request, 400, str(e))
+        return RedirectResponse(f"/scores/{quote(key, safe='')}", status_code=303)
+
+    async def settle(self, request: Request) -> Response:
+        """``assay bug-origins ISSUE --confirm | --correct PR | --none``."""
+        key = request.path_params["issue"]
+        form = await request.form()
+        action = str(form.get("action") or "")
+        if action not in ("confirm", "correct", "none"):
+            return self.error(request, 400, "action: expected confirm, correct or none")
+        try:
+            github = self.github()
+            if action != "none":
+                github.check()
+            origins.settle(self.home, github, key, confirm=action == "confirm",
+                           correct=str(form.get("pull") or "") if action == "correct" else None,
+                           none=action == "none", suite=scoring_config(self.home.root).review_suite,
+                           now=commands.now())
+        except (origins.OriginError, GitHubError, UserConfigError) as e:
+            return self.error(request, 400, str(e))
+        return RedirectResponse(f"/bug-origins/{quote(key, safe='')}", status_code=303)
+
+
+def _wants_json(request: Request) -> bool:
+    accept = request.headers.get("accept", "")
+    return request.query_params.get("format") == "json" or ("application/json" in accept and "text/html" not in accept)
+
+
+class Guard(BaseHTTPMiddleware):
+    """The host or token check on every request, and the CSRF check on every POST."""
+
+    def __init__(self, app: Any, console: Console, loopback: bool):
+        super().__init__(app)
+        self.console, self.loopback = console, loopback
+
+    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        console = self.console
+        host = request.headers.get("host", "").rsplit(":", 1)[0] if "]" not in request.headers.get("host", "") \
+            else request.headers.get("host", "").split("]")[0] + "]"
+        if self.loopback and host not in LOOPBACK:
+            return console.error(request, 403, f"this Console answers only on loopback, not as '{host}'")
+        given = request.query_params.get("token") or request.cookies.get(COOKIE) or \
+            request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        if console.token and not hmac.compare_digest(given or "", console.token):
+            return console.error(request, 401, "this Console needs the token it printed when it started (?token=…)")
+        if request.method == "POST":
+            origin = request.headers.get("origin")
+            await request.body()  # read whole first: the body is then kept for the route's own form()
+            form = await request.form()
+            if origin and origin.split("//", 1)[-1] != request.headers.get("host"):
+                return console.error(request, 403, f"a form from {origin} is refused")
+            if not hmac.compare_digest(str(form.get("csrf") or ""), console.csrf):
+                return console.error(request, 403, "the form's CSRF token is missing or stale: reload the page")
+        response = await call_next(request)
+        if console.token and request.query_params.get("token"):
+            response.set_cookie(COOKIE, console.token, httponly=True, samesite="strict")
+        return response
+
+
+def make_app(home: AssayHome, *, token: str | None = None, loopback: bool = True,
+             github: Callable[[], GitHub] = GitHub) -> Starlette:
+    """The Console's ASGI app over ``home``."""
+    console = Console(home, token=token, github=github)
+    routes = [
+        Route("/", console.inbox),
+        Route("/experiments", console.experiments),
+        Route("/experiments/{id}", console.experiment),
+        Route("/experiments/{id}/stop", console.stop, methods=["POST"]),
+        Route("/experiments/{id}/trials/{task:path}/{arm_index}/{attempt:int}", console.trial),
+        Route("/scores", console.scores),
+        Route("/scores/{pull:path}/mine", console.mine, methods=["POST"]),
+        Route("/scores/{pull:path}", console.pull),
+        Route("/bug-origins", console.bugs),
+        Route("/bug-origins/{issue:path}", console.settle, methods=["POST"]),
+        Route("/bug-origins/{issue:path}", console.bug),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+    return Starlette(routes=routes, middleware=[Middleware(Guard, console=console, loopback=loopback)])

@@ -1,0 +1,34 @@
+"""Running the Console: Hypercorn's trio worker serving the app until Ctrl-C."""
+
+from __future__ import annotations
+
+import functools
+
+import trio
+from assay.console.app import LOOPBACK, make_app
+from assay.storage.home import AssayHome
+
+
+def is_loopback(host: str) -> bool:
+    return host in LOOPBACK or host.startswith("127.")
+
+
+def serve(home: AssayHome, host: str, port: int, token: str | None) -> None:
+    """Serve until interrupted (hypercorn is imported here: only ``assay console`` needs it)."""
+    from hypercorn.config import Config
+    from hypercorn.trio import serve as hypercorn_serve
+
+    config = Config()
+    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    config.accesslog = None
+    config.errorlog = "-"
+    app = make_app(home, token=token, loopback=is_loopback(host))
+    try:
+        trio.run(functools.partial(hypercorn_serve, app, config, mode="asgi"))
+    except BaseExceptionGroup as group:  # trio's nurseries wrap a failed bind
+        failed = group.subgroup(OSError)
+        while isinstance(failed, BaseExceptionGroup):
+            failed = failed.exceptions[0]
+        if failed is None:
+            raise
+        raise failed from None

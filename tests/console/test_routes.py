@@ -1,0 +1,179 @@
+"""The Console's routes: every page, its JSON twin (the same data the CLI's --json prints), the
+actions, and the guards (loopback host, token, CSRF, bad input writes nothing)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from assay.console.app import make_app
+from assay.storage.home import AssayHome
+from starlette.testclient import TestClient
+
+from tests.conftest import cli_env, run_cli
+from tests.experiment_fixtures import PLUGINS, experiment, make_factory, make_suite, scenario
+
+JSON = {"accept": "application/json"}
+
+
+@pytest.fixture
+def finished(tmp_path: Path, assay_home: Path) -> str:
+    """A finished Experiment of the fake Harness (its id)."""
+    factory = make_factory(tmp_path)
+    make_suite(assay_home)
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "bad": {"fixture/t1": "wrong", "*": "right"}})
+    result = experiment(assay_home, factory, sc, "--candidate-model", "bad", "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.splitlines()[-1])["id"]
+
+
+def client(home: Path, **kw) -> TestClient:
+    return TestClient(make_app(AssayHome(home), **kw), base_url="http://127.0.0.1:8700")
+
+
+def cli_json(home: Path, *args: str):
+    return json.loads(run_cli(home, *args, "--json", plugins=PLUGINS).stdout)
+
+
+def test_every_page_has_a_json_twin_equal_to_the_cli(assay_home, finished):
+    c = client(assay_home)
+    assert c.get("/experiments", headers=JSON).json()["experiments"] == cli_json(assay_home, "experiments")
+    page = c.get(f"/experiments/{finished}", headers=JSON).json()
+    shown = cli_json(assay_home, "experiments", finished)
+    assert {k: v for k, v in page.items() if k not in ("chart", "left")} == shown
+    assert page["chart"]["verdict"] == shown["verdict"]["verdict"] and 0 <= page["chart"]["lo"] <= page["chart"]["hi"] <= 100
+    inbox = c.get("/?format=json").json()
+    assert {k: inbox[k] for k in ("needs_you", "done")} == cli_json(assay_home, "inbox")
+    assert inbox["activity"][0]["id"] == finished
+    assert c.get("/scores", headers=JSON).json()["pulls"] == []
+    assert c.get("/bug-origins", headers=JSON).json() == {"bug_origins": [], "counted_against": {}}
+
+
+def test_the_experiment_page_shows_the_verdict_chart_tasks_and_every_trial(assay_home, finished):
+    c = client(assay_home)
+    html = c.get(f"/experiments/{finished}").text
+    data = c.get(f"/experiments/{finished}", headers=JSON).json()
+    assert f"Verdict: <span class=\"verdict v-{data['verdict']['verdict']}\">" in html
+    assert '<svg class="chart"' in html and "−margin 0.1" in html
+    assert html.count("/trials/fixture/") == len(data["trials"]) == 16
+    assert "answer.txt says wrong" in html  # a Score's why
+    assert "Stop</button>" not in html  # a finished Experiment has nothing to stop
+    listing = c.get("/experiments").text
+    assert f'href="/experiments/{finished}"' in listing
+    inbox = c.get("/").text
+    assert finished in inbox and "Needs you" in inbox and "Activity" in inbox
+
+
+def test_a_trials_page_shows_its_session_readably_and_its_evidence(assay_home, finished):
+    c = client(assay_home)
+    data = c.get(f"/experiments/{finished}", headers=JSON).json()
+    trial = next(t for t in data["trials"] if t["task"] == "fixture/t1" and t["arm"] == "candidate")
+    url = f"/experiments/{finished}/trials/fixture/t1/candidate-{trial['index']}/{trial['attempt']}"
+    page = c.get(url, headers=JSON).json()
+    assert page["trial"]["outcome"] == "delivered" and page["session"], page
+    assert any(e["title"].startswith("start") or e["kind"] == "event" for e in page["session"])
+    assert "delivered" in c.get(url).text
+    missing = c.get(f"/experiments/{finished}/trials/fixture/t1/candidate-9/0")
+    assert missing.status_code == 404 and "no Trial fixture/t1 candidate-9" in missing.text
+    assert c.get("/experiments/nope").status_code == 404
+
+
+def test_a_hostile_trial_log_is_shown_escaped_and_a_link_is_not_followed(assay_home, finished, tmp_path):
+    """What a Trial left is untrusted input to the host: its session.log is escaped in the page, and a
+    session.log that is a link to a host file is not read."""
+    c = client(assay_home)
+    data = c.get(f"/experiments/{finished}", headers=JSON).json()
+    trial = data["trials"][0]
+    folder = Path(trial["folder"])
+    (folder / "session.log").write_text('{"type": "assistant", "message": {"content": [{"type": "text", '
+                                        '"text": "<script>alert(1)</script>"}]}}\n')
+    url = f"/experiments/{finished}/trials/{trial['task']}/{trial['arm']}-{trial['index']}/{trial['attempt']}"
+    html = c.get(url).text
+    assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET")
+    (folder / "session.log").unlink()
+    (folder / "session.log").symlink_to(secret)
+    html = c.get(url).text
+    assert "TOP-SECRET" not in html and "symbolic link" in html
+
+
+def test_stop_from_the_page_stops_a_running_experiment(assay_home, tmp_path):
+    factory = make_factory(tmp_path)
+    make_suite(assay_home)
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "sleep:60,right"}, "bad": {"*": "sleep:60,right"}})
+    proc = subprocess.Popen([sys.executable, "-m", "assay", "experiment", "change", "--factory", str(factory),
+                             "--suite", "fixture", "--sandbox", "none", "--candidate-model", "bad", "--json"],
+                            env=cli_env(assay_home, PLUGINS, FAKE_SCENARIO=str(sc)), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not list((assay_home / "logs" / "experiment").glob("*.json")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    [record] = (assay_home / "logs" / "experiment").glob("*.json")
+    c = client(assay_home)
+    while time.monotonic() < deadline and "Stop</button>" not in c.get(f"/experiments/{record.stem}").text:
+        time.sleep(0.2)
+    live = c.get(f"/experiments/{record.stem}?fragment=live").text
+    assert "data-still-live" in live and "<html" not in live  # the part the page polls
+    refused = c.post(f"/experiments/{record.stem}/stop", data={"csrf": "forged"})
+    assert refused.status_code == 403 and proc.poll() is None  # no CSRF token, no Stop
+    csrf = re.search(r'name="csrf" value="([^"]+)"', c.get(f"/experiments/{record.stem}").text)[1]
+    stopped = c.post(f"/experiments/{record.stem}/stop", data={"csrf": csrf}, follow_redirects=False)
+    assert stopped.status_code == 303, stopped.text
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3 and json.loads(out.splitlines()[-1])["outcome"] == "stopped", err
+    assert c.get(f"/experiments/{record.stem}", headers=JSON).json()["state"] == "stopped"
+
+
+def test_only_loopback_hosts_and_with_a_token_only_its_bearer(assay_home):
+    rebinding = TestClient(make_app(AssayHome(assay_home)), base_url="http://evil.example:8700")
+    assert rebinding.get("/").status_code == 403
+    guarded = TestClient(make_app(AssayHome(assay_home), token="s3cret", loopback=False),
+                         base_url="http://10.0.0.5:8700")
+    assert guarded.get("/").status_code == 401
+    assert guarded.get("/?token=wrong").status_code == 401
+    assert guarded.get("/?token=s3cret").status_code == 200
+    assert guarded.get("/experiments").status_code == 200  # the cookie it set
+    assert TestClient(make_app(AssayHome(assay_home), token="s3cret", loopback=False),
+                      base_url="http://10.0.0.5:8700").get("/", headers={"authorization": "Bearer s3cret"}).status_code == 200
+
+
+def test_a_post_from_another_origin_is_refused(assay_home, finished):
+    c = client(assay_home)
+    csrf = re.search(r'name="csrf" value="([^"]+)"', c.get("/").text + c.get(f"/experiments/{finished}").text)
+    token = csrf[1] if csrf else "x"
+    r = c.post(f"/experiments/{finished}/stop", data={"csrf": token}, headers={"origin": "http://evil.example"})
+    assert r.status_code == 403 and "evil.example" in r.text
+
+
+def test_assay_console_serves_over_http_and_refuses_a_busy_port(assay_home, finished):
+    """The real server (Hypercorn on trio) as a user starts it; Ctrl-C ends it cleanly."""
+    import signal
+    import socket
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "assay", "console", "--port", str(port)],
+                              env=cli_env(assay_home, PLUGINS), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline, body = time.monotonic() + 30, ""
+        while time.monotonic() < deadline and not body:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/experiments") as response:
+                    body = response.read().decode()
+            except OSError:
+                time.sleep(0.2)
+        assert finished in body
+        busy = run_cli(assay_home, "console", "--port", str(port))
+        assert busy.returncode == 2 and busy.stderr.count("\n") == 1 and "can't listen there" in busy.stderr
+    finally:
+        server.send_signal(signal.SIGINT)
+        out, _ = server.communicate(timeout=30)
+    assert f"assay Console on http://127.0.0.1:{port}/" in out and server.returncode == 0
