@@ -1,0 +1,111 @@
+"""The Console in a real headless browser (Debian's chromium, driven by Playwright): the live
+Experiment page updating while a fake-Harness Experiment runs, the Scores form, and screenshots at
+desktop and phone sizes kept under the test's tmp folder (docs/console.md)."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import cli_env
+from tests.experiment_fixtures import PLUGINS, make_factory, make_suite, scenario
+from tests.scoring_fixtures import RUN, score, world  # noqa: F401 - world is a fixture
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+SIZES = {"desktop": (1440, 900), "phone": (390, 844)}
+
+
+@pytest.fixture
+def browser():
+    if CHROMIUM is None:
+        pytest.skip("no chromium on PATH (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    with sync_api.sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+@contextlib.contextmanager
+def console(home: Path, **env: str) -> Iterator[str]:
+    """``assay console`` on a free port, until the block ends (Ctrl-C)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "assay", "console", "--port", str(port)],
+                              env=cli_env(home, PLUGINS, **env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                urllib.request.urlopen(url).close()
+                break
+            time.sleep(0.2)
+        yield url
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=30)
+
+
+def shots(page, folder: Path, name: str) -> list[Path]:
+    taken = []
+    for size, (width, height) in SIZES.items():
+        page.set_viewport_size({"width": width, "height": height})
+        taken.append(folder / f"{name}-{size}.png")
+        page.screenshot(path=str(taken[-1]), full_page=True)
+    return taken
+
+
+def test_the_experiment_page_updates_live_while_the_experiment_runs(browser, assay_home, tmp_path):
+    factory = make_factory(tmp_path)
+    make_suite(assay_home)
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "sleep:1,right"}, "bad": {"*": "sleep:1,right"}})
+    running = subprocess.Popen([sys.executable, "-m", "assay", "experiment", "change", "--factory", str(factory),
+                                "--suite", "fixture", "--sandbox", "none", "--candidate-model", "bad", "--json"],
+                               env=cli_env(assay_home, PLUGINS, FAKE_SCENARIO=str(sc)), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not list((assay_home / "logs" / "experiment").glob("*.json")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    [record] = (assay_home / "logs" / "experiment").glob("*.json")
+    with console(assay_home) as url:
+        page = browser.new_page()
+        page.goto(f"{url}/experiments/{record.stem}")
+        assert page.locator(".state").first.inner_text() == "running"
+        assert page.locator("button.stop").count() == 1
+        shots(page, tmp_path / "screenshots", "experiment-running")
+        page.wait_for_selector("h2:has-text('Verdict:')", timeout=120_000)  # no reload: the page polls itself
+        assert page.locator(".state").first.inner_text() == "done"
+        assert page.locator("svg.chart").count() == 1 and page.locator("button.stop").count() == 0
+        taken = shots(page, tmp_path / "screenshots", "experiment-done")
+        assert all(p.stat().st_size > 10_000 for p in taken)
+        page.set_viewport_size({"width": 390, "height": 844})
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390 + 1  # usable on a phone: no sideways page
+    assert running.wait(timeout=60) == 0
+
+
+def test_the_scores_form_in_a_browser(browser, assay_home, world):  # noqa: F811
+    assert score(assay_home, world, *RUN).returncode == 0
+    with console(assay_home, FAKE_GH_WORLD=str(world["path"])) as url:
+        page = browser.new_page()
+        page.goto(f"{url}/scores")
+        page.click("text=acme/app#9")
+        assert page.locator("text=hidden until all five").count() == 1
+        for criterion in ("correct", "scoped", "tested", "honest", "standards"):
+            page.check(f"input[name={criterion}][value=pass]")
+            page.fill(f"input[name=why_{criterion}]", f"my {criterion} reason")
+        page.click("button:has-text('Save')")
+        page.wait_for_selector("text=Correct judged by")
+        assert page.locator("text=my tested reason").count() == 1
+        shots(page, world["path"].parent / "screenshots", "scores")
