@@ -29,7 +29,7 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
         url = f"http://{shown if ':' not in shown else f'[{shown}]'}:{port}/" + (f"?token={token}" if token else "")
         typer.echo(f"assay Console on {url} (Ctrl-C to stop)")
         try:
-            serve(AssayHome.from_env(), host, port, token)
+            serve(AssayHome.from_env(), plugins, host, port, token)
         except OSError as e:
             output.fail(f"--host {host} --port {port}: can't listen there ({e.strerror or e})")
         except KeyboardInterrupt:

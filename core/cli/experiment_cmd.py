@@ -18,10 +18,10 @@ from assay.cli.output import JsonOpt, emit_json, fail, table
 from assay.engine.results import command_of, listing, read_verdict
 from assay.engine.results import find as results_find
 from assay.hooks import plugin_manager as plugin_loading
-from assay.storage import commands, formats
-from assay.storage.files import Locked, NotALockFile, exclusive_lock
+from assay.storage import commands
+from assay.storage.files import Locked, NotALockFile
 from assay.storage.home import AssayHome
-from assay.storage.records import ARMS, Bar, Recheck
+from assay.storage.records import ARMS, Bar
 
 EXIT_PAUSED = 3
 
@@ -460,30 +460,14 @@ def _recheck_command(plugins: plugin_loading.Plugins):
     ) -> None:
         """Record your recheck of a Trial's Score beside the Grader's; the Verdict follows it."""
         from assay.engine import results
-        from assay.engine.results import experiment_verdict
 
         home = AssayHome.from_env()
         exp = _find(home, experiment)
-        setup, bar = exp.setup(), exp.bar()
-        slot = exp.find_slot(setup, trial)
-        if slot is None:
-            fail(f"Experiment {exp.id} has no Trial '{trial}' (the form is SUITE/TASK:ARM-N)")
         try:
-            with exclusive_lock(exp.lock_file):  # never beside a run of the same Experiment
-                if not exp.verdict_file.exists():
-                    fail(f"Experiment {exp.id} has no Verdict yet: run it to the end first")
-                if exp.score(slot) is None:
-                    fail(f"Trial {trial} has no Score yet to recheck")
-                formats.write(exp.recheck_file(slot), Recheck(slot.task, slot.arm, slot.index, passed, why,
-                                                              os.environ.get("USER", "unknown"), commands.now(),
-                                                              graded=exp.in_force(slot)))
-                result = experiment_verdict(exp, setup, bar, results.wrong_finding_kinds(plugins))
-                results.record_verdict(exp, result)
-                command = command_of(home, exp.id)
-                if command is not None and command.state == "done":
-                    formats.write(commands.record_path(home, "experiment", exp.id), attrs.evolve(
-                        command, outcome=result.verdict, summary=f"Verdict {result.verdict}",
-                        waiting=results.waiting_text(result)))
+            result = results.recheck(home, exp, trial, passed, why, os.environ.get("USER", "unknown"),
+                                     results.wrong_finding_kinds(plugins))
+        except ValueError as e:
+            fail(str(e))
         except Locked:
             fail(f"Experiment {exp.id} is running; recheck it once it ends", code=1)
         except NotALockFile as e:

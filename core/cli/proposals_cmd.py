@@ -20,11 +20,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
         home = AssayHome.from_env()
         pending = proposals.list_proposals(home, plugins.suite_kinds())
         if json_:
-            emit_json([
-                {"name": p.name, "suite": p.suite, "origin": p.origin, "folder": str(p.folder),
-                 "valid": p.valid, "problems": [_problem_json(q) for q in p.problems]}
-                for p in pending
-            ])
+            emit_json([p.describe() for p in pending])
             return
         table(
             ["PROPOSAL", "SUITE", "STATE", "ORIGIN"],
@@ -50,7 +46,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
         except manifests.ManifestError as e:
             if json_:
                 emit_json({"proposal": proposal, "approved": False,
-                           "problems": [_problem_json(q) for q in e.problems]})
+                           "problems": [proposals.problem_json(q) for q in e.problems]})
             else:
                 for q in e.problems:
                     typer.echo(str(q), err=True)
@@ -63,10 +59,6 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
                        "origin": approval.origin, "by": approval.by, "at": approval.at.isoformat()})
             return
         typer.echo(f"Approved {approval.suite}/{approval.task} (by {approval.by}): {folder}")
-
-
-def _problem_json(problem: manifests.Problem) -> dict[str, str]:
-    return {"file": str(problem.file), "field": problem.field, "message": problem.message}
 
 
 def _first_line(text: str | None) -> str:

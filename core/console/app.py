@@ -10,6 +10,7 @@ starts an Experiment or a Scoring run.
 from __future__ import annotations
 
 import hmac
+import os
 import secrets
 from collections.abc import Callable
 from pathlib import Path
@@ -18,10 +19,14 @@ from urllib.parse import quote
 
 from assay.console import views
 from assay.engine import results
+from assay.evaltasks import proposals
+from assay.evaltasks.manifests import ManifestError
+from assay.hooks.loaded import Plugins
 from assay.scoring import origins, yours
 from assay.scoring.github import GitHub, GitHubError
 from assay.scoring.store import CRITERIA, ScoringStore
 from assay.storage import commands
+from assay.storage.files import Locked
 from assay.storage.home import AssayHome
 from assay.storage.userconfig import UserConfigError, scoring_config
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -42,8 +47,9 @@ STOP_WAIT = 30.0
 class Console:
     """One Console: where it reads (``home``), how it is reached, and its secrets."""
 
-    def __init__(self, home: AssayHome, *, token: str | None = None, github: Callable[[], GitHub] = GitHub):
-        self.home, self.token, self.github = home, token, github
+    def __init__(self, home: AssayHome, plugins: Plugins, *, token: str | None = None,
+                 github: Callable[[], GitHub] = GitHub):
+        self.home, self.plugins, self.token, self.github = home, plugins, token, github
         self.csrf = secrets.token_urlsafe(24)
         self.templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape())
         self.templates.filters["url"] = lambda value: quote(str(value), safe="")
@@ -107,6 +113,37 @@ class Console:
             return self.error(request, 409, f"Experiment {exp.id} is not running")
         if not commands.stop(record, STOP_WAIT):
             return self.error(request, 504, f"Experiment {exp.id} did not stop within {STOP_WAIT:.0f}s")
+        return RedirectResponse(f"/experiments/{quote(exp.id)}", status_code=303)
+
+    async def proposals(self, request: Request) -> Response:
+        return self.page(request, "proposals", views.proposals(self.home, self.plugins))
+
+    async def approve(self, request: Request) -> Response:
+        """``assay approve PROPOSAL``: validated against its suite's kind, moved in whole or not at all."""
+        name = request.path_params["name"]
+        try:
+            proposals.approve(self.home, self.plugins.suite_kinds(), name, user=os.environ.get("USER"))
+        except proposals.ProposalError as e:
+            return self.error(request, 400, str(e))
+        except ManifestError as e:
+            return self.error(request, 400, f"{name} can't be approved: " + "; ".join(
+                f"{q.file}: {q.field}: {q.message}" for q in e.problems))
+        return RedirectResponse("/proposals", status_code=303)
+
+    async def recheck(self, request: Request) -> Response:
+        """``assay recheck ID TRIAL --pass|--fail --why …``: your judgement beside the Grader's."""
+        form = await request.form()
+        verdict = str(form.get("verdict") or "")
+        if verdict not in ("pass", "fail"):
+            return self.error(request, 400, "verdict: expected pass or fail")
+        try:
+            exp = results.find(self.home, request.path_params["id"])
+            results.recheck(self.home, exp, str(form.get("trial") or ""), verdict == "pass", str(form.get("why") or ""),
+                            os.environ.get("USER", "unknown"), results.wrong_finding_kinds(self.plugins))
+        except ValueError as e:
+            return self.error(request, 400, str(e))
+        except Locked:
+            return self.error(request, 409, "the Experiment is running; recheck it once it ends")
         return RedirectResponse(f"/experiments/{quote(exp.id)}", status_code=303)
 
     async def mine(self, request: Request) -> Response:
@@ -178,19 +215,22 @@ class Guard(BaseHTTPMiddleware):
         return response
 
 
-def make_app(home: AssayHome, *, token: str | None = None, loopback: bool = True,
+def make_app(home: AssayHome, plugins: Plugins, *, token: str | None = None, loopback: bool = True,
              github: Callable[[], GitHub] = GitHub) -> Starlette:
-    """The Console's ASGI app over ``home``."""
-    console = Console(home, token=token, github=github)
+    """The Console's ASGI app over ``home``, with the installed ``plugins`` (suite kinds, Graders)."""
+    console = Console(home, plugins, token=token, github=github)
     routes = [
         Route("/", console.inbox),
         Route("/experiments", console.experiments),
         Route("/experiments/{id}", console.experiment),
         Route("/experiments/{id}/stop", console.stop, methods=["POST"]),
+        Route("/experiments/{id}/recheck", console.recheck, methods=["POST"]),
         Route("/experiments/{id}/trials/{task:path}/{arm_index}/{attempt:int}", console.trial),
         Route("/scores", console.scores),
         Route("/scores/{pull:path}/mine", console.mine, methods=["POST"]),
         Route("/scores/{pull:path}", console.pull),
+        Route("/proposals", console.proposals),
+        Route("/proposals/{name}/approve", console.approve, methods=["POST"]),
         Route("/bug-origins", console.bugs),
         Route("/bug-origins/{issue:path}", console.settle, methods=["POST"]),
         Route("/bug-origins/{issue:path}", console.bug),

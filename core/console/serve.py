@@ -6,6 +6,7 @@ import functools
 
 import trio
 from assay.console.app import LOOPBACK, make_app
+from assay.hooks.loaded import Plugins
 from assay.storage.home import AssayHome
 
 
@@ -13,7 +14,7 @@ def is_loopback(host: str) -> bool:
     return host in LOOPBACK or host.startswith("127.")
 
 
-def serve(home: AssayHome, host: str, port: int, token: str | None) -> None:
+def serve(home: AssayHome, plugins: Plugins, host: str, port: int, token: str | None) -> None:
     """Serve until interrupted (hypercorn is imported here: only ``assay console`` needs it)."""
     from hypercorn.config import Config
     from hypercorn.trio import serve as hypercorn_serve
@@ -22,7 +23,7 @@ def serve(home: AssayHome, host: str, port: int, token: str | None) -> None:
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     config.accesslog = None
     config.errorlog = "-"
-    app = make_app(home, token=token, loopback=is_loopback(host))
+    app = make_app(home, plugins, token=token, loopback=is_loopback(host))
     try:
         trio.run(functools.partial(hypercorn_serve, app, config, mode="asgi"))
     except BaseExceptionGroup as group:  # trio's nurseries wrap a failed bind

@@ -10,6 +10,8 @@ import attrs
 
 from assay.console import stream
 from assay.engine import results
+from assay.evaltasks.proposals import list_proposals as proposal_list
+from assay.hooks.loaded import Plugins
 from assay.scoring import origins, yours
 from assay.scoring.store import ScoringStore
 from assay.storage import commands, files, formats
@@ -81,6 +83,11 @@ def _lines(folder: Path, name: str) -> list[str]:
         return []
     except UntrustedFileError as e:
         return [f"[assay: {e}; not shown]\n"]
+
+
+def proposals(home: AssayHome, plugins: Plugins) -> dict[str, Any]:
+    """``assay proposals --json``: each proposed Eval task, checked against its suite's kind."""
+    return {"proposals": [p.describe() for p in proposal_list(home, plugins.suite_kinds())]}
 
 
 def scores(home: AssayHome) -> dict[str, Any]:

@@ -18,7 +18,8 @@ import attrs
 from assay.engine.folder import ExperimentDir, Slot
 from assay.storage import commands, formats
 from assay.storage.home import AssayHome
-from assay.storage.records import ARMS, Bar, CommandRecord, Look, Looks, Setup
+from assay.storage.files import exclusive_lock
+from assay.storage.records import ARMS, Bar, CommandRecord, Look, Looks, Recheck, Setup
 
 MEMORY_CAP_FINDING = 2  # memory-cap voids of one Arm that make a finding: it keeps hitting the cap
 
@@ -352,4 +353,33 @@ def listing(home: AssayHome) -> tuple[list[dict[str, Any]], list[str]]:
             "release": formats.unstructure(setup.release) if setup.release else None,
         })
     return rows, broken
+
+
+def recheck(home: AssayHome, exp: ExperimentDir, trial: str, passed: bool, why: str, by: str,
+            wrong_kinds: Collection[str]) -> ExperimentVerdict:
+    """Record a person's recheck of a Trial's Score beside the Grader's; the Verdict follows it.
+
+    Raises ValueError (the message says why) for a Trial that isn't there or has nothing to
+    recheck yet, and :class:`~assay.storage.files.Locked` while the Experiment runs.
+    """
+    setup, bar = exp.setup(), exp.bar()
+    slot = exp.find_slot(setup, trial)
+    if slot is None:
+        raise ValueError(f"Experiment {exp.id} has no Trial '{trial}' (the form is SUITE/TASK:ARM-N)")
+    if not why.strip():
+        raise ValueError("why: say why, in a sentence")
+    with exclusive_lock(exp.lock_file):  # never beside a run of the same Experiment
+        if not exp.verdict_file.exists():
+            raise ValueError(f"Experiment {exp.id} has no Verdict yet: run it to the end first")
+        if exp.score(slot) is None:
+            raise ValueError(f"Trial {trial} has no Score yet to recheck")
+        formats.write(exp.recheck_file(slot), Recheck(slot.task, slot.arm, slot.index, passed, why, by,
+                                                      commands.now(), graded=exp.in_force(slot)))
+        result = experiment_verdict(exp, setup, bar, wrong_kinds)
+        record_verdict(exp, result)
+        command = command_of(home, exp.id)
+        if command is not None and command.state == "done":
+            formats.write(commands.record_path(home, "experiment", exp.id), attrs.evolve(
+                command, outcome=result.verdict, summary=f"Verdict {result.verdict}", waiting=waiting_text(result)))
+    return result
 

@@ -14,7 +14,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import attrs
 from assay.evaltasks import manifests
@@ -45,6 +45,11 @@ class Proposal:
     def valid(self) -> bool:
         return not self.problems
 
+    def describe(self) -> dict[str, Any]:
+        """As ``assay proposals --json`` lists it (the Console shows the same)."""
+        return {"name": self.name, "suite": self.suite, "origin": self.origin, "folder": str(self.folder),
+                "valid": self.valid, "problems": [problem_json(q) for q in self.problems]}
+
 
 @attrs.frozen
 class Approval:
@@ -57,6 +62,10 @@ class Approval:
     origin: str
     by: str
     at: dt.datetime
+
+
+def problem_json(problem: Problem) -> dict[str, str]:
+    return {"file": str(problem.file), "field": problem.field, "message": problem.message}
 
 
 def proposals_folder(home: AssayHome) -> Path:

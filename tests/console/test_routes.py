@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from assay.console.app import make_app
+from assay.hooks import plugin_manager
 from assay.storage.home import AssayHome
 from starlette.testclient import TestClient
 
@@ -19,6 +20,7 @@ from tests.conftest import cli_env, run_cli
 from tests.experiment_fixtures import PLUGINS, experiment, make_factory, make_suite, scenario
 
 JSON = {"accept": "application/json"}
+PLUGGED = plugin_manager.load()  # the built-in plugins: suite kinds and Graders
 
 
 @pytest.fixture
@@ -33,7 +35,7 @@ def finished(tmp_path: Path, assay_home: Path) -> str:
 
 
 def client(home: Path, **kw) -> TestClient:
-    return TestClient(make_app(AssayHome(home), **kw), base_url="http://127.0.0.1:8700")
+    return TestClient(make_app(AssayHome(home), PLUGGED, **kw), base_url="http://127.0.0.1:8700")
 
 
 def cli_json(home: Path, *args: str):
@@ -131,15 +133,15 @@ def test_stop_from_the_page_stops_a_running_experiment(assay_home, tmp_path):
 
 
 def test_only_loopback_hosts_and_with_a_token_only_its_bearer(assay_home):
-    rebinding = TestClient(make_app(AssayHome(assay_home)), base_url="http://evil.example:8700")
+    rebinding = TestClient(make_app(AssayHome(assay_home), PLUGGED), base_url="http://evil.example:8700")
     assert rebinding.get("/").status_code == 403
-    guarded = TestClient(make_app(AssayHome(assay_home), token="s3cret", loopback=False),
+    guarded = TestClient(make_app(AssayHome(assay_home), PLUGGED, token="s3cret", loopback=False),
                          base_url="http://10.0.0.5:8700")
     assert guarded.get("/").status_code == 401
     assert guarded.get("/?token=wrong").status_code == 401
     assert guarded.get("/?token=s3cret").status_code == 200
     assert guarded.get("/experiments").status_code == 200  # the cookie it set
-    assert TestClient(make_app(AssayHome(assay_home), token="s3cret", loopback=False),
+    assert TestClient(make_app(AssayHome(assay_home), PLUGGED, token="s3cret", loopback=False),
                       base_url="http://10.0.0.5:8700").get("/", headers={"authorization": "Bearer s3cret"}).status_code == 200
 
 
@@ -177,3 +179,19 @@ def test_assay_console_serves_over_http_and_refuses_a_busy_port(assay_home, fini
         server.send_signal(signal.SIGINT)
         out, _ = server.communicate(timeout=30)
     assert f"assay Console on http://127.0.0.1:{port}/" in out and server.returncode == 0
+
+
+def test_a_recheck_from_the_page_moves_the_verdict_as_the_cli_does(assay_home, finished):
+    c = client(assay_home)
+    data = c.get(f"/experiments/{finished}", headers=JSON).json()
+    trial = "fixture/t1:candidate-0"
+    token = re.search(r'<meta name="csrf" content="([^"]+)"', c.get(f"/experiments/{finished}").text)[1]
+    bad = c.post(f"/experiments/{finished}/recheck", data={"csrf": token, "trial": trial, "verdict": "pass", "why": " "})
+    assert bad.status_code == 400 and "say why" in bad.text
+    assert not list(assay_home.glob("evals/experiments/*/rechecks/**/*.json"))
+    done = c.post(f"/experiments/{finished}/recheck", data={"csrf": token, "trial": trial, "verdict": "pass",
+                                                            "why": "the answer is right after all"})
+    assert done.status_code == 200, done.text  # redirected back to the page
+    after = c.get(f"/experiments/{finished}", headers=JSON).json()
+    assert after["verdict"] == cli_json(assay_home, "experiments", finished)["verdict"]
+    assert after["verdict"] != data["verdict"] or any(item["rechecked"] for item in after["verdict"].get("recheck", []))

@@ -7,6 +7,7 @@ import json
 import re
 
 from assay.console.app import make_app
+from assay.hooks import plugin_manager
 from assay.scoring.github import GitHub
 from assay.storage.home import AssayHome
 from starlette.testclient import TestClient
@@ -14,11 +15,12 @@ from starlette.testclient import TestClient
 from tests.scoring_fixtures import RUN, score, world  # noqa: F401 - world is a fixture
 
 JSON = {"accept": "application/json"}
+PLUGGED = plugin_manager.load()  # the built-in plugins: suite kinds and Graders
 
 
 def console(assay_home, world) -> TestClient:  # noqa: F811
     gh = str(world["bin"] / "gh")
-    return TestClient(make_app(AssayHome(assay_home), github=lambda: GitHub(gh)), base_url="http://localhost:8700")
+    return TestClient(make_app(AssayHome(assay_home), PLUGGED, github=lambda: GitHub(gh)), base_url="http://localhost:8700")
 
 
 def csrf(c: TestClient, url: str) -> str:
@@ -60,3 +62,24 @@ def test_the_bug_origin_form_confirms_or_rejects_as_the_cli_does(assay_home, wor
     none = c.post("/bug-origins/acme%2Fapp%23122", data={"csrf": token, "action": "none"}, follow_redirects=True)
     assert none.status_code == 200 and c.get("/bug-origins/acme%2Fapp%23122", headers=JSON).json()["state"] == "none"
     assert c.get("/bug-origins/acme%2Fapp%23999").status_code == 404
+
+
+def test_a_confirmed_bug_origins_eval_task_is_approved_from_the_console(assay_home, world, monkeypatch):  # noqa: F811
+    """`assay proposals` and `assay approve` from the Console: listed with their problems, approved
+    only once valid (a missing suite is refused, nothing moved)."""
+    assert score(assay_home, world, *RUN).returncode == 0
+    monkeypatch.setenv("FAKE_GH_WORLD", str(world["path"]))
+    c = console(assay_home, world)
+    token = csrf(c, "/bug-origins/acme%2Fapp%23120")
+    c.post("/bug-origins/acme%2Fapp%23120", data={"csrf": token, "action": "confirm"})
+    listed = c.get("/proposals", headers=JSON).json()["proposals"]
+    assert listed == json.loads(score(assay_home, world, "proposals", "--json").stdout)
+    assert [p["name"] for p in listed] == ["bug-acme-app-120"] and not listed[0]["valid"]  # no code-review suite yet
+    refused = c.post("/proposals/bug-acme-app-120/approve", data={"csrf": token})
+    assert refused.status_code == 400 and (assay_home / "evals" / "proposals" / "bug-acme-app-120").is_dir()
+    (assay_home / "evals" / "suites" / "code-review").mkdir(parents=True)
+    (assay_home / "evals" / "suites" / "code-review" / "suite.toml").write_text('kind = "code-review"\n')
+    assert "Approve</button>" in c.get("/proposals").text
+    approved = c.post("/proposals/bug-acme-app-120/approve", data={"csrf": token}, follow_redirects=True)
+    assert approved.status_code == 200 and "No proposals waiting" in approved.text
+    assert (assay_home / "evals" / "suites" / "code-review" / "bug-acme-app-120" / "task.toml").is_file()
