@@ -27,11 +27,12 @@ from assay.hooks.protocols import (
     SessionOutcome,
     TrialContext,
 )
+from assay.pairs.evidence import pair_evidence
 from assay.storage import files, formats
 from assay.storage.commands import Command, now
 from assay.storage.git import GitError
 from assay.storage.home import AssayHome
-from assay.storage.records import Arm, Bar, EvalTask, Outcome, Score, Setup, TrialRecord, VoidCause
+from assay.storage.records import ARMS, Arm, Bar, EvalTask, Outcome, Score, Setup, TrialRecord, VoidCause
 from assay.storage.untrusted import capped_log
 from assay.storage.untrusted_git import inspected
 from assay.storage.userconfig import grading_config
@@ -215,16 +216,19 @@ class ExperimentRun:
         It ends at the base, or for kinds that review a change, at the change under review.
         """
         kind = self.plugins.suite_kinds()[task.kind]
-        commit = manifests.repository_commit(task, kind)
+        cached = await self._cache(task)
+        return await trio.to_thread.run_sync(lambda: timesafe.trial_copy(cached, dest, origin=kind.needs_origin))
+
+    async def _cache(self, task: EvalTask) -> timesafe.CachedRepo:
+        """The task's time-safe cache, prepared once per run."""
+        commit = manifests.repository_commit(task, self.plugins.suite_kinds()[task.kind])
         lock = self._repo_locks.setdefault(task.id, trio.Lock())
         async with lock:
             if task.id not in self._cached:
                 self._cached[task.id] = await trio.to_thread.run_sync(
                     timesafe.prepare_cache, self.home, task.repository, commit
                 )
-        return await trio.to_thread.run_sync(
-            lambda: timesafe.trial_copy(self._cached[task.id], dest, origin=kind.needs_origin)
-        )
+        return self._cached[task.id]
 
     async def _run_trial(self, slot: Slot, attempt: int) -> TrialRecord:
         folder = self.exp.fresh_attempt(slot, attempt)
@@ -289,6 +293,8 @@ class ExperimentRun:
         assert self._graders is not None
         async with self._graders:
             await self._grade_states(task, states)
+            if task.process_grading:
+                await self._pair_evidence(task, states)
         self.counts.graded += 1
         self.report("task graded", self.counts)
 
@@ -326,6 +332,26 @@ class ExperimentRun:
         if ungraded:
             missing = ", ".join(f"{a}-{i}" for a, i in ungraded)
             raise RuntimeError(f"no Grader of the '{task.kind}' kind scored {task.id} Trials {missing}")
+
+    async def _pair_evidence(self, task: EvalTask, states: list[SlotState]) -> None:
+        """Pair evidence for each pair of finished Trials whose file is missing or judged other attempts."""
+        by_slot = {(s.slot.arm, s.slot.index): s for s in states}
+        for index in sorted({s.slot.index for s in states}):
+            pair = [by_slot.get((arm, index)) for arm in ARMS]
+            if any(s is None or s.void_final or s.last is None for s in pair):
+                continue  # a dropped Trial leaves its pair out
+            current = self.exp.pair(task.id, index)
+            attempts = tuple(s.last.attempt for s in pair)  # type: ignore[union-attr]
+            if current is not None and current.attempts() == attempts:
+                continue
+            views = {arm: self.exp.view(s.slot, s.last) for arm, s in zip(ARMS, pair)}  # type: ignore[union-attr]
+            path = self.exp.pair_file(task.id, index)
+            evidence = await pair_evidence(
+                task, index, path.stem, views, backend=self.backend, timeout=self.bar.timeout_seconds,
+                base=await self._cache(task), workspace=path.with_suffix(".work"))
+            formats.write(path, evidence)
+            self.command.log(f"Pair evidence {path.stem}: " + "; ".join(
+                f"{arm} {len(evidence.side(arm).tests)} new test file(s)" for arm in ARMS))
 
     def _save_score(self, slot: Slot, score: Score) -> None:
         score = attrs.evolve(score, graded=self.exp.in_force(slot))

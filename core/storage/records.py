@@ -69,6 +69,8 @@ class EvalTask:
     change: str | None = None
     inputs: Mapping[str, Path] = attrs.field(factory=dict)
     criteria: Mapping[str, Any] = attrs.field(factory=dict)
+    # A process task's Pair evidence: ``new_tests`` globs and the ``command`` that runs one ("{file}").
+    process_grading: Mapping[str, Any] = attrs.field(factory=dict)
 
     @property
     def id(self) -> str:
