@@ -22,7 +22,7 @@ from assay.hooks import plugin_manager as plugin_loading
 from assay.storage import commands, formats
 from assay.storage.files import Locked, NotALockFile, exclusive_lock
 from assay.storage.home import AssayHome
-from assay.storage.records import ARMS, Bar, Recheck
+from assay.storage.records import ARMS, Bar, PanelSeat, Recheck
 
 EXIT_PAUSED = 3
 
@@ -111,6 +111,11 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         timeout: float = typer.Option(None, help="Bar: per-Trial timeout in seconds (a timeout is a fail)."),
         void_backoff: float = typer.Option(None, help="Bar: seconds before re-running a Trial the provider failed; doubles each time (default 30)."),
         model_grader: list[str] = typer.Option([], "--model-grader", help="Bar: a model Grader seat HARNESS:MODEL (repeatable; the first from neither Arm's family grades)."),
+        panel: str = typer.Option(None, "--panel", metavar="off|beside|counted", help="Bar: whether the Grader panel's calls on pairs of process Trials count in the Verdict (default: beside when seats are given)."),
+        panel_seat: list[str] = typer.Option([], "--panel-seat", metavar="harness=H,model=M[,effort=E]", help="Bar: a Grader panel seat (repeatable)."),
+        panel_vote: str = typer.Option(None, "--panel-vote", metavar="family|model", help="Bar: one ballot per model family (default) or per Model."),
+        panel_arm_family_rule: str = typer.Option(None, "--panel-arm-family-rule", metavar="on|off", help="Bar: seats of an Arm's family sit out while another family votes (default on)."),
+        panel_families: int = typer.Option(None, "--panel-families", help="Bar: the fewest model families that must vote on each pair, checked before the first Trial (default 1)."),
         workers: int = typer.Option(2, min=1, help="Trials running at once."),
         sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap where it works, else none)."),
         unsandboxed_grader: bool = typer.Option(
@@ -132,12 +137,27 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         home = AssayHome.from_env()
         bar = _bar(margin=margin, level=level, seed=seed, draws=draws, prior_weight=prior_weight,
                    timeout_seconds=timeout, void_backoff_seconds=void_backoff,
-                   model_graders=tuple(model_grader) or None)
+                   model_graders=tuple(model_grader) or None,
+                   **_panel_flags(panel, panel_seat, panel_vote, panel_arm_family_rule, panel_families))
         plan = _plan(plugins, home, bar, trials_per_task, sandbox, factory, suite, locals(),
                      scripts=_arm_scripts(scripted_provider), unsandboxed_grader=unsandboxed_grader)
         run_plan(home, plugins, plan, workers=workers, json_=json_)
 
     return experiment
+
+
+def _panel_flags(mode: str | None, seats: list[str], vote: str | None, arm_family_rule: str | None,
+                 families: int | None) -> dict[str, Any]:
+    """The Bar's panel fields from the flags (None where a flag is absent: the Bar's default)."""
+    if arm_family_rule not in (None, "on", "off"):
+        fail(f"--panel-arm-family-rule must be on or off, got {arm_family_rule!r}")
+    try:
+        parsed = tuple(PanelSeat.parse(s) for s in seats)
+    except ValueError as e:
+        fail(str(e))
+    return {"panel": mode or ("beside" if parsed else None), "panel_seats": parsed or None, "panel_vote": vote,
+            "panel_arm_family_rule": None if arm_family_rule is None else arm_family_rule == "on",
+            "panel_families": families}
 
 
 def _arm_scripts(values: list[str]) -> dict[str, Path]:
@@ -385,6 +405,7 @@ def _recheck_command(plugins: plugin_loading.Plugins):
         """Record your recheck of a Trial's Score beside the Grader's; the Verdict follows it."""
         from assay.engine import results
         from assay.engine.results import experiment_verdict
+        from assay.storage.userconfig import grading_config
 
         home = AssayHome.from_env()
         exp = _find(home, experiment)
@@ -401,7 +422,8 @@ def _recheck_command(plugins: plugin_loading.Plugins):
                 formats.write(exp.recheck_file(slot), Recheck(slot.task, slot.arm, slot.index, passed, why,
                                                               os.environ.get("USER", "unknown"), commands.now(),
                                                               graded=exp.in_force(slot)))
-                result = experiment_verdict(exp, setup, bar, results.wrong_finding_kinds(plugins))
+                result = experiment_verdict(exp, setup, bar, results.wrong_finding_kinds(plugins),
+                                            families=grading_config(home.root).families)
                 formats.write(exp.verdict_file, result)
                 command = _command(home, exp.id)
                 if command is not None and command.state == "done":

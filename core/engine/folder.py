@@ -130,6 +130,10 @@ class ExperimentDir:
         path = self.pair_file(task, index)
         return formats.read(path, PairEvidence) if path.exists() else None
 
+    def panel_folder(self, pair: str) -> Path:
+        """The Grader panel's saved calls on one pair, and its seats' sessions."""
+        return self.path / "panel" / pair
+
     def any_trial_started(self) -> bool:
         return (self.path / "trials").is_dir() and any((self.path / "trials").iterdir())
 

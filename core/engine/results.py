@@ -14,6 +14,8 @@ from typing import Any, ClassVar
 
 import attrs
 from assay.engine.folder import ExperimentDir, Slot
+from assay.pairs.panel import PairPanel, arms_families, pair_panel
+from assay.pairs.votes import Call
 from assay.storage.records import ARMS, Bar, Setup
 
 MEMORY_CAP_FINDING = 2  # memory-cap voids of one Arm that make a finding: it keeps hitting the cap
@@ -53,8 +55,8 @@ class ExperimentVerdict:
     flip would change the Verdict) still waits for a person's recheck.
     """
 
-    FORMAT: ClassVar[int] = 2
-    UPGRADES: ClassVar[dict] = {1: lambda d: {**d, "final": True}}
+    FORMAT: ClassVar[int] = 3
+    UPGRADES: ClassVar[dict] = {1: lambda d: {**d, "final": True}, 2: dict}
 
     verdict: str
     interval: tuple[float, float] | None
@@ -66,15 +68,24 @@ class ExperimentVerdict:
     pending: tuple[str, ...] = ()
     recheck: tuple[Mapping[str, Any], ...] = ()
     wrong_findings: tuple[Any, ...] = ()
+    panel: tuple[Mapping[str, Any], ...] = ()  # the Grader panel on each pair (format 3)
+    panel_missing: tuple[str, ...] = ()  # pairs whose panel calls are not all saved: run again to ask
 
 
-def judged(exp: ExperimentDir, slot: Slot) -> Judged | None:
+def judged(exp: ExperimentDir, slot: Slot, decider: Call | None | bool = True) -> Judged | None:
+    """A Trial's judgement. With a counted Grader panel (``decider`` its call on the Trial's pair,
+    None while calls are missing) a Trial passes only when its code Grader passes and the panel
+    calls its side ready; ``True`` means no decider stands beside the Grader."""
     score, recheck = exp.score(slot), exp.recheck(slot)
     if recheck is not None:
         return Judged(slot, recheck.passed, score.wrong_finding if score else False, False, True)
     if score is None:
         return None
-    return Judged(slot, score.passed, score.wrong_finding, score.borderline, False, score.pending)
+    if decider is True or score.pending:
+        return Judged(slot, score.passed, score.wrong_finding, score.borderline, False, score.pending)
+    if decider is None:
+        return Judged(slot, False, False, False, False, "the Grader panel's calls on its pair are missing")
+    return Judged(slot, score.passed and decider.ready(slot.arm), score.wrong_finding, score.borderline, False)
 
 
 @attrs.frozen
@@ -90,16 +101,28 @@ class Judgements:
     dropped: frozenset[str]
 
     @classmethod
-    def read(cls, exp: ExperimentDir, setup: Setup, bar: Bar) -> Judgements:
+    def read(cls, exp: ExperimentDir, setup: Setup, bar: Bar,
+             families: Mapping[str, Sequence[str]] | None = None) -> Judgements:
         slots = list(exp.slots(setup.tasks))
+        deciders = _deciders(exp, setup, bar, families or {})
         return cls(
-            setup, {slot: judged(exp, slot) for slot in slots},
+            setup, {slot: judged(exp, slot, deciders.get((slot.task, slot.index), True)) for slot in slots},
             frozenset(s.task for s in slots if exp.slot_state(s, bar).void_final),
         )
 
 
-def task_results(exp: ExperimentDir, setup: Setup, bar: Bar) -> list[TaskResult]:
-    return _task_results(Judgements.read(exp, setup, bar))
+def _deciders(exp: ExperimentDir, setup: Setup, bar: Bar,
+              families: Mapping[str, Sequence[str]]) -> dict[tuple[str, int], Call | None]:
+    """Who decides each pair beside its code Grader: with ``--panel counted``, the panel's call on
+    each pair with Pair evidence (None while its calls are missing); nothing otherwise."""
+    if bar.panel != "counted":
+        return {}
+    return {(p.task, p.index): None if p.result is None else p.result.call for p in _panels(exp, setup, bar, families)}
+
+
+def task_results(exp: ExperimentDir, setup: Setup, bar: Bar,
+                 families: Mapping[str, Sequence[str]] | None = None) -> list[TaskResult]:
+    return _task_results(Judgements.read(exp, setup, bar, families))
 
 
 def _task_results(j: Judgements, flip: Slot | None = None) -> list[TaskResult]:
@@ -146,9 +169,10 @@ def _groups(results: Sequence[TaskResult], bar: Bar, *, wrong: bool = False) -> 
 
 
 def experiment_verdict(
-    exp: ExperimentDir, setup: Setup, bar: Bar, wrong_finding_kinds: Collection[str] = ()
+    exp: ExperimentDir, setup: Setup, bar: Bar, wrong_finding_kinds: Collection[str] = (),
+    families: Mapping[str, Sequence[str]] | None = None,
 ) -> ExperimentVerdict:
-    judgements = Judgements.read(exp, setup, bar)
+    judgements = Judgements.read(exp, setup, bar, families)
     results = _task_results(judgements)
     groups = _groups(results, bar)
     overall = combine(groups)
@@ -156,10 +180,36 @@ def experiment_verdict(
     wrong = _groups([r for r in results if r.task in reviewed], bar, wrong=True) if reviewed else []
     pending = tuple(r.task for r in results if not r.complete)
     listed = _to_recheck(judgements, bar, overall.verdict)
+    panels = _panels(exp, setup, bar, families or {})
+    missing = tuple(p.pair for p in panels if p.missing)
     return attrs.evolve(
         overall, wrong_findings=tuple(wrong), pending=pending, recheck=tuple(listed),
-        final=not pending and all(item["rechecked"] for item in listed),
+        final=not pending and not missing and all(item["rechecked"] for item in listed),
+        panel=tuple(_panel_report(p, bar.panel == "counted") for p in panels), panel_missing=missing,
     )
+
+
+def _panels(exp: ExperimentDir, setup: Setup, bar: Bar, families: Mapping[str, Sequence[str]]) -> list[PairPanel]:
+    """The Grader panel on every pair with evidence (none while the Bar's panel is off)."""
+    if bar.panel == "off":
+        return []
+    arm_families = arms_families([(setup.arm(a).harness, setup.arm(a).model) for a in ARMS], families)
+    out = []
+    for task in setup.tasks:
+        for index in range(task.trials):
+            evidence = exp.pair(task.id, index)
+            if evidence is not None:
+                out.append(pair_panel(evidence, exp.panel_folder(evidence.pair), bar, arm_families, families))
+    return out
+
+
+def _panel_report(p: PairPanel, counted: bool) -> dict[str, Any]:
+    result = None if p.result is None else {
+        "merge": dict(p.result.call.merge), "preference": p.result.call.preference,
+        "ready": {arm: p.result.call.ready(arm) for arm in ARMS},
+        "voters": list(p.result.voters), "sat_out": list(p.result.sat_out)}
+    return {"pair": p.pair, "task": p.task, "index": p.index, "seats": list(p.seats), "call": result,
+            "missing": p.missing, "counted": counted}
 
 
 def wrong_finding_kinds(plugins: Any) -> list[str]:
@@ -181,7 +231,9 @@ def waiting_text(result: ExperimentVerdict) -> str:
     """What a person must still do before the Verdict is final ("" when it is)."""
     waiting = [item["trial"] for item in result.recheck if not item["rechecked"]]
     parts = ([f"recheck {', '.join(waiting)}"] if waiting else []) + (
-        [f"Scores pending for {', '.join(result.pending)}"] if result.pending else [])
+        [f"Scores pending for {', '.join(result.pending)}"] if result.pending else []) + (
+        [f"Grader panel calls missing for {', '.join(result.panel_missing)} (run again to ask)"]
+        if result.panel_missing else [])
     return "; ".join(parts)
 
 

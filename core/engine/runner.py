@@ -27,7 +27,9 @@ from assay.hooks.protocols import (
     SessionOutcome,
     TrialContext,
 )
+from assay.pairs.blind import identifying_words
 from assay.pairs.evidence import pair_evidence
+from assay.pairs.panel import Panel
 from assay.storage import files, formats
 from assay.storage.commands import Command, now
 from assay.storage.git import GitError
@@ -295,6 +297,8 @@ class ExperimentRun:
             await self._grade_states(task, states)
             if task.process_grading:
                 await self._pair_evidence(task, states)
+                if self.bar.panel != "off":
+                    await self._panel(task, states)
         self.counts.graded += 1
         self.report("task graded", self.counts)
 
@@ -353,6 +357,34 @@ class ExperimentRun:
             self.command.log(f"Pair evidence {path.stem}: " + "; ".join(
                 f"{arm} {len(evidence.side(arm).tests)} new test file(s)" for arm in ARMS))
 
+    async def _panel(self, task: EvalTask, states: list[SlotState]) -> None:
+        """Ask the Grader panel for every missing call on this task's pairs with evidence."""
+        panel = Panel(self.bar, self.plugins.harnesses(), self.backend, self.home.root, self._identifying(states))
+        for index in sorted({s.slot.index for s in states}):
+            evidence = self.exp.pair(task.id, index)
+            if evidence is None:
+                continue
+            outcomes = {arm: self._outcome_text(task.id, arm, index) for arm in ARMS}
+            await panel.ask(task, evidence, outcomes, self.exp.panel_folder(evidence.pair), self.command.log)
+
+    def _identifying(self, states: list[SlotState]) -> list[str]:
+        """What would tell the Arms apart in a panel packet: Harnesses, Models, versions, folders, session ids."""
+        arms = [self.setup.arm(arm) for arm in ARMS]
+        return identifying_words([
+            *(v for a in arms for v in (a.harness, a.model, a.effort, a.harness_version, a.runner)),
+            str(self.exp.path), self.exp.id,
+            *(r.session_id for s in states for r in s.records)])
+
+    def _outcome_text(self, task: str, arm: Arm, index: int) -> str:
+        """A side's outcome as the panel reads it: how its session ended and what its tests said."""
+        slot = Slot(task, arm, index)
+        record = self.exp.slot_state(slot, self.bar).last
+        score = self.exp.score(slot)
+        ended = f"the session ended {record.outcome.value}" if record else "the session did not finish"
+        tests = "" if score is None else "; the task's tests pass on its final commit" if score.passed else \
+            "; the task's tests fail on its final commit"
+        return ended + tests
+
     def _save_score(self, slot: Slot, score: Score) -> None:
         score = attrs.evolve(score, graded=self.exp.in_force(slot))
         formats.write(self.exp.score_file(slot), score)
@@ -361,7 +393,8 @@ class ExperimentRun:
     # --- The Verdict --------------------------------------------------------------------------
 
     def _verdict(self) -> str:
-        result = results.experiment_verdict(self.exp, self.setup, self.bar, results.wrong_finding_kinds(self.plugins))
+        result = results.experiment_verdict(self.exp, self.setup, self.bar, results.wrong_finding_kinds(self.plugins),
+                                            families=grading_config(self.home.root).families)
         formats.write(self.exp.verdict_file, result)
         return result.verdict
 

@@ -14,6 +14,8 @@ Format history:
 - Bar 3: ``void_provider_errors``, ``void_backoff_seconds`` (older Bars upgrade to the defaults, which
   were the behaviour's limits nowhere before). TrialRecord 2: void causes ``login_mismatch`` and
   ``harness_changed`` (a format 1 reader would not know them).
+- Bar 4: the Grader panel (``panel``, ``panel_seats``, ``panel_vote``, ``panel_arm_family_rule``,
+  ``panel_families``); an older Bar reads with the panel off, as it ran.
 """
 
 from __future__ import annotations
@@ -105,6 +107,38 @@ def _rule(test, expected: str):
 _SHARE = _rule(lambda v: 0.0 <= v <= 1.0, "between 0 and 1")
 
 
+PANEL_MODES = ("off", "beside", "counted")
+PANEL_VOTES = ("family", "model")
+
+
+@attrs.frozen
+class PanelSeat:
+    """One seat of the Grader panel: a Model run through a Harness, at an effort."""
+
+    harness: str
+    model: str
+    effort: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> PanelSeat:
+        """``harness=…,model=…[,effort=…]``, or ValueError saying what is wrong."""
+        fields: dict[str, str] = {}
+        for part in text.split(","):
+            key, eq, value = part.partition("=")
+            key, value = key.strip(), value.strip()
+            if not eq or key not in ("harness", "model", "effort") or not value or key in fields:
+                raise ValueError(f"--panel-seat '{text}': expected harness=NAME,model=NAME[,effort=LEVEL]")
+            fields[key] = value
+        if "harness" not in fields or "model" not in fields:
+            raise ValueError(f"--panel-seat '{text}': both harness= and model= are required")
+        return cls(**fields)
+
+    @property
+    def key(self) -> str:
+        """The seat's name in file names and reports."""
+        return "-".join(p for p in (self.harness, self.model, self.effort) if p)
+
+
 @attrs.frozen
 class Bar:
     """Everything that decides the Verdict, fixed before the first Trial (DESIGN.md, "Bar").
@@ -113,8 +147,9 @@ class Bar:
     2k+1 values a task's difference can take.
     """
 
-    FORMAT: ClassVar[int] = 3
-    UPGRADES: ClassVar[dict] = {1: dict, 2: lambda d: {**d, "void_provider_errors": 10, "void_backoff_seconds": 30.0}}
+    FORMAT: ClassVar[int] = 4
+    UPGRADES: ClassVar[dict] = {1: dict, 2: lambda d: {**d, "void_provider_errors": 10, "void_backoff_seconds": 30.0},
+                                3: dict}
 
     margin: float = attrs.field(default=0.10, validator=_SHARE)
     level: float = attrs.field(default=0.95, validator=_rule(lambda v: 0.0 < v < 1.0, "strictly between 0 and 1"))
@@ -133,6 +168,16 @@ class Bar:
     void_backoff_seconds: float = attrs.field(default=30.0, validator=_rule(lambda v: v >= 0, "0 or more seconds"))
     max_dropped_share: float = attrs.field(default=0.10, validator=_SHARE)
     model_graders: tuple[str, ...] = ()  # "harness:model" seats, tried in order
+    # --- The Grader panel on pairs of process Trials (docs/grading.md, "The Grader panel") ---
+    panel: str = attrs.field(default="off", validator=_rule(lambda v: v in PANEL_MODES, "off, beside or counted"))
+    panel_seats: tuple[PanelSeat, ...] = ()
+    panel_vote: str = attrs.field(default="family", validator=_rule(lambda v: v in PANEL_VOTES, "family or model"))
+    panel_arm_family_rule: bool = True  # seats of an Arm's family sit out while another family votes
+    panel_families: int = attrs.field(default=1, validator=_rule(lambda v: v >= 1, "1 or more"))  # voting, at least
+
+    def __attrs_post_init__(self) -> None:
+        if self.panel != "off" and not self.panel_seats:
+            raise ValueError(f"bar.panel is {self.panel} but the panel has no seat (--panel-seat harness=…,model=…)")
 
 
 @attrs.frozen
