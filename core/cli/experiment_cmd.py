@@ -116,6 +116,7 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         panel_vote: str = typer.Option(None, "--panel-vote", metavar="family|model", help="Bar: one ballot per model family (default) or per Model."),
         panel_arm_family_rule: str = typer.Option(None, "--panel-arm-family-rule", metavar="on|off", help="Bar: seats of an Arm's family sit out while another family votes (default on)."),
         panel_families: int = typer.Option(None, "--panel-families", help="Bar: the fewest model families that must vote on each pair, checked before the first Trial (default 1)."),
+        panel_spending_limit: float = typer.Option(None, "--panel-spending-limit", help="Bar: USD the Grader panel may spend per run; grading pauses once it is reached (resume to go on)."),
         workers: int = typer.Option(2, min=1, help="Trials running at once."),
         sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap where it works, else none)."),
         unsandboxed_grader: bool = typer.Option(
@@ -138,6 +139,7 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         bar = _bar(margin=margin, level=level, seed=seed, draws=draws, prior_weight=prior_weight,
                    timeout_seconds=timeout, void_backoff_seconds=void_backoff,
                    model_graders=tuple(model_grader) or None,
+                   panel_spending_limit=panel_spending_limit,
                    **_panel_flags(panel, panel_seat, panel_vote, panel_arm_family_rule, panel_families))
         plan = _plan(plugins, home, bar, trials_per_task, sandbox, factory, suite, locals(),
                      scripts=_arm_scripts(scripted_provider), unsandboxed_grader=unsandboxed_grader)
@@ -179,6 +181,8 @@ def run_plan(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, wor
     from assay.engine import start as experiments_core
 
     _announce(plan, plan.bar, json_)
+    if plan.bar.panel != "off":
+        _estimate(home, plan, json_)
     report, close = reporter(quiet=json_)
     try:
         exp, outcome = experiments_core.start(home, plugins, plan, workers=workers, report=report)
@@ -250,6 +254,26 @@ def _announce(plan: Any, bar: Bar, json_: bool) -> None:
             f"  Before the start: with {tasks} and {_plural(k, 'Trial')} per Arm each, the chance of a "
             f"clear Verdict if the Arms are equal is {chance:.0%}."
         )
+
+
+def _estimate(home: AssayHome, plan: Any, json_: bool) -> None:
+    """The spend estimate before the first Trial: each Arm's, then each panel seat's (printed as a
+    JSON line of its own with ``--json``)."""
+    from assay.engine.estimate import estimate
+
+    est = estimate(home, plan)
+    if json_:
+        typer.echo(json.dumps({"id": plan.id, "estimate": est}))
+        return
+    money = lambda v: "unknown" if v is None else f"${v:.2f}"  # noqa: E731
+    typer.echo("  Expected spend:")
+    for arm, e in est["arms"].items():
+        typer.echo(f"    {arm.title():9} {e['sessions']:g} sessions, {money(e['cost_usd'])}"
+                   f" (from {_plural(e['history_trials'], 'earlier Trial')})")
+    for seat, e in est["panel"].items():
+        typer.echo(f"    panel {seat}: {_plural(e['sessions'], 'session')} x {money(e['price_usd'])} = {money(e['cost_usd'])}")
+    limit = est["panel_spending_limit"]
+    typer.echo(f"    panel total {money(est['panel_cost_usd'])}" + (f"; it pauses at {money(limit)} per run" if limit else ""))
 
 
 def _plural(n: int, noun: str) -> str:

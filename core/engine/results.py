@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import attrs
 from assay.engine.folder import ExperimentDir, Slot
 from assay.pairs.panel import PairPanel, arms_families, pair_panel
+from assay.pairs.spend import spent
 from assay.pairs.votes import Call
 from assay.storage.records import ARMS, Bar, Setup
 
@@ -335,4 +336,5 @@ def describe(exp: ExperimentDir, command: Any | None) -> dict[str, Any]:
         ],
         "outcomes": outcomes,
         "verdict": verdict,
+        **({"panel_spend": spent(exp.path / "panel")} if bar.panel != "off" else {}),
     }

@@ -29,7 +29,8 @@ from assay.hooks.protocols import (
 )
 from assay.pairs.blind import identifying_words
 from assay.pairs.evidence import pair_evidence
-from assay.pairs.panel import Panel
+from assay.pairs.panel import ORDERS, Panel, saved_calls
+from assay.pairs.spend import Budget
 from assay.storage import files, formats
 from assay.storage.commands import Command, now
 from assay.storage.git import GitError
@@ -120,6 +121,10 @@ class ExperimentRun:
     _grading: trio.Nursery | None = attrs.field(default=None, init=False)
     _graders: trio.CapacityLimiter | None = attrs.field(default=None, init=False)
     _graded: set[str] = attrs.field(factory=set, init=False)  # tasks whose grading has started
+    _budget: Budget = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._budget = Budget(self.bar.panel_spending_limit)
 
     async def run(self) -> str:
         """Run to the end, a pause or a Stop; returns the Experiment's outcome.
@@ -359,13 +364,24 @@ class ExperimentRun:
 
     async def _panel(self, task: EvalTask, states: list[SlotState]) -> None:
         """Ask the Grader panel for every missing call on this task's pairs with evidence."""
-        panel = Panel(self.bar, self.plugins.harnesses(), self.backend, self.home.root, self._identifying(states))
+        panel = Panel(self.bar, self.plugins.harnesses(), self.backend, self.home.root, self._identifying(states),
+                      grading_config(self.home.root).families)
         for index in sorted({s.slot.index for s in states}):
             evidence = self.exp.pair(task.id, index)
             if evidence is None:
                 continue
             outcomes = {arm: self._outcome_text(task.id, arm, index) for arm in ARMS}
-            await panel.ask(task, evidence, outcomes, self.exp.panel_folder(evidence.pair), self.command.log)
+            folder = self.exp.panel_folder(evidence.pair)
+            await panel.ask(task, evidence, outcomes, folder, self._budget, self.command.log)
+            missing = len(saved_calls(folder, self.bar.panel_seats)) < len(ORDERS) * len(self.bar.panel_seats)
+            if self._budget.reached and missing and not self.paused:
+                self.paused = True
+                self.command.log(f"Grader panel: ${self._budget.spent:.2f} spent this run, the "
+                                 f"--panel-spending-limit ${self._budget.limit:.2f}; starting no new Trial, "
+                                 f"the Experiment pauses (run it again to go on)")
+                self.command.activity("panel_spending_limit", f"experiment {self.exp.id} reached its panel spending limit")
+                if self._queue is not None:
+                    self._queue.close()
 
     def _identifying(self, states: list[SlotState]) -> list[str]:
         """What would tell the Arms apart in a panel packet: Harnesses, Models, versions, folders, session ids."""

@@ -20,7 +20,9 @@ from typing import ClassVar
 import attrs
 from assay.hooks.protocols import Harness, SandboxBackend
 from assay.pairs.blind import blind_diff, frame, new_marker
+from assay.pairs import spend
 from assay.pairs.evidence import PairEvidence, Side
+from assay.pairs.spend import Budget, price
 from assay.pairs.votes import Call, PanelCall, SeatVote, panel_call, settle
 from assay.sessions.grader_session import grader_session
 from assay.storage import files, formats
@@ -168,15 +170,17 @@ class Panel:
     backend: SandboxBackend
     assay_home: Path | None
     words: Sequence[str]  # identifying words a packet's diffs must not keep
+    families: Mapping[str, Sequence[str]] = attrs.field(factory=dict)
 
     async def ask(self, task: EvalTask, evidence: PairEvidence, outcomes: Mapping[Arm, str], folder: Path,
-                  log=lambda line: None) -> int:
-        """Ask every seat for every missing call on this pair; returns the sessions run."""
+                  budget: Budget, log=lambda line: None) -> int:
+        """Ask every seat for every missing call on this pair, while the run's budget lasts; returns
+        the sessions run. A call is saved before its session is priced, so a pause never loses it."""
         sessions = 0
         for seat in self.bar.panel_seats:
             for order in ORDERS:
                 path = call_file(folder, seat, order)
-                if path.exists():
+                if path.exists() or budget.reached:
                     continue
                 arms = shown(self.bar.seed, evidence.pair, order)
                 work = folder / "sessions" / f"{seat.key}--order-{order}"
@@ -190,14 +194,18 @@ class Panel:
                     outcome = await grader_session(self.harnesses[seat.harness], seat.model, seat.effort, packet,
                                                    work / f"session-{attempt}", prompt, self.backend,
                                                    self.bar.timeout_seconds, self.assay_home)
-                    if outcome.outcome is Outcome.VOID:
-                        log(f"Panel {evidence.pair} {seat.key} order {order}: the session was void")
-                        break
-                    answer, problem = read_call(packet, arms)
+                    answer, problem = read_call(packet, arms) if outcome.outcome is not Outcome.VOID else (None, "")
                     if answer is not None:
                         call, why = answer
                         formats.write(path, SavedCall(evidence.pair, seat, order, arms, dict(call.merge),
                                                       call.preference, why))
+                    cost = outcome.cost_usd if outcome.cost_usd is not None else price(seat, self.families)
+                    spend.record(folder.parent, seat, evidence.pair, order, cost)
+                    budget.add(cost)
+                    if outcome.outcome is Outcome.VOID:
+                        log(f"Panel {evidence.pair} {seat.key} order {order}: the session was void")
+                        break
+                    if answer is not None or budget.reached:
                         break
                     note = f"\n\nYour previous answer was not usable: {problem}. Write {ANSWER_FILE} again."
                     log(f"Panel {evidence.pair} {seat.key} order {order}: {problem}")

@@ -15,7 +15,7 @@ Format history:
   were the behaviour's limits nowhere before). TrialRecord 2: void causes ``login_mismatch`` and
   ``harness_changed`` (a format 1 reader would not know them).
 - Bar 4: the Grader panel (``panel``, ``panel_seats``, ``panel_vote``, ``panel_arm_family_rule``,
-  ``panel_families``); an older Bar reads with the panel off, as it ran.
+  ``panel_families``, ``panel_spending_limit``); an older Bar reads with the panel off, as it ran.
 """
 
 from __future__ import annotations
@@ -174,6 +174,8 @@ class Bar:
     panel_vote: str = attrs.field(default="family", validator=_rule(lambda v: v in PANEL_VOTES, "family or model"))
     panel_arm_family_rule: bool = True  # seats of an Arm's family sit out while another family votes
     panel_families: int = attrs.field(default=1, validator=_rule(lambda v: v >= 1, "1 or more"))  # voting, at least
+    panel_spending_limit: float | None = attrs.field(  # USD per run: panel grading pauses once it is reached
+        default=None, validator=_rule(lambda v: v is None or v > 0, "above 0 (USD)"))
 
     def __attrs_post_init__(self) -> None:
         if self.panel != "off" and not self.panel_seats:
