@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "stop": ("experiment_cmd", "Stop a running Experiment; nothing is left running."),
     "inbox": ("experiment_cmd", "Commands that need you, and those that are done."),
     "recheck": ("experiment_cmd", "Record your recheck of a Trial's Score."),
+    "review": ("review_cmd", "Review a pair of process Trials blind: merge calls, then a preference."),
     "verdict": ("verdict_cmd", "Compute a Verdict from per-task pass counts."),
 }
 

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
-import attrs
 import typer
+from assay.cli.experiment_records import command_record, find_experiment, publish_verdict, verdict_line
 from assay.cli.output import JsonOpt, emit_json, fail, table
 from assay.engine.results import read_verdict
 from assay.hooks import plugin_manager as plugin_loading
@@ -117,6 +117,11 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         panel_arm_family_rule: str = typer.Option(None, "--panel-arm-family-rule", metavar="on|off", help="Bar: seats of an Arm's family sit out while another family votes (default on)."),
         panel_families: int = typer.Option(None, "--panel-families", help="Bar: the fewest model families that must vote on each pair, checked before the first Trial (default 1)."),
         panel_spending_limit: float = typer.Option(None, "--panel-spending-limit", help="Bar: USD the Grader panel may spend per run; grading pauses once it is reached (resume to go on)."),
+        panel_agreement: float = typer.Option(None, "--panel-agreement", help="Bar: with people and panel both counted, their agreement below this makes the Verdict inconclusive."),
+        people: str = typer.Option(None, "--people", metavar="off|beside|counted", help="Bar: whether people's blind reviews of pairs count in the Verdict (default: beside when readers are named)."),
+        people_reader: list[str] = typer.Option([], "--people-reader", help="Bar: a reader of pairs (repeatable)."),
+        people_sample: float = typer.Option(None, "--people-sample", help="Bar: the share of pairs given to readers, drawn from the seed (default 1)."),
+        people_overlap: int = typer.Option(None, "--people-overlap", help="Bar: readers per sampled pair (default 0: every reader)."),
         workers: int = typer.Option(2, min=1, help="Trials running at once."),
         sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap where it works, else none)."),
         unsandboxed_grader: bool = typer.Option(
@@ -139,7 +144,9 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         bar = _bar(margin=margin, level=level, seed=seed, draws=draws, prior_weight=prior_weight,
                    timeout_seconds=timeout, void_backoff_seconds=void_backoff,
                    model_graders=tuple(model_grader) or None,
-                   panel_spending_limit=panel_spending_limit,
+                   panel_spending_limit=panel_spending_limit, panel_agreement=panel_agreement,
+                   people=people or ("beside" if people_reader else None), people_readers=tuple(people_reader) or None,
+                   people_sample=people_sample, people_overlap=people_overlap,
                    **_panel_flags(panel, panel_seat, panel_vote, panel_arm_family_rule, panel_families))
         plan = _plan(plugins, home, bar, trials_per_task, sandbox, factory, suite, locals(),
                      scripts=_arm_scripts(scripted_provider), unsandboxed_grader=unsandboxed_grader)
@@ -306,61 +313,33 @@ def _print_result(exp: Any, outcome: str, verdict: dict | None) -> None:
     ])
     typer.echo("")
     if verdict:
-        typer.echo(_verdict_line(verdict))
+        typer.echo(verdict_line(verdict))
     else:
         typer.echo(f"Experiment {exp.id} {outcome}: run the same command again to resume.")
     typer.echo(f"Results: {exp.path}")
     typer.echo(f"Show again: assay experiments {exp.id}")
 
 
-def _verdict_line(verdict: dict) -> str:
-    text = f"Verdict: {verdict['verdict']}"
-    if verdict.get("interval"):
-        lo, hi = verdict["interval"]
-        text += f", interval [{lo:+.3f}, {hi:+.3f}] (Candidate − Baseline pass share)"
-    for group in verdict.get("groups", []):
-        if group.get("reason"):
-            text += f"\n  {group['reason']}"
-        if group.get("more_tasks") is not None:
-            more = f"More than {group['more_tasks']}" if group.get("more_tasks_over_cap") else f"About {group['more_tasks']}"
-            text += f"\n  {more} more Eval tasks would settle it."
-    for group in verdict.get("wrong_findings", []):
-        text += f"\n  Wrong findings: {group['verdict']}, interval [{group['interval'][0]:+.3f}, {group['interval'][1]:+.3f}]"
-    waiting = [item["trial"] for item in verdict.get("recheck", []) if not item["rechecked"]]
-    if waiting:
-        text += "\n  Not final: recheck " + ", ".join(waiting) + " (assay recheck ID TRIAL --pass|--fail --why …)"
-    if verdict.get("pending"):
-        text += "\n  Not final: Scores pending for " + ", ".join(verdict["pending"])
-    return text
-
-
-def _find(home: AssayHome, ref: str) -> Any:
-    from assay.engine.folder import ExperimentDir
-
-    matches = sorted(p for p in home.experiments.glob(f"{ref}*") if (p / "setup.json").exists()) if home.experiments.is_dir() else []
-    if not matches:
-        fail(f"no Experiment '{ref}' under {home.experiments}")
-    if len(matches) > 1:
-        fail(f"'{ref}' names several Experiments: {', '.join(p.name for p in matches)}")
-    return ExperimentDir(matches[0])
-
-
-def _command(home: AssayHome, id: str) -> Any:
-    path = commands.record_path(home, "experiment", id)
-    return formats.read(path, commands.CommandRecord) if path.exists() else None
-
-
 def experiments(
     id: str = typer.Argument(None, help="Show one Experiment (an id or a unique prefix)."),
+    pair: str = typer.Option(None, "--pair", help="Show one pair of process Trials blind, as a reader sees it."),
+    reader: str = typer.Option(None, "--reader", help="With --pair: the reader (default: $USER)."),
     json_: bool = JsonOpt,
 ) -> None:
     """List Experiments, or show one: Arms, Bar, per-task pairs, every Trial, minutes, the Verdict."""
     from assay.engine.results import describe
 
     home = AssayHome.from_env()
+    if pair:
+        from assay.cli.review_cmd import show_pair
+
+        if not id:
+            fail("--pair needs the Experiment: assay experiments ID --pair PAIR")
+        show_pair(find_experiment(home, id), pair, reader, json_)
+        return
     if id:
-        exp = _find(home, id)
-        data = describe(exp, _command(home, exp.id))
+        exp = find_experiment(home, id)
+        data = describe(exp, command_record(home, exp.id))
         if json_:
             emit_json(data)
         else:
@@ -372,7 +351,7 @@ def experiments(
     for path in sorted(home.experiments.glob("*/setup.json")) if home.experiments.is_dir() else []:
         exp = ExperimentDir(path.parent)
         try:
-            setup, command = exp.setup(), _command(home, exp.id)
+            setup, command = exp.setup(), command_record(home, exp.id)
             verdict = read_verdict(exp)
         except (formats.FormatError, OSError) as e:  # one broken Experiment hides none of the others
             typer.echo(f"assay: warning: Experiment {exp.id} can't be read: {e}", err=True)
@@ -415,7 +394,7 @@ def _show(data: dict) -> None:
     for finding in data["findings"]:
         typer.echo(f"Finding: {finding}")
     if data["verdict"]:
-        typer.echo(_verdict_line(data["verdict"]))
+        typer.echo(verdict_line(data["verdict"]))
 
 
 def _recheck_command(plugins: plugin_loading.Plugins):
@@ -428,11 +407,9 @@ def _recheck_command(plugins: plugin_loading.Plugins):
     ) -> None:
         """Record your recheck of a Trial's Score beside the Grader's; the Verdict follows it."""
         from assay.engine import results
-        from assay.engine.results import experiment_verdict
-        from assay.storage.userconfig import grading_config
 
         home = AssayHome.from_env()
-        exp = _find(home, experiment)
+        exp = find_experiment(home, experiment)
         setup, bar = exp.setup(), exp.bar()
         slot = exp.find_slot(setup, trial)
         if slot is None:
@@ -446,14 +423,7 @@ def _recheck_command(plugins: plugin_loading.Plugins):
                 formats.write(exp.recheck_file(slot), Recheck(slot.task, slot.arm, slot.index, passed, why,
                                                               os.environ.get("USER", "unknown"), commands.now(),
                                                               graded=exp.in_force(slot)))
-                result = experiment_verdict(exp, setup, bar, results.wrong_finding_kinds(plugins),
-                                            families=grading_config(home.root).families)
-                formats.write(exp.verdict_file, result)
-                command = _command(home, exp.id)
-                if command is not None and command.state == "done":
-                    formats.write(commands.record_path(home, "experiment", exp.id), attrs.evolve(
-                        command, outcome=result.verdict, summary=f"Verdict {result.verdict}",
-                        waiting=results.waiting_text(result)))
+                result = publish_verdict(home, plugins, exp)
         except Locked:
             fail(f"Experiment {exp.id} is running; recheck it once it ends", code=1)
         except NotALockFile as e:
@@ -464,7 +434,7 @@ def _recheck_command(plugins: plugin_loading.Plugins):
                        "interval": result.interval, "final": result.final, "waiting": waiting})
             return
         typer.echo(f"Rechecked {trial}: {'pass' if passed else 'fail'}.")
-        typer.echo(_verdict_line(results.read_verdict(exp)))
+        typer.echo(verdict_line(results.read_verdict(exp)))
         typer.echo("The Verdict is final." if result.final else f"Still to recheck: {', '.join(waiting) or 'none'}"
                    + ("; pending Scores: " + ", ".join(result.pending) if result.pending else ""))
 
@@ -477,8 +447,8 @@ def stop(
 ) -> None:
     """Stop a running Experiment: in-flight Trials are cut short (and re-run on resume)."""
     home = AssayHome.from_env()
-    exp = _find(home, id)
-    command = _command(home, exp.id)
+    exp = find_experiment(home, id)
+    command = command_record(home, exp.id)
     if command is None or not commands.runs(command):
         fail(f"Experiment {exp.id} is not running", code=1)
     os.kill(command.pid, signal.SIGTERM)

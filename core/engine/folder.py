@@ -134,6 +134,10 @@ class ExperimentDir:
         """The Grader panel's saved calls on one pair, and its seats' sessions."""
         return self.path / "panel" / pair
 
+    def reviews_folder(self, pair: str) -> Path:
+        """People's reviews of one pair, one numbered file each, never rewritten."""
+        return self.path / "reviews" / pair
+
     def any_trial_started(self) -> bool:
         return (self.path / "trials").is_dir() and any((self.path / "trials").iterdir())
 

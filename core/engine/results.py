@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import attrs
 from assay.engine.folder import ExperimentDir, Slot
+from assay.pairs import people
 from assay.pairs.panel import PairPanel, arms_families, pair_panel
 from assay.pairs.spend import spent
 from assay.pairs.votes import Call
@@ -71,12 +72,19 @@ class ExperimentVerdict:
     wrong_findings: tuple[Any, ...] = ()
     panel: tuple[Mapping[str, Any], ...] = ()  # the Grader panel on each pair (format 3)
     panel_missing: tuple[str, ...] = ()  # pairs whose panel calls are not all saved: run again to ask
+    people: Mapping[str, Any] = attrs.field(factory=dict)  # people's queues, calls and agreement
+    waiting_on_people: tuple[str, ...] = ()  # pairs (and readers) still to call
+    why: str = ""  # why the Verdict is inconclusive when no group says so (people-panel agreement)
 
 
-def judged(exp: ExperimentDir, slot: Slot, decider: Call | None | bool = True) -> Judged | None:
-    """A Trial's judgement. With a counted Grader panel (``decider`` its call on the Trial's pair,
-    None while calls are missing) a Trial passes only when its code Grader passes and the panel
-    calls its side ready; ``True`` means no decider stands beside the Grader."""
+WAITING_ON_PEOPLE = "waiting on people"
+
+
+def judged(exp: ExperimentDir, slot: Slot, decider: Call | str | None | bool = True) -> Judged | None:
+    """A Trial's judgement. With a counted decider (``decider``: the people's or the panel's call on
+    the Trial's pair; None while the panel's calls are missing; :data:`WAITING_ON_PEOPLE` while a
+    reader has still to call) a Trial passes only when its code Grader passes and the decider calls
+    its side ready; ``True`` means no decider stands beside the Grader."""
     score, recheck = exp.score(slot), exp.recheck(slot)
     if recheck is not None:
         return Judged(slot, recheck.passed, score.wrong_finding if score else False, False, True)
@@ -84,8 +92,10 @@ def judged(exp: ExperimentDir, slot: Slot, decider: Call | None | bool = True) -
         return None
     if decider is True or score.pending:
         return Judged(slot, score.passed, score.wrong_finding, score.borderline, False, score.pending)
-    if decider is None:
-        return Judged(slot, False, False, False, False, "the Grader panel's calls on its pair are missing")
+    if decider is None or decider == WAITING_ON_PEOPLE:
+        why = WAITING_ON_PEOPLE if decider else "the Grader panel's calls on its pair are missing"
+        return Judged(slot, False, False, False, False, why)
+    assert isinstance(decider, Call)
     return Judged(slot, score.passed and decider.ready(slot.arm), score.wrong_finding, score.borderline, False)
 
 
@@ -100,25 +110,75 @@ class Judgements:
     setup: Setup
     judged: Mapping[Slot, Judged | None]
     dropped: frozenset[str]
+    units: Mapping[str, tuple[int, ...]] = attrs.field(factory=dict)  # people-only sample: a task's sampled pairs
+    decisions: Decisions | None = None
 
     @classmethod
     def read(cls, exp: ExperimentDir, setup: Setup, bar: Bar,
              families: Mapping[str, Sequence[str]] | None = None) -> Judgements:
         slots = list(exp.slots(setup.tasks))
-        deciders = _deciders(exp, setup, bar, families or {})
+        decisions = _decisions(exp, setup, bar, families or {})
+        deciders = decisions.deciders
         return cls(
             setup, {slot: judged(exp, slot, deciders.get((slot.task, slot.index), True)) for slot in slots},
-            frozenset(s.task for s in slots if exp.slot_state(s, bar).void_final),
+            frozenset(s.task for s in slots if exp.slot_state(s, bar).void_final), decisions.units, decisions,
         )
 
 
-def _deciders(exp: ExperimentDir, setup: Setup, bar: Bar,
-              families: Mapping[str, Sequence[str]]) -> dict[tuple[str, int], Call | None]:
-    """Who decides each pair beside its code Grader: with ``--panel counted``, the panel's call on
-    each pair with Pair evidence (None while its calls are missing); nothing otherwise."""
-    if bar.panel != "counted":
-        return {}
-    return {(p.task, p.index): None if p.result is None else p.result.call for p in _panels(exp, setup, bar, families)}
+@attrs.frozen
+class Decisions:
+    """Who decides each pair of process Trials (ADR 0028, docs/grading.md "Who decides")."""
+
+    deciders: Mapping[tuple[str, int], Call | str | None]
+    units: Mapping[str, tuple[int, ...]]
+    panels: Sequence[PairPanel]
+    people: Mapping[str, Any]
+    waiting: tuple[str, ...]
+    inconclusive_because: str = ""
+
+
+def _decisions(exp: ExperimentDir, setup: Setup, bar: Bar, families: Mapping[str, Sequence[str]]) -> Decisions:
+    """Per pair with Pair evidence: the people's call where the pair was given to readers (ready only
+    if every reader says so; waiting until each has called), else a counted panel's; with people
+    alone counted, an unsampled pair is left out and each sampled pair is a unit of its own."""
+    panels = _panels(exp, setup, bar, families)
+    by_pair = {p.pair: p for p in panels}
+    pairs = [(t.id, i, e) for t in setup.tasks for i in range(t.trials) if (e := exp.pair(t.id, i)) is not None]
+    given = people.queues(bar, [e.pair for _, _, e in pairs]) if bar.people != "off" else {}
+    reviews = {pair: people.read_reviews(exp.reviews_folder(pair)) for pair in given}
+    deciders: dict[tuple[str, int], Call | str | None] = {}
+    calls, waiting, units = {}, [], collections.defaultdict(list)
+    sample_only = bar.people == "counted" and bar.panel != "counted"
+    for task, index, evidence in pairs:
+        if sample_only:
+            units.setdefault(task, [])
+        if evidence.pair in given:
+            call, readers = people.people_call(reviews[evidence.pair], given[evidence.pair])
+            if call is not None:
+                calls[evidence.pair] = call
+            if readers:
+                waiting.append(f"{evidence.pair} ({', '.join(readers)})")
+            if bar.people == "counted":
+                deciders[task, index] = call if call is not None else WAITING_ON_PEOPLE
+                units[task].append(index)
+                continue
+        if bar.panel == "counted":
+            panel = by_pair.get(evidence.pair)
+            deciders[task, index] = panel.result.call if panel and panel.result else None
+    panel_calls = {p.pair: p.result.call for p in panels if p.result is not None}
+    with_panel, shared = people.agreement(calls, panel_calls)
+    among, sides = people.people_agreement(reviews)
+    why = ""
+    if (bar.people == "counted" and bar.panel == "counted" and bar.panel_agreement is not None
+            and with_panel is not None and with_panel < bar.panel_agreement):
+        why = (f"people and the Grader panel agree on {with_panel:.0%} of merge calls on the {shared} pair(s) both "
+               f"called, below --panel-agreement {bar.panel_agreement:.0%}")
+    report = {} if bar.people == "off" else {
+        "counted": bar.people == "counted", "queues": {pair: list(r) for pair, r in given.items()},
+        "calls": {pair: {"merge": dict(c.merge), "preference": c.preference} for pair, c in calls.items()},
+        "agreement": {"people_panel": with_panel, "pairs": shared, "people_people": among, "sides": sides}}
+    return Decisions(deciders, {t: tuple(i) for t, i in units.items()} if sample_only else {}, panels, report,
+                     tuple(waiting) if bar.people != "off" else (), why)
 
 
 def task_results(exp: ExperimentDir, setup: Setup, bar: Bar,
@@ -127,26 +187,35 @@ def task_results(exp: ExperimentDir, setup: Setup, bar: Bar,
 
 
 def _task_results(j: Judgements, flip: Slot | None = None) -> list[TaskResult]:
-    """Each task's pair; ``flip`` turns one Trial's pass into a fail (or back), to find decisive Scores."""
+    """Each task's pair; ``flip`` turns one Trial's pass into a fail (or back), to find decisive Scores.
+
+    A task decided on a people-only sample gives one unit per sampled pair (its unsampled pairs left out)."""
     out = []
     for task in j.setup.tasks:
-        passes = {arm: 0 for arm in ARMS}
-        wrong = {arm: 0 for arm in ARMS}
-        dropped, complete = task.id in j.dropped, True
-        for slot in (Slot(task.id, arm, i) for i in range(task.trials) for arm in ARMS):
-            judgement = j.judged.get(slot)
-            if judgement is None or judgement.pending:
-                complete = False
-                continue
-            passes[slot.arm] += judgement.passed != (slot == flip)
-            wrong[slot.arm] += judgement.wrong_finding
-        counted = complete and not dropped
-        out.append(TaskResult(
-            task=task.id, trials=task.trials, dropped=dropped, complete=complete or dropped,
-            baseline=passes["baseline"] if counted else None, candidate=passes["candidate"] if counted else None,
-            baseline_wrong=wrong["baseline"], candidate_wrong=wrong["candidate"],
-        ))
+        if task.id in j.units:
+            out += [_result(j, task.id, f"{task.id}#{i}", (i,), flip) for i in j.units[task.id]]
+        else:
+            out.append(_result(j, task.id, task.id, range(task.trials), flip))
     return out
+
+
+def _result(j: Judgements, task: str, name: str, indexes: Sequence[int], flip: Slot | None) -> TaskResult:
+    passes = {arm: 0 for arm in ARMS}
+    wrong = {arm: 0 for arm in ARMS}
+    dropped, complete = task in j.dropped, True
+    for slot in (Slot(task, arm, i) for i in indexes for arm in ARMS):
+        judgement = j.judged.get(slot)
+        if judgement is None or judgement.pending:
+            complete = False
+            continue
+        passes[slot.arm] += judgement.passed != (slot == flip)
+        wrong[slot.arm] += judgement.wrong_finding
+    counted = complete and not dropped
+    return TaskResult(
+        task=name, trials=len(indexes), dropped=dropped, complete=complete or dropped,
+        baseline=passes["baseline"] if counted else None, candidate=passes["candidate"] if counted else None,
+        baseline_wrong=wrong["baseline"], candidate_wrong=wrong["candidate"],
+    )
 
 
 def _groups(results: Sequence[TaskResult], bar: Bar, *, wrong: bool = False) -> list[Any]:
@@ -181,12 +250,16 @@ def experiment_verdict(
     wrong = _groups([r for r in results if r.task in reviewed], bar, wrong=True) if reviewed else []
     pending = tuple(r.task for r in results if not r.complete)
     listed = _to_recheck(judgements, bar, overall.verdict)
-    panels = _panels(exp, setup, bar, families or {})
-    missing = tuple(p.pair for p in panels if p.missing)
+    decisions = judgements.decisions
+    assert decisions is not None
+    missing = tuple(p.pair for p in decisions.panels if p.missing)
+    if decisions.inconclusive_because:
+        overall = attrs.evolve(overall, verdict="inconclusive")
     return attrs.evolve(
         overall, wrong_findings=tuple(wrong), pending=pending, recheck=tuple(listed),
         final=not pending and not missing and all(item["rechecked"] for item in listed),
-        panel=tuple(_panel_report(p, bar.panel == "counted") for p in panels), panel_missing=missing,
+        panel=tuple(_panel_report(p, bar.panel == "counted") for p in decisions.panels), panel_missing=missing,
+        people=decisions.people, waiting_on_people=decisions.waiting, why=decisions.inconclusive_because,
     )
 
 
@@ -234,7 +307,9 @@ def waiting_text(result: ExperimentVerdict) -> str:
     parts = ([f"recheck {', '.join(waiting)}"] if waiting else []) + (
         [f"Scores pending for {', '.join(result.pending)}"] if result.pending else []) + (
         [f"Grader panel calls missing for {', '.join(result.panel_missing)} (run again to ask)"]
-        if result.panel_missing else [])
+        if result.panel_missing else []) + (
+        [f"waiting on people: {', '.join(result.waiting_on_people)} (assay review ID PAIR)"]
+        if result.waiting_on_people else [])
     return "; ".join(parts)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 import trio
-from assay.engine import results
+from assay.engine import blinding, results
 from assay.engine.folder import ExperimentDir, Slot, SlotState, task_dirname
 from assay.evaltasks import manifests, timesafe
 from assay.hooks.loaded import Plugins
@@ -27,7 +27,6 @@ from assay.hooks.protocols import (
     SessionOutcome,
     TrialContext,
 )
-from assay.pairs.blind import identifying_words
 from assay.pairs.evidence import pair_evidence
 from assay.pairs.panel import ORDERS, Panel, saved_calls
 from assay.pairs.spend import Budget
@@ -364,13 +363,13 @@ class ExperimentRun:
 
     async def _panel(self, task: EvalTask, states: list[SlotState]) -> None:
         """Ask the Grader panel for every missing call on this task's pairs with evidence."""
-        panel = Panel(self.bar, self.plugins.harnesses(), self.backend, self.home.root, self._identifying(states),
-                      grading_config(self.home.root).families)
+        panel = Panel(self.bar, self.plugins.harnesses(), self.backend, self.home.root,
+                      blinding.words(self.exp, self.setup, self.bar), grading_config(self.home.root).families)
         for index in sorted({s.slot.index for s in states}):
             evidence = self.exp.pair(task.id, index)
             if evidence is None:
                 continue
-            outcomes = {arm: self._outcome_text(task.id, arm, index) for arm in ARMS}
+            outcomes = {arm: blinding.outcome(self.exp, self.bar, task.id, arm, index) for arm in ARMS}
             folder = self.exp.panel_folder(evidence.pair)
             await panel.ask(task, evidence, outcomes, folder, self._budget, self.command.log)
             missing = len(saved_calls(folder, self.bar.panel_seats)) < len(ORDERS) * len(self.bar.panel_seats)
@@ -382,24 +381,6 @@ class ExperimentRun:
                 self.command.activity("panel_spending_limit", f"experiment {self.exp.id} reached its panel spending limit")
                 if self._queue is not None:
                     self._queue.close()
-
-    def _identifying(self, states: list[SlotState]) -> list[str]:
-        """What would tell the Arms apart in a panel packet: Harnesses, Models, versions, folders, session ids."""
-        arms = [self.setup.arm(arm) for arm in ARMS]
-        return identifying_words([
-            *(v for a in arms for v in (a.harness, a.model, a.effort, a.harness_version, a.runner)),
-            str(self.exp.path), self.exp.id,
-            *(r.session_id for s in states for r in s.records)])
-
-    def _outcome_text(self, task: str, arm: Arm, index: int) -> str:
-        """A side's outcome as the panel reads it: how its session ended and what its tests said."""
-        slot = Slot(task, arm, index)
-        record = self.exp.slot_state(slot, self.bar).last
-        score = self.exp.score(slot)
-        ended = f"the session ended {record.outcome.value}" if record else "the session did not finish"
-        tests = "" if score is None else "; the task's tests pass on its final commit" if score.passed else \
-            "; the task's tests fail on its final commit"
-        return ended + tests
 
     def _save_score(self, slot: Slot, score: Score) -> None:
         score = attrs.evolve(score, graded=self.exp.in_force(slot))

@@ -15,7 +15,9 @@ Format history:
   were the behaviour's limits nowhere before). TrialRecord 2: void causes ``login_mismatch`` and
   ``harness_changed`` (a format 1 reader would not know them).
 - Bar 4: the Grader panel (``panel``, ``panel_seats``, ``panel_vote``, ``panel_arm_family_rule``,
-  ``panel_families``, ``panel_spending_limit``); an older Bar reads with the panel off, as it ran.
+  ``panel_families``, ``panel_spending_limit``, ``panel_agreement``) and people's reviews
+  (``people``, ``people_readers``, ``people_sample``, ``people_overlap``); an older Bar reads with
+  both off, as it ran.
 """
 
 from __future__ import annotations
@@ -176,10 +178,23 @@ class Bar:
     panel_families: int = attrs.field(default=1, validator=_rule(lambda v: v >= 1, "1 or more"))  # voting, at least
     panel_spending_limit: float | None = attrs.field(  # USD per run: panel grading pauses once it is reached
         default=None, validator=_rule(lambda v: v is None or v > 0, "above 0 (USD)"))
+    # With both counted: people-panel agreement on the pairs both read below this is inconclusive.
+    panel_agreement: float | None = attrs.field(default=None, validator=_rule(lambda v: v is None or 0 <= v <= 1,
+                                                                                 "between 0 and 1"))
+    # --- People's blind reviews of the same pairs ---
+    people: str = attrs.field(default="off", validator=_rule(lambda v: v in PANEL_MODES, "off, beside or counted"))
+    people_readers: tuple[str, ...] = ()
+    people_sample: float = attrs.field(default=1.0, validator=_rule(lambda v: 0 < v <= 1, "above 0 and at most 1"))
+    people_overlap: int = attrs.field(default=0, validator=_rule(lambda v: v >= 0, "0 (every reader) or more"))
 
     def __attrs_post_init__(self) -> None:
         if self.panel != "off" and not self.panel_seats:
             raise ValueError(f"bar.panel is {self.panel} but the panel has no seat (--panel-seat harness=…,model=…)")
+        if self.people != "off" and not self.people_readers:
+            raise ValueError(f"bar.people is {self.people} but no reader is named (--people-reader NAME)")
+        if self.people_overlap > len(self.people_readers):
+            raise ValueError(f"bar.people_overlap is {self.people_overlap}, more than the "
+                             f"{len(self.people_readers)} reader(s) named")
 
 
 @attrs.frozen
