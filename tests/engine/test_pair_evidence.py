@@ -78,3 +78,31 @@ def test_a_malformed_process_grading_is_refused_naming_the_field(assay_home, tmp
     assert result.returncode == 2
     assert "task.toml" in result.stderr and field in result.stderr
     assert not (assay_home / "evals" / "experiments").exists()
+
+
+def test_evidence_and_the_panel_run_in_the_bwrap_sandbox_offline(assay_home, tmp_path):
+    """Spec: the new tests run 'offline in the code-Grader sandbox', and each panel seat's session is
+    sandboxed: under bwrap a new test that reaches for the network finds none, and the panel's calls
+    are made all the same."""
+    from tests.pair_fixtures import make_factory, run_cli, scenario
+
+    make_paired_suite(assay_home)
+    net = ("commit:test_new_net.py=import socket^ unittest||class T(unittest.TestCase):|"
+           "    def test_offline(self):|        self.assertRaises(OSError^ socket.create_connection^ "
+           "('1.1.1.1'^ 53)^ timeout=3)")
+    (tmp_path / "scenario").mkdir()  # its own folder: the fake agent may write beside it, never in ASSAY_HOME
+    sc = scenario(tmp_path / "scenario" / "s.json", {**SCENARIO, "gpt-9": {"*": CANDIDATE + "," + net}})
+    factory = make_factory(tmp_path)
+    result = run_cli(assay_home, "experiment", "change", "--factory", str(factory), "--suite", "pairs",
+                     "--sandbox", "bwrap", "--baseline-model", "opus-7", "--candidate-model", "gpt-9", "--json",
+                     "--trials-per-task", "1", "--panel-seat", "harness=fake-judge,model=kimi-fixed",
+                     plugins="fake_agent_plugin", FAKE_SCENARIO=str(sc))
+    if "bwrap" in result.stderr and "can't run here" in result.stderr:
+        pytest.skip(f"bwrap can't run here: {result.stderr.strip()}")
+    assert result.returncode == 0, result.stderr
+    [pair] = pair_files(assay_home).values()
+    cand = {t["file"]: (t["base"], t["cross"]) for t in pair["candidate"]["tests"]}
+    assert cand["test_new_net.py"] == (True, True), "no network inside the evidence sandbox"
+    assert cand["test_new_c1.py"] == (False, True)
+    verdict = json.loads((experiment_folder(assay_home) / "verdict.json").read_text())
+    assert verdict["panel"][0]["call"]["ready"] == {"baseline": True, "candidate": False}
