@@ -275,7 +275,7 @@ def _estimate(home: AssayHome, plan: Any, json_: bool) -> None:
     money = lambda v: "unknown" if v is None else f"${v:.2f}"  # noqa: E731
     typer.echo("  Expected spend:")
     for arm, e in est["arms"].items():
-        typer.echo(f"    {arm.title():9} {e['sessions']:g} sessions, {money(e['cost_usd'])}"
+        typer.echo(f"    {arm.title():9} {e['sessions']:g} session(s), {money(e['cost_usd'])}"
                    f" (from {_plural(e['history_trials'], 'earlier Trial')})")
     for seat, e in est["panel"].items():
         typer.echo(f"    panel {seat}: {_plural(e['sessions'], 'session')} x {money(e['price_usd'])} = {money(e['cost_usd'])}")
@@ -302,6 +302,7 @@ def _conclude(exp: Any, outcome: str, json_: bool) -> None:
 
 def _print_result(exp: Any, outcome: str, verdict: dict | None) -> None:
     from assay.engine.results import task_results
+    from assay.storage.userconfig import grading_config
 
     setup, bar = exp.setup(), exp.bar()
     typer.echo("")
@@ -309,7 +310,7 @@ def _print_result(exp: Any, outcome: str, verdict: dict | None) -> None:
         (r.task, f"{r.baseline}/{r.trials}" if r.baseline is not None else "-",
          f"{r.candidate}/{r.trials}" if r.candidate is not None else "-",
          "dropped (void)" if r.dropped else "" if r.complete else "not finished")
-        for r in task_results(exp, setup, bar)
+        for r in task_results(exp, setup, bar, grading_config(AssayHome.from_env().root).families)
     ])
     typer.echo("")
     if verdict:
@@ -328,6 +329,7 @@ def experiments(
 ) -> None:
     """List Experiments, or show one: Arms, Bar, per-task pairs, every Trial, minutes, the Verdict."""
     from assay.engine.results import describe
+    from assay.storage.userconfig import grading_config
 
     home = AssayHome.from_env()
     if pair:
@@ -339,7 +341,7 @@ def experiments(
         return
     if id:
         exp = find_experiment(home, id)
-        data = describe(exp, command_record(home, exp.id))
+        data = describe(exp, command_record(home, exp.id), grading_config(home.root).families)
         if json_:
             emit_json(data)
         else:

@@ -31,6 +31,12 @@ def verdict_line(verdict: dict) -> str:
         text += "\n  Not final: recheck " + ", ".join(waiting) + " (assay recheck ID TRIAL --pass|--fail --why …)"
     if verdict.get("pending"):
         text += "\n  Not final: Scores pending for " + ", ".join(verdict["pending"])
+    for pair in verdict.get("panel", []):
+        call = pair.get("call")
+        said = "calls missing" if call is None else "merge " + ", ".join(
+            f"{arm.title()} {'yes' if v else 'tie' if v is None else 'no'}" for arm, v in call["merge"].items()
+        ) + f"; prefers {(call['preference'] or 'neither').title()}"
+        text += f"\n  Grader panel on {pair['pair']} ({'counted' if pair.get('counted') else 'beside'}): {said}"
     if verdict.get("why"):
         text += f"\n  Inconclusive: {verdict['why']}"
     if verdict.get("waiting_on_people"):

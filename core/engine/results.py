@@ -357,8 +357,10 @@ def combine(groups: Sequence[Any]) -> ExperimentVerdict:
     )
 
 
-def describe(exp: ExperimentDir, command: Any | None) -> dict[str, Any]:
-    """Everything ``assay experiments ID --json`` shows (the Console reads the same)."""
+def describe(exp: ExperimentDir, command: Any | None,
+             families: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:
+    """Everything ``assay experiments ID --json`` shows (the Console reads the same); ``families``:
+    the User config's, for the family rule of a counted Grader panel."""
     from assay.storage import formats
     from assay.storage.commands import effective_state
 
@@ -398,7 +400,7 @@ def describe(exp: ExperimentDir, command: Any | None) -> dict[str, Any]:
         "suites": list(setup.suites),
         "sandbox": setup.sandbox,
         "created_at": setup.created_at.isoformat(),
-        "tasks": [attrs.asdict(r) for r in task_results(exp, setup, bar)],
+        "tasks": [attrs.asdict(r) for r in task_results(exp, setup, bar, families)],
         "trials": trials,
         "minutes": {arm: round(m, 3) for arm, m in minutes.items()},
         "tokens": tokens,

@@ -53,3 +53,13 @@ def test_a_counted_panel_with_calls_missing_leaves_the_verdict_waiting(assay_hom
     verdict = json.loads((experiment_folder(assay_home) / "verdict.json").read_text())
     assert verdict["final"] is False and verdict["pending"] == ["pairs/p1"]
     assert verdict["panel_missing"] == ["pairs__p1--0"]
+
+
+def test_the_text_view_shows_the_panel_beside_the_verdict(assay_home, tmp_path):
+    """Spec: the panel's calls are reported in the text view, saying whether they counted."""
+    make_paired_suite(assay_home)
+    result = paired_experiment(assay_home, tmp_path, "--trials-per-task", "1", "--unsandboxed-grader",
+                               *seats("kimi-fixed", "gemini-contrary"))
+    assert result.returncode == 0, result.stderr
+    text = run_cli(assay_home, "experiments", experiment_folder(assay_home).name, plugins=PLUGINS).stdout
+    assert "Grader panel on pairs__p1--0 (beside): merge Baseline tie, Candidate tie; prefers Neither" in text
