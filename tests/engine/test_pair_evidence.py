@@ -106,3 +106,25 @@ def test_evidence_and_the_panel_run_in_the_bwrap_sandbox_offline(assay_home, tmp
     assert cand["test_new_c1.py"] == (False, True)
     verdict = json.loads((experiment_folder(assay_home) / "verdict.json").read_text())
     assert verdict["panel"][0]["call"]["ready"] == {"baseline": True, "candidate": False}
+
+
+def test_a_side_that_can_t_be_read_leaves_null_evidence_and_names_no_path(assay_home, tmp_path):
+    """Spec: a run that 'couldn't be prepared is null, never a failure'; review fix P1: the error
+    text of evidence that could not run names no Trial path (the blind page says only that)."""
+    make_paired_suite(assay_home)
+    data = {**SCENARIO, "gpt-9": {"*": CANDIDATE + ",git_link:/etc/passwd"}}
+    result = paired_experiment(assay_home, tmp_path, "--trials-per-task", "1", "--people-reader", "ann",
+                               scenario_data=data)
+    assert result.returncode == 0, result.stderr
+    [pair] = pair_files(assay_home).values()
+    assert pair["candidate"]["problem"] == "the Trial's repository could not be read"
+    assert pair["candidate"]["tests"] == [] and pair["candidate"]["head"] is None
+    assert {t["file"]: (t["base"], t["cross"]) for t in pair["baseline"]["tests"]} == {"test_new_b.py": (False, None)}
+    text = (experiment_folder(assay_home) / "pairs" / "pairs__p1--0.json").read_text()
+    assert "trials/" not in text and "baseline-0" not in text and "candidate-0" not in text
+    from tests.conftest import run_cli
+    page = run_cli(assay_home, "experiments", experiment_folder(assay_home).name, "--pair", "pairs__p1--0",
+                   "--reader", "ann", "--json", plugins="fake_agent_plugin")
+    changes = json.loads(page.stdout)["changes"].values()
+    assert "the evidence could not run" in [c["evidence"] for c in changes]
+    assert "trials/" not in page.stdout and "candidate" not in page.stdout
