@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import attrs
+import trio
 from assay.evaltasks.timesafe import CachedRepo, TimeSafeError, trial_copy
 from assay.hooks.protocols import SandboxBackend
 from assay.sessions.checks import run_check
@@ -156,10 +157,10 @@ async def _runs(backend: SandboxBackend, command: Sequence[str], tests: Mapping[
 async def pair_evidence(task: EvalTask, index: int, name: str, views: Mapping[Arm, TrialView], *,
                         backend: SandboxBackend, timeout: float, base: CachedRepo, workspace: Path) -> PairEvidence:
     """Run both sides' new test files on the base and across; ``workspace`` (emptied) holds the
-    checkouts while they run. Trio runs the blocking git work inline: it is short beside the tests."""
+    checkouts while they run (the git work in a thread, so other Trials' sessions go on meanwhile)."""
     files.remove_tree(workspace)
     workspace.mkdir(parents=True)
-    read = {arm: _read(task, views[arm]) for arm in ARMS}
+    read = {arm: await trio.to_thread.run_sync(_read, task, views[arm]) for arm in ARMS}
     command = task.process_grading["command"]
     sides: dict[Arm, Side] = {}
     for n, arm in enumerate(ARMS):
@@ -167,9 +168,10 @@ async def pair_evidence(task: EvalTask, index: int, name: str, views: Mapping[Ar
         mine = read[arm]
         on_base = workspace / f"side-{n}-base"
         on_other = workspace / f"side-{n}-other"
-        base_ok = bool(mine.tests) and _checkout(lambda d: trial_copy(base, d), on_base / "repo", mine.tests)
-        other_ok = (bool(mine.tests) and read[other].head is not None
-                    and _checkout(_clone_head(views[other]), on_other / "repo", mine.tests))
+        base_ok = bool(mine.tests) and await trio.to_thread.run_sync(
+            _checkout, lambda d: trial_copy(base, d), on_base / "repo", mine.tests)
+        other_ok = bool(mine.tests) and read[other].head is not None and await trio.to_thread.run_sync(
+            _checkout, _clone_head(views[other]), on_other / "repo", mine.tests)
         base_runs = await _runs(backend, command, mine.tests, on_base / "repo", base_ok, on_base, timeout)
         cross_runs = await _runs(backend, command, mine.tests, on_other / "repo", other_ok, on_other, timeout)
         tests = tuple(TestRun(p, base_runs[p][0], cross_runs[p][0], base_runs[p][1], cross_runs[p][1])
