@@ -414,4 +414,19 @@ def describe(exp: ExperimentDir, command: Any | None,
         "outcomes": outcomes,
         "verdict": verdict,
         **({"panel_spend": spent(exp.path / "panel")} if bar.panel != "off" else {}),
+        **({"pairs": pairs} if (pairs := _pairs_report(exp, setup)) else {}),
     }
+
+
+def _pairs_report(exp: ExperimentDir, setup: Setup) -> list[dict[str, Any]]:
+    """Each pair's Pair evidence: per side its final commit, problem and new tests' runs (no outputs)."""
+    out = []
+    for task in setup.tasks:
+        for index in range(task.trials):
+            evidence = exp.pair(task.id, index)
+            if evidence is not None:
+                out.append({"pair": evidence.pair, "task": task.id, "index": index, **{
+                    arm: {"head": evidence.side(arm).head, "problem": evidence.side(arm).problem,
+                          "tests": [{"file": t.file, "base": t.base, "cross": t.cross} for t in evidence.side(arm).tests]}
+                    for arm in ARMS}})
+    return out

@@ -37,6 +37,11 @@ def test_each_arm_s_new_tests_run_on_the_base_and_across(assay_home, tmp_path):
     scores = [json.loads(p.read_text()) for p in experiment_folder(assay_home).glob("scores/*/*.json")]
     assert {s["grader"] for s in scores} == {"code"}, "Pair evidence is never a Score"
     assert not list(experiment_folder(assay_home).glob("pairs/*.work")), "the checkouts are removed"
+    from tests.conftest import run_cli
+    shown = json.loads(run_cli(assay_home, "experiments", experiment_folder(assay_home).name, "--json",
+                               plugins="fake_agent_plugin").stdout)
+    assert [p["pair"] for p in shown["pairs"]] == ["pairs__p1--0", "pairs__p1--1"]
+    assert shown["pairs"][0]["candidate"]["tests"][0] == {"file": "test_new_c1.py", "base": False, "cross": True}
 
     before = {p: p.stat().st_mtime_ns for p in experiment_folder(assay_home).glob("pairs/*.json")}
     again = paired_experiment(assay_home, tmp_path, "--trials-per-task", "2")
