@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "inbox": ("experiment_cmd", "Commands that need you, and those that are done."),
     "recheck": ("experiment_cmd", "Record your recheck of a Trial's Score."),
     "release-check": ("release_cmd", "Before a release: run its Experiment, wait for a final Verdict, say if it may ship."),
+    "review": ("review_cmd", "Review a pair of process Trials blind: merge calls, then a preference."),
     "verdict": ("verdict_cmd", "Compute a Verdict from per-task pass counts."),
     "score": ("scoring_cmd", "Start a Scoring run: grade a sample of merged pull requests blind."),
     "scores": ("scoring_cmd", "List the Scoring run's Scores, or show one pull request's."),

@@ -14,14 +14,14 @@ from typing import Annotated, Any, Optional
 
 import attrs
 import typer
+from assay.cli.experiment_records import command_record, find_experiment, verdict_line
 from assay.cli.output import JsonOpt, emit_json, fail, table
-from assay.engine.results import command_of, listing, read_verdict
-from assay.engine.results import find as results_find
+from assay.engine.results import listing, read_verdict
 from assay.hooks import plugin_manager as plugin_loading
 from assay.storage import commands
 from assay.storage.files import Locked, NotALockFile
 from assay.storage.home import AssayHome
-from assay.storage.records import ARMS, Bar
+from assay.storage.records import ARMS, Bar, PanelSeat
 
 EXIT_PAUSED = 3
 
@@ -125,6 +125,17 @@ def _experiment_command(plugins: plugin_loading.Plugins):
             help="Extend the inconclusive Experiment named in place of the Candidate with these Eval tasks "
                  "(repeatable or comma-separated): a new look, judged so that looking again can't pass by luck "
                  "(docs/verdict.md). The same command again resumes it."),
+        panel: str = typer.Option(None, "--panel", metavar="off|beside|counted", help="Bar: whether the Grader panel's calls on pairs of process Trials count in the Verdict (default: beside when seats are given)."),
+        panel_seat: list[str] = typer.Option([], "--panel-seat", metavar="harness=H,model=M[,effort=E]", help="Bar: a Grader panel seat (repeatable)."),
+        panel_vote: str = typer.Option(None, "--panel-vote", metavar="family|model", help="Bar: one ballot per model family (default) or per Model."),
+        panel_arm_family_rule: str = typer.Option(None, "--panel-arm-family-rule", metavar="on|off", help="Bar: seats of an Arm's family sit out while another family votes (default on)."),
+        panel_families: int = typer.Option(None, "--panel-families", help="Bar: the fewest model families that must vote on each pair, checked before the first Trial (default 1)."),
+        panel_spending_limit: float = typer.Option(None, "--panel-spending-limit", help="Bar: USD the Grader panel may spend per run; grading pauses once it is reached (resume to go on)."),
+        panel_agreement: float = typer.Option(None, "--panel-agreement", help="Bar: with people and panel both counted, their agreement below this makes the Verdict inconclusive."),
+        people: str = typer.Option(None, "--people", metavar="off|beside|counted", help="Bar: whether people's blind reviews of pairs count in the Verdict (default: beside when readers are named)."),
+        people_reader: list[str] = typer.Option([], "--people-reader", help="Bar: a reader of pairs (repeatable)."),
+        people_sample: float = typer.Option(None, "--people-sample", help="Bar: the share of pairs given to readers, drawn from the seed (default 1)."),
+        people_overlap: int = typer.Option(None, "--people-overlap", help="Bar: readers per sampled pair (default 0: every reader)."),
         workers: int = typer.Option(2, min=1, help="Trials running at once."),
         sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap where it works, else none)."),
         unsandboxed_grader: bool = typer.Option(
@@ -149,7 +160,11 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         home = AssayHome.from_env()
         given = dict(margin=margin, level=level, seed=seed, draws=draws, prior_weight=prior_weight,
                      timeout_seconds=timeout, void_backoff_seconds=void_backoff,
-                     model_graders=tuple(model_grader) or None, look_rule=look_rule)
+                     model_graders=tuple(model_grader) or None, look_rule=look_rule,
+                     panel_spending_limit=panel_spending_limit, panel_agreement=panel_agreement,
+                     people=people or ("beside" if people_reader else None), people_readers=tuple(people_reader) or None,
+                     people_sample=people_sample, people_overlap=people_overlap,
+                     **_panel_flags(panel, panel_seat, panel_vote, panel_arm_family_rule, panel_families))
         if add_tasks:
             _extend(plugins, home, candidate, add_tasks, given, workers=workers, json_=json_)
             return
@@ -188,7 +203,7 @@ def _extend(plugins: plugin_loading.Plugins, home: AssayHome, ref: str | None, a
 
     if not ref:
         fail("--add-tasks extends an Experiment: name it, `assay experiment ID --add-tasks SUITE/TASK`")
-    exp = _find(home, ref)
+    exp = find_experiment(home, ref)
     recorded = exp.bar()
     try:
         wanted = attrs.evolve(recorded, **{k: v for k, v in given.items() if v is not None})
@@ -209,6 +224,20 @@ def _extend(plugins: plugin_loading.Plugins, home: AssayHome, ref: str | None, a
         typer.echo(f"Look {look.number}: {_plural(len(tasks), 'Eval task')} added to Experiment {exp.id} "
                    f"({look.tasks} in all); the Trials already run are kept.")
     run_plan(home, plugins, plan, workers=workers, json_=json_)
+
+
+def _panel_flags(mode: str | None, seats: list[str], vote: str | None, arm_family_rule: str | None,
+                 families: int | None) -> dict[str, Any]:
+    """The Bar's panel fields from the flags (None where a flag is absent: the Bar's default)."""
+    if arm_family_rule not in (None, "on", "off"):
+        fail(f"--panel-arm-family-rule must be on or off, got {arm_family_rule!r}")
+    try:
+        parsed = tuple(PanelSeat.parse(s) for s in seats)
+    except ValueError as e:
+        fail(str(e))
+    return {"panel": mode or ("beside" if parsed else None), "panel_seats": parsed or None, "panel_vote": vote,
+            "panel_arm_family_rule": None if arm_family_rule is None else arm_family_rule == "on",
+            "panel_families": families}
 
 
 def _arm_scripts(values: list[str]) -> dict[str, Path]:
@@ -238,6 +267,8 @@ def execute(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, work
     from assay.engine import start as experiments_core
 
     _announce(plan, plan.bar, json_)
+    if plan.bar.panel != "off":
+        _estimate(home, plan, json_)
     report, close = reporter(quiet=json_)
     try:
         exp, outcome = experiments_core.start(home, plugins, plan, workers=workers, report=report)
@@ -314,6 +345,26 @@ def _announce(plan: Any, bar: Bar, json_: bool) -> None:
         )
 
 
+def _estimate(home: AssayHome, plan: Any, json_: bool) -> None:
+    """The spend estimate before the first Trial: each Arm's, then each panel seat's (printed as a
+    JSON line of its own with ``--json``)."""
+    from assay.engine.estimate import estimate
+
+    est = estimate(home, plan)
+    if json_:
+        typer.echo(json.dumps({"id": plan.id, "estimate": est}))
+        return
+    money = lambda v: "unknown" if v is None else f"${v:.2f}"  # noqa: E731
+    typer.echo("  Expected spend:")
+    for arm, e in est["arms"].items():
+        typer.echo(f"    {arm.title():9} {e['sessions']:g} session(s), {money(e['cost_usd'])}"
+                   f" (from {_plural(e['history_trials'], 'earlier Trial')})")
+    for seat, e in est["panel"].items():
+        typer.echo(f"    panel {seat}: {_plural(e['sessions'], 'session')} x {money(e['price_usd'])} = {money(e['cost_usd'])}")
+    limit = est["panel_spending_limit"]
+    typer.echo(f"    panel total {money(est['panel_cost_usd'])}" + (f"; it pauses at {money(limit)} per run" if limit else ""))
+
+
 def _plural(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
@@ -335,6 +386,7 @@ def _conclude(exp: Any, outcome: str, json_: bool) -> None:
 
 def print_result(exp: Any, outcome: str, verdict: dict | None) -> None:
     from assay.engine.results import task_results
+    from assay.storage.userconfig import grading_config
 
     setup, bar = exp.setup(), exp.bar()
     typer.echo("")
@@ -342,7 +394,7 @@ def print_result(exp: Any, outcome: str, verdict: dict | None) -> None:
         (r.task, f"{r.baseline}/{r.trials}" if r.baseline is not None else "-",
          f"{r.candidate}/{r.trials}" if r.candidate is not None else "-",
          "dropped (void)" if r.dropped else "" if r.complete else "not finished")
-        for r in task_results(exp, setup, bar)
+        for r in task_results(exp, setup, bar, grading_config(AssayHome.from_env().root).families)
     ])
     typer.echo("")
     if verdict:
@@ -353,52 +405,27 @@ def print_result(exp: Any, outcome: str, verdict: dict | None) -> None:
     typer.echo(f"Show again: assay experiments {exp.id}")
 
 
-def verdict_line(verdict: dict, exp_id: str) -> str:
-    look = verdict.get("look", 1)
-    text = f"Verdict: {verdict['verdict']}"
-    if verdict.get("interval"):
-        lo, hi = verdict["interval"]
-        text += f", interval [{lo:+.3f}, {hi:+.3f}] (Candidate − Baseline pass share)"
-    decided_by = verdict.get("decided_by", "credible interval")
-    every = ", valid at every look" if decided_by == "confidence sequence" else ""
-    text += f"\n  Look {look}: decided by the {decided_by}{every}."
-    for group in verdict.get("groups", []):
-        if group.get("reason"):
-            text += f"\n  {group['reason']}"
-        if group.get("more_tasks") is not None and group.get("more_tasks_over_cap"):
-            text += (f"\n  More looks are unlikely to settle it: even {group['more_tasks']} more Eval tasks give a "
-                     f"{group['more_tasks_chance']:.2f} chance of a clear Verdict at look {look + 1}.")
-        elif group.get("more_tasks") is not None:
-            text += (f"\n  About {group['more_tasks']} more Eval tasks would settle it at look {look + 1} "
-                     f"(a {group['more_tasks_chance']:.2f} chance): assay experiment {exp_id} --add-tasks SUITE/TASK,…")
-    for group in verdict.get("wrong_findings", []):
-        text += f"\n  Wrong findings: {group['verdict']}, interval [{group['interval'][0]:+.3f}, {group['interval'][1]:+.3f}]"
-    waiting = [item["trial"] for item in verdict.get("recheck", []) if not item["rechecked"]]
-    if waiting:
-        text += "\n  Not final: recheck " + ", ".join(waiting) + " (assay recheck ID TRIAL --pass|--fail --why …)"
-    if verdict.get("pending"):
-        text += "\n  Not final: Scores pending for " + ", ".join(verdict["pending"])
-    return text
-
-
-def _find(home: AssayHome, ref: str) -> Any:
-    try:
-        return results_find(home, ref)
-    except ValueError as e:
-        fail(str(e))
-
-
 def experiments(
     id: str = typer.Argument(None, help="Show one Experiment (an id or a unique prefix)."),
+    pair: str = typer.Option(None, "--pair", help="Show one pair of process Trials blind, as a reader sees it."),
+    reader: str = typer.Option(None, "--reader", help="With --pair: the reader (default: $USER)."),
     json_: bool = JsonOpt,
 ) -> None:
     """List Experiments, or show one: Arms, Bar, per-task pairs, every Trial, minutes, the Verdict."""
     from assay.engine.results import describe
+    from assay.storage.userconfig import grading_config
 
     home = AssayHome.from_env()
+    if pair:
+        from assay.cli.review_cmd import show_pair
+
+        if not id:
+            fail("--pair needs the Experiment: assay experiments ID --pair PAIR")
+        show_pair(find_experiment(home, id), pair, reader, json_)
+        return
     if id:
-        exp = _find(home, id)
-        data = describe(exp, command_of(home, exp.id))
+        exp = find_experiment(home, id)
+        data = describe(exp, command_record(home, exp.id), grading_config(home.root).families)
         if json_:
             emit_json(data)
         else:
@@ -460,12 +487,13 @@ def _recheck_command(plugins: plugin_loading.Plugins):
     ) -> None:
         """Record your recheck of a Trial's Score beside the Grader's; the Verdict follows it."""
         from assay.engine import results
+        from assay.storage.userconfig import grading_config
 
         home = AssayHome.from_env()
-        exp = _find(home, experiment)
+        exp = find_experiment(home, experiment)
         try:
             result = results.recheck(home, exp, trial, passed, why, os.environ.get("USER", "unknown"),
-                                     results.wrong_finding_kinds(plugins))
+                                     results.wrong_finding_kinds(plugins), grading_config(home.root).families)
         except ValueError as e:
             fail(str(e))
         except Locked:
@@ -493,8 +521,8 @@ def stop(
     (what it didn't score waits for the next)."""
     home = AssayHome.from_env()
     scoring = [r for r in commands.all_records(home) if r.kind == "scoring" and r.id == id]
-    command = scoring[0] if scoring else command_of(home, _find(home, id).id)
-    what = f"Scoring run {id}" if scoring else f"Experiment {command.id if command else _find(home, id).id}"
+    command = scoring[0] if scoring else command_record(home, find_experiment(home, id).id)
+    what = f"Scoring run {id}" if scoring else f"Experiment {command.id if command else find_experiment(home, id).id}"
     if command is None or not commands.runs(command):
         fail(f"{what} is not running", code=1)
     if not commands.stop(command, wait):

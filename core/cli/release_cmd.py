@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
-from assay.cli.experiment_cmd import EXIT_PAUSED, FactoryOpt, execute, make_plan, print_result, verdict_line
+from assay.cli.experiment_cmd import EXIT_PAUSED, FactoryOpt, execute, make_plan, print_result
+from assay.cli.experiment_records import verdict_line
 from assay.cli.output import table
 from assay.hooks import plugin_manager as plugin_loading
 from assay.storage import formats

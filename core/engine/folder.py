@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import attrs
+from assay.pairs.evidence import PairEvidence, pair_name
 from assay.storage import files, formats
 from assay.storage.records import (
     ARMS,
@@ -140,6 +141,22 @@ class ExperimentDir:
 
     def score_file(self, slot: Slot) -> Path:
         return self.path / "scores" / task_dirname(slot.task) / f"{slot.arm}-{slot.index}.json"
+
+    def pair_file(self, task: str, index: int) -> Path:
+        """Pair evidence of Baseline and Candidate Trial ``index`` of ``task`` (named for neither Arm)."""
+        return self.path / "pairs" / f"{pair_name(task_dirname(task), index)}.json"
+
+    def pair(self, task: str, index: int) -> PairEvidence | None:
+        path = self.pair_file(task, index)
+        return formats.read(path, PairEvidence) if path.exists() else None
+
+    def panel_folder(self, pair: str) -> Path:
+        """The Grader panel's saved calls on one pair, and its seats' sessions."""
+        return self.path / "panel" / pair
+
+    def reviews_folder(self, pair: str) -> Path:
+        """People's reviews of one pair, one numbered file each, never rewritten."""
+        return self.path / "reviews" / pair
 
     def any_trial_started(self) -> bool:
         return (self.path / "trials").is_dir() and any((self.path / "trials").iterdir())

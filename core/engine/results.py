@@ -16,9 +16,13 @@ from typing import Any, ClassVar
 
 import attrs
 from assay.engine.folder import ExperimentDir, Slot
+from assay.pairs import people
+from assay.pairs.panel import PairPanel, arms_families, pair_panel
+from assay.pairs.spend import spent
+from assay.pairs.votes import Call
 from assay.storage import commands, formats
-from assay.storage.home import AssayHome
 from assay.storage.files import exclusive_lock
+from assay.storage.home import AssayHome
 from assay.storage.records import ARMS, Bar, CommandRecord, Look, Looks, Recheck, Setup
 
 MEMORY_CAP_FINDING = 2  # memory-cap voids of one Arm that make a finding: it keeps hitting the cap
@@ -58,8 +62,8 @@ class ExperimentVerdict:
     flip would change the Verdict) still waits for a person's recheck.
     """
 
-    FORMAT: ClassVar[int] = 3
-    UPGRADES: ClassVar[dict] = {1: lambda d: {**d, "final": True}, 2: dict}
+    FORMAT: ClassVar[int] = 4
+    UPGRADES: ClassVar[dict] = {1: lambda d: {**d, "final": True}, 2: dict, 3: dict}
 
     verdict: str
     interval: tuple[float, float] | None
@@ -73,15 +77,33 @@ class ExperimentVerdict:
     wrong_findings: tuple[Any, ...] = ()
     look: int = 1  # the look it is the Verdict of (1 + the extensions before it)
     decided_by: str = "credible interval"  # or "confidence sequence", at every look after the first
+    panel: tuple[Mapping[str, Any], ...] = ()  # the Grader panel on each pair (format 4)
+    panel_missing: tuple[str, ...] = ()  # pairs whose panel calls are not all saved: run again to ask
+    people: Mapping[str, Any] = attrs.field(factory=dict)  # people's queues, calls and agreement
+    waiting_on_people: tuple[str, ...] = ()  # pairs (and readers) still to call
+    why: str = ""  # why the Verdict is inconclusive when no group says so (people-panel agreement)
 
 
-def judged(exp: ExperimentDir, slot: Slot) -> Judged | None:
+WAITING_ON_PEOPLE = "waiting on people"
+
+
+def judged(exp: ExperimentDir, slot: Slot, decider: Call | str | None | bool = True) -> Judged | None:
+    """A Trial's judgement. With a counted decider (``decider``: the people's or the panel's call on
+    the Trial's pair; None while the panel's calls are missing; :data:`WAITING_ON_PEOPLE` while a
+    reader has still to call) a Trial passes only when its code Grader passes and the decider calls
+    its side ready; ``True`` means no decider stands beside the Grader."""
     score, recheck = exp.score(slot), exp.recheck(slot)
     if recheck is not None:
         return Judged(slot, recheck.passed, score.wrong_finding if score else False, False, True)
     if score is None:
         return None
-    return Judged(slot, score.passed, score.wrong_finding, score.borderline, False, score.pending)
+    if decider is True or score.pending:
+        return Judged(slot, score.passed, score.wrong_finding, score.borderline, False, score.pending)
+    if decider is None or decider == WAITING_ON_PEOPLE:
+        why = WAITING_ON_PEOPLE if decider else "the Grader panel's calls on its pair are missing"
+        return Judged(slot, False, False, False, False, why)
+    assert isinstance(decider, Call)
+    return Judged(slot, score.passed and decider.ready(slot.arm), score.wrong_finding, score.borderline, False)
 
 
 @attrs.frozen
@@ -95,41 +117,112 @@ class Judgements:
     setup: Setup
     judged: Mapping[Slot, Judged | None]
     dropped: frozenset[str]
+    units: Mapping[str, tuple[int, ...]] = attrs.field(factory=dict)  # people-only sample: a task's sampled pairs
+    decisions: Decisions | None = None
 
     @classmethod
-    def read(cls, exp: ExperimentDir, setup: Setup, bar: Bar) -> Judgements:
+    def read(cls, exp: ExperimentDir, setup: Setup, bar: Bar,
+             families: Mapping[str, Sequence[str]] | None = None) -> Judgements:
         slots = list(exp.slots(setup.tasks))
+        decisions = _decisions(exp, setup, bar, families or {})
+        deciders = decisions.deciders
         return cls(
-            setup, {slot: judged(exp, slot) for slot in slots},
-            frozenset(s.task for s in slots if exp.slot_state(s, bar).void_final),
+            setup, {slot: judged(exp, slot, deciders.get((slot.task, slot.index), True)) for slot in slots},
+            frozenset(s.task for s in slots if exp.slot_state(s, bar).void_final), decisions.units, decisions,
         )
 
 
-def task_results(exp: ExperimentDir, setup: Setup, bar: Bar) -> list[TaskResult]:
-    return _task_results(Judgements.read(exp, setup, bar))
+@attrs.frozen
+class Decisions:
+    """Who decides each pair of process Trials (ADR 0028, docs/grading.md "Who decides")."""
+
+    deciders: Mapping[tuple[str, int], Call | str | None]
+    units: Mapping[str, tuple[int, ...]]
+    panels: Sequence[PairPanel]
+    people: Mapping[str, Any]
+    waiting: tuple[str, ...]
+    inconclusive_because: str = ""
+
+
+def _decisions(exp: ExperimentDir, setup: Setup, bar: Bar, families: Mapping[str, Sequence[str]]) -> Decisions:
+    """Per pair with Pair evidence: the people's call where the pair was given to readers (ready only
+    if every reader says so; waiting until each has called), else a counted panel's; with people
+    alone counted, an unsampled pair is left out and each sampled pair is a unit of its own."""
+    panels = _panels(exp, setup, bar, families)
+    by_pair = {p.pair: p for p in panels}
+    pairs = [(t.id, i, e) for t in setup.tasks for i in range(t.trials) if (e := exp.pair(t.id, i)) is not None]
+    given = people.queues(bar, [e.pair for _, _, e in pairs]) if bar.people != "off" else {}
+    reviews = {pair: people.read_reviews(exp.reviews_folder(pair)) for pair in given}
+    deciders: dict[tuple[str, int], Call | str | None] = {}
+    calls, waiting, units = {}, [], collections.defaultdict(list)
+    sample_only = bar.people == "counted" and bar.panel != "counted"
+    for task, index, evidence in pairs:
+        if sample_only:
+            units.setdefault(task, [])
+        if evidence.pair in given:
+            call, readers = people.people_call(reviews[evidence.pair], given[evidence.pair])
+            if call is not None:
+                calls[evidence.pair] = call
+            if readers:
+                waiting.append(f"{evidence.pair} ({', '.join(readers)})")
+            if bar.people == "counted":
+                deciders[task, index] = call if call is not None else WAITING_ON_PEOPLE
+                units[task].append(index)
+                continue
+        if bar.panel == "counted":
+            panel = by_pair.get(evidence.pair)
+            deciders[task, index] = panel.result.call if panel and panel.result else None
+    panel_calls = {p.pair: p.result.call for p in panels if p.result is not None}
+    with_panel, shared = people.agreement(calls, panel_calls)
+    among, sides = people.people_agreement(reviews)
+    why = ""
+    if (bar.people == "counted" and bar.panel == "counted" and bar.panel_agreement is not None
+            and with_panel is not None and with_panel < bar.panel_agreement):
+        why = (f"people and the Grader panel agree on {with_panel:.0%} of merge calls on the {shared} pair(s) both "
+               f"called, below --panel-agreement {bar.panel_agreement:.0%}")
+    report = {} if bar.people == "off" else {
+        "counted": bar.people == "counted", "queues": {pair: list(r) for pair, r in given.items()},
+        "calls": {pair: {"merge": dict(c.merge), "preference": c.preference} for pair, c in calls.items()},
+        "agreement": {"people_panel": with_panel, "pairs": shared, "people_people": among, "sides": sides}}
+    return Decisions(deciders, {t: tuple(i) for t, i in units.items()} if sample_only else {}, panels, report,
+                     tuple(waiting) if bar.people != "off" else (), why)
+
+
+def task_results(exp: ExperimentDir, setup: Setup, bar: Bar,
+                 families: Mapping[str, Sequence[str]] | None = None) -> list[TaskResult]:
+    return _task_results(Judgements.read(exp, setup, bar, families))
 
 
 def _task_results(j: Judgements, flip: Slot | None = None) -> list[TaskResult]:
-    """Each task's pair; ``flip`` turns one Trial's pass into a fail (or back), to find decisive Scores."""
+    """Each task's pair; ``flip`` turns one Trial's pass into a fail (or back), to find decisive Scores.
+
+    A task decided on a people-only sample gives one unit per sampled pair (its unsampled pairs left out)."""
     out = []
     for task in j.setup.tasks:
-        passes = {arm: 0 for arm in ARMS}
-        wrong = {arm: 0 for arm in ARMS}
-        dropped, complete = task.id in j.dropped, True
-        for slot in (Slot(task.id, arm, i) for i in range(task.trials) for arm in ARMS):
-            judgement = j.judged.get(slot)
-            if judgement is None or judgement.pending:
-                complete = False
-                continue
-            passes[slot.arm] += judgement.passed != (slot == flip)
-            wrong[slot.arm] += judgement.wrong_finding
-        counted = complete and not dropped
-        out.append(TaskResult(
-            task=task.id, trials=task.trials, dropped=dropped, complete=complete or dropped,
-            baseline=passes["baseline"] if counted else None, candidate=passes["candidate"] if counted else None,
-            baseline_wrong=wrong["baseline"], candidate_wrong=wrong["candidate"],
-        ))
+        if task.id in j.units:
+            out += [_result(j, task.id, f"{task.id}#{i}", (i,), flip) for i in j.units[task.id]]
+        else:
+            out.append(_result(j, task.id, task.id, range(task.trials), flip))
     return out
+
+
+def _result(j: Judgements, task: str, name: str, indexes: Sequence[int], flip: Slot | None) -> TaskResult:
+    passes = {arm: 0 for arm in ARMS}
+    wrong = {arm: 0 for arm in ARMS}
+    dropped, complete = task in j.dropped, True
+    for slot in (Slot(task, arm, i) for i in indexes for arm in ARMS):
+        judgement = j.judged.get(slot)
+        if judgement is None or judgement.pending:
+            complete = False
+            continue
+        passes[slot.arm] += judgement.passed != (slot == flip)
+        wrong[slot.arm] += judgement.wrong_finding
+    counted = complete and not dropped
+    return TaskResult(
+        task=name, trials=len(indexes), dropped=dropped, complete=complete or dropped,
+        baseline=passes["baseline"] if counted else None, candidate=passes["candidate"] if counted else None,
+        baseline_wrong=wrong["baseline"], candidate_wrong=wrong["candidate"],
+    )
 
 
 def _groups(results: Sequence[TaskResult], bar: Bar, looks: Sequence[Look], *, wrong: bool = False,
@@ -162,9 +255,10 @@ def _groups(results: Sequence[TaskResult], bar: Bar, looks: Sequence[Look], *, w
 
 
 def experiment_verdict(
-    exp: ExperimentDir, setup: Setup, bar: Bar, wrong_finding_kinds: Collection[str] = ()
+    exp: ExperimentDir, setup: Setup, bar: Bar, wrong_finding_kinds: Collection[str] = (),
+    families: Mapping[str, Sequence[str]] | None = None,
 ) -> ExperimentVerdict:
-    judgements = Judgements.read(exp, setup, bar)
+    judgements = Judgements.read(exp, setup, bar, families)
     looks = exp.looks()
     results = _task_results(judgements)
     groups = _groups(results, bar, looks)
@@ -173,9 +267,16 @@ def experiment_verdict(
     wrong = _groups([r for r in results if r.task in reviewed], bar, looks, wrong=True) if reviewed else []
     pending = tuple(r.task for r in results if not r.complete)
     listed = _to_recheck(judgements, bar, looks, overall.verdict)
+    decisions = judgements.decisions
+    assert decisions is not None
+    missing = tuple(p.pair for p in decisions.panels if p.missing)
+    if decisions.inconclusive_because:
+        overall = attrs.evolve(overall, verdict="inconclusive")
     return attrs.evolve(
         overall, wrong_findings=tuple(wrong), pending=pending, recheck=tuple(listed),
-        final=not pending and all(item["rechecked"] for item in listed),
+        final=not pending and not missing and all(item["rechecked"] for item in listed),
+        panel=tuple(_panel_report(p, bar.panel == "counted") for p in decisions.panels), panel_missing=missing,
+        people=decisions.people, waiting_on_people=decisions.waiting, why=decisions.inconclusive_because,
     )
 
 
@@ -186,6 +287,29 @@ def record_verdict(exp: ExperimentDir, result: ExperimentVerdict) -> None:
     last = attrs.evolve(looks[-1], verdict=result.verdict, interval=result.interval, decided_by=result.decided_by)
     formats.write(exp.looks_file, Looks((*looks[:-1], last)))
     formats.write(exp.verdict_file, result)
+
+
+def _panels(exp: ExperimentDir, setup: Setup, bar: Bar, families: Mapping[str, Sequence[str]]) -> list[PairPanel]:
+    """The Grader panel on every pair with evidence (none while the Bar's panel is off)."""
+    if bar.panel == "off":
+        return []
+    arm_families = arms_families([(setup.arm(a).harness, setup.arm(a).model) for a in ARMS], families)
+    out = []
+    for task in setup.tasks:
+        for index in range(task.trials):
+            evidence = exp.pair(task.id, index)
+            if evidence is not None:
+                out.append(pair_panel(evidence, exp.panel_folder(evidence.pair), bar, arm_families, families))
+    return out
+
+
+def _panel_report(p: PairPanel, counted: bool) -> dict[str, Any]:
+    result = None if p.result is None else {
+        "merge": dict(p.result.call.merge), "preference": p.result.call.preference,
+        "ready": {arm: p.result.call.ready(arm) for arm in ARMS},
+        "voters": list(p.result.voters), "sat_out": list(p.result.sat_out)}
+    return {"pair": p.pair, "task": p.task, "index": p.index, "seats": list(p.seats), "call": result,
+            "missing": p.missing, "counted": counted}
 
 
 def wrong_finding_kinds(plugins: Any) -> list[str]:
@@ -205,7 +329,11 @@ def waiting_text(result: ExperimentVerdict) -> str:
     """What a person must still do before the Verdict is final ("" when it is)."""
     waiting = [item["trial"] for item in result.recheck if not item["rechecked"]]
     parts = ([f"recheck {', '.join(waiting)}"] if waiting else []) + (
-        [f"Scores pending for {', '.join(result.pending)}"] if result.pending else [])
+        [f"Scores pending for {', '.join(result.pending)}"] if result.pending else []) + (
+        [f"Grader panel calls missing for {', '.join(result.panel_missing)} (run again to ask)"]
+        if result.panel_missing else []) + (
+        [f"waiting on people: {', '.join(result.waiting_on_people)} (assay review ID PAIR)"]
+        if result.waiting_on_people else [])
     return "; ".join(parts)
 
 
@@ -257,8 +385,10 @@ def combine(groups: Sequence[Any]) -> ExperimentVerdict:
     )
 
 
-def describe(exp: ExperimentDir, command: Any | None) -> dict[str, Any]:
-    """Everything ``assay experiments ID --json`` shows (the Console reads the same)."""
+def describe(exp: ExperimentDir, command: Any | None,
+             families: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:
+    """Everything ``assay experiments ID --json`` shows (the Console reads the same); ``families``:
+    the User config's, for the family rule of a counted Grader panel."""
     from assay.storage.commands import effective_state
 
     setup, bar = exp.setup(), exp.bar()
@@ -298,7 +428,7 @@ def describe(exp: ExperimentDir, command: Any | None) -> dict[str, Any]:
         "sandbox": setup.sandbox,
         "created_at": setup.created_at.isoformat(),
         "release": formats.unstructure(setup.release) if setup.release else None,
-        "tasks": [attrs.asdict(r) for r in task_results(exp, setup, bar)],
+        "tasks": [attrs.asdict(r) for r in task_results(exp, setup, bar, families)],
         "trials": trials,
         "minutes": {arm: round(m, 3) for arm, m in minutes.items()},
         "tokens": tokens,
@@ -312,7 +442,23 @@ def describe(exp: ExperimentDir, command: Any | None) -> dict[str, Any]:
         "outcomes": outcomes,
         "looks": [formats.unstructure(look) for look in exp.looks()],
         "verdict": verdict,
+        **({"panel_spend": spent(exp.path / "panel")} if bar.panel != "off" else {}),
+        **({"pairs": pairs} if (pairs := _pairs_report(exp, setup)) else {}),
     }
+
+
+def _pairs_report(exp: ExperimentDir, setup: Setup) -> list[dict[str, Any]]:
+    """Each pair's Pair evidence: per side its final commit, problem and new tests' runs (no outputs)."""
+    out = []
+    for task in setup.tasks:
+        for index in range(task.trials):
+            evidence = exp.pair(task.id, index)
+            if evidence is not None:
+                out.append({"pair": evidence.pair, "task": task.id, "index": index, **{
+                    arm: {"head": evidence.side(arm).head, "problem": evidence.side(arm).problem,
+                          "tests": [{"file": t.file, "base": t.base, "cross": t.cross} for t in evidence.side(arm).tests]}
+                    for arm in ARMS}})
+    return out
 
 
 def find(home: AssayHome, ref: str) -> ExperimentDir:
@@ -355,14 +501,27 @@ def listing(home: AssayHome) -> tuple[list[dict[str, Any]], list[str]]:
     return rows, broken
 
 
+def publish(home: AssayHome, exp: ExperimentDir, wrong_kinds: Collection[str],
+            families: Mapping[str, Sequence[str]] | None = None) -> ExperimentVerdict:
+    """Recompute the Verdict after a person's record (a recheck, a review) and show it in the Inbox;
+    the caller holds the Experiment's lock."""
+    result = experiment_verdict(exp, exp.setup(), exp.bar(), wrong_kinds, families)
+    record_verdict(exp, result)
+    command = command_of(home, exp.id)
+    if command is not None and command.state == "done":
+        formats.write(commands.record_path(home, "experiment", exp.id), attrs.evolve(
+            command, outcome=result.verdict, summary=f"Verdict {result.verdict}", waiting=waiting_text(result)))
+    return result
+
+
 def recheck(home: AssayHome, exp: ExperimentDir, trial: str, passed: bool, why: str, by: str,
-            wrong_kinds: Collection[str]) -> ExperimentVerdict:
+            wrong_kinds: Collection[str], families: Mapping[str, Sequence[str]] | None = None) -> ExperimentVerdict:
     """Record a person's recheck of a Trial's Score beside the Grader's; the Verdict follows it.
 
     Raises ValueError (the message says why) for a Trial that isn't there or has nothing to
     recheck yet, and :class:`~assay.storage.files.Locked` while the Experiment runs.
     """
-    setup, bar = exp.setup(), exp.bar()
+    setup = exp.setup()
     slot = exp.find_slot(setup, trial)
     if slot is None:
         raise ValueError(f"Experiment {exp.id} has no Trial '{trial}' (the form is SUITE/TASK:ARM-N)")
@@ -375,11 +534,4 @@ def recheck(home: AssayHome, exp: ExperimentDir, trial: str, passed: bool, why: 
             raise ValueError(f"Trial {trial} has no Score yet to recheck")
         formats.write(exp.recheck_file(slot), Recheck(slot.task, slot.arm, slot.index, passed, why, by,
                                                       commands.now(), graded=exp.in_force(slot)))
-        result = experiment_verdict(exp, setup, bar, wrong_kinds)
-        record_verdict(exp, result)
-        command = command_of(home, exp.id)
-        if command is not None and command.state == "done":
-            formats.write(commands.record_path(home, "experiment", exp.id), attrs.evolve(
-                command, outcome=result.verdict, summary=f"Verdict {result.verdict}", waiting=waiting_text(result)))
-    return result
-
+        return publish(home, exp, wrong_kinds, families)

@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 import trio
-from assay.engine import results
+from assay.engine import blinding, results
 from assay.engine.folder import ExperimentDir, Slot, SlotState, task_dirname
 from assay.evaltasks import manifests, timesafe
 from assay.hooks.loaded import Plugins
@@ -27,11 +27,14 @@ from assay.hooks.protocols import (
     SessionOutcome,
     TrialContext,
 )
+from assay.pairs.evidence import pair_evidence
+from assay.pairs.panel import ORDERS, Panel, saved_calls
+from assay.pairs.spend import Budget
 from assay.storage import files, formats
 from assay.storage.commands import Command, now
 from assay.storage.git import GitError
 from assay.storage.home import AssayHome
-from assay.storage.records import Arm, Bar, EvalTask, Outcome, Score, Setup, TrialRecord, VoidCause
+from assay.storage.records import ARMS, Arm, Bar, EvalTask, Outcome, Score, Setup, TrialRecord, VoidCause
 from assay.storage.untrusted import capped_log
 from assay.storage.untrusted_git import inspected
 from assay.storage.userconfig import grading_config
@@ -117,6 +120,10 @@ class ExperimentRun:
     _grading: trio.Nursery | None = attrs.field(default=None, init=False)
     _graders: trio.CapacityLimiter | None = attrs.field(default=None, init=False)
     _graded: set[str] = attrs.field(factory=set, init=False)  # tasks whose grading has started
+    _budget: Budget = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._budget = Budget(self.bar.panel_spending_limit)
 
     async def run(self) -> str:
         """Run to the end, a pause or a Stop; returns the Experiment's outcome.
@@ -215,16 +222,19 @@ class ExperimentRun:
         It ends at the base, or for kinds that review a change, at the change under review.
         """
         kind = self.plugins.suite_kinds()[task.kind]
-        commit = manifests.repository_commit(task, kind)
+        cached = await self._cache(task)
+        return await trio.to_thread.run_sync(lambda: timesafe.trial_copy(cached, dest, origin=kind.needs_origin))
+
+    async def _cache(self, task: EvalTask) -> timesafe.CachedRepo:
+        """The task's time-safe cache, prepared once per run."""
+        commit = manifests.repository_commit(task, self.plugins.suite_kinds()[task.kind])
         lock = self._repo_locks.setdefault(task.id, trio.Lock())
         async with lock:
             if task.id not in self._cached:
                 self._cached[task.id] = await trio.to_thread.run_sync(
                     timesafe.prepare_cache, self.home, task.repository, commit
                 )
-        return await trio.to_thread.run_sync(
-            lambda: timesafe.trial_copy(self._cached[task.id], dest, origin=kind.needs_origin)
-        )
+        return self._cached[task.id]
 
     async def _run_trial(self, slot: Slot, attempt: int) -> TrialRecord:
         folder = self.exp.fresh_attempt(slot, attempt)
@@ -289,6 +299,10 @@ class ExperimentRun:
         assert self._graders is not None
         async with self._graders:
             await self._grade_states(task, states)
+            if task.process_grading:
+                await self._pair_evidence(task, states)
+                if self.bar.panel != "off":
+                    await self._panel(task, states)
         self.counts.graded += 1
         self.report("task graded", self.counts)
 
@@ -327,6 +341,47 @@ class ExperimentRun:
             missing = ", ".join(f"{a}-{i}" for a, i in ungraded)
             raise RuntimeError(f"no Grader of the '{task.kind}' kind scored {task.id} Trials {missing}")
 
+    async def _pair_evidence(self, task: EvalTask, states: list[SlotState]) -> None:
+        """Pair evidence for each pair of finished Trials whose file is missing or judged other attempts."""
+        by_slot = {(s.slot.arm, s.slot.index): s for s in states}
+        for index in sorted({s.slot.index for s in states}):
+            pair = [by_slot.get((arm, index)) for arm in ARMS]
+            if any(s is None or s.void_final or s.last is None for s in pair):
+                continue  # a dropped Trial leaves its pair out
+            current = self.exp.pair(task.id, index)
+            attempts = tuple(s.last.attempt for s in pair)  # type: ignore[union-attr]
+            if current is not None and current.attempts() == attempts:
+                continue
+            views = {arm: self.exp.view(s.slot, s.last) for arm, s in zip(ARMS, pair)}  # type: ignore[union-attr]
+            path = self.exp.pair_file(task.id, index)
+            evidence = await pair_evidence(
+                task, index, path.stem, views, backend=self.backend, timeout=self.bar.timeout_seconds,
+                base=await self._cache(task), workspace=path.with_suffix(".work"))
+            formats.write(path, evidence)
+            self.command.log(f"Pair evidence {path.stem}: " + "; ".join(
+                f"{arm} {len(evidence.side(arm).tests)} new test file(s)" for arm in ARMS))
+
+    async def _panel(self, task: EvalTask, states: list[SlotState]) -> None:
+        """Ask the Grader panel for every missing call on this task's pairs with evidence."""
+        panel = Panel(self.bar, self.plugins.harnesses(), self.backend, self.home.root,
+                      blinding.words(self.exp, self.setup, self.bar), grading_config(self.home.root).families)
+        for index in sorted({s.slot.index for s in states}):
+            evidence = self.exp.pair(task.id, index)
+            if evidence is None:
+                continue
+            outcomes = {arm: blinding.outcome(self.exp, self.bar, task.id, arm, index) for arm in ARMS}
+            folder = self.exp.panel_folder(evidence.pair)
+            await panel.ask(task, evidence, outcomes, folder, self._budget, self.command.log)
+            missing = len(saved_calls(folder, self.bar.panel_seats)) < len(ORDERS) * len(self.bar.panel_seats)
+            if self._budget.reached and missing and not self.paused:
+                self.paused = True
+                self.command.log(f"Grader panel: ${self._budget.spent:.2f} spent this run, the "
+                                 f"--panel-spending-limit ${self._budget.limit:.2f}; starting no new Trial, "
+                                 f"the Experiment pauses (run it again to go on)")
+                self.command.activity("panel_spending_limit", f"experiment {self.exp.id} reached its panel spending limit")
+                if self._queue is not None:
+                    self._queue.close()
+
     def _save_score(self, slot: Slot, score: Score) -> None:
         score = attrs.evolve(score, graded=self.exp.in_force(slot))
         formats.write(self.exp.score_file(slot), score)
@@ -335,7 +390,8 @@ class ExperimentRun:
     # --- The Verdict --------------------------------------------------------------------------
 
     def _verdict(self) -> str:
-        result = results.experiment_verdict(self.exp, self.setup, self.bar, results.wrong_finding_kinds(self.plugins))
+        result = results.experiment_verdict(self.exp, self.setup, self.bar, results.wrong_finding_kinds(self.plugins),
+                                            families=grading_config(self.home.root).families)
         results.record_verdict(self.exp, result)
         return result.verdict
 

@@ -25,6 +25,7 @@ from assay.evaltasks.prompts import PromptError
 from assay.hooks.loaded import PluginError, Plugins
 from assay.hooks.protocols import (ArmKind, ArmRuntime, Harness, NotYetImplemented, SandboxBackend, SeatedGrader,
                                    SuiteKind)
+from assay.pairs.votes import voting_families
 from assay.sessions.harness_arm import HarnessArm
 from assay.storage import formats
 from assay.storage.commands import Command, now
@@ -135,6 +136,8 @@ def plan(
         if graded_by_model:
             _seat_from_another_family(bar.model_graders, (base_arm, cand_arm), config, seats_from)
         _graders_can_sit(plugins, {g for s in loaded for g in kinds[s.kind].graders}, bar, backend, unsandboxed_grader)
+        if bar.panel != "off":
+            _panel_can_sit(plugins, bar, backend, unsandboxed_grader, (base_arm, cand_arm), config)
         tasks = {t.id: t for s in loaded for t in s.tasks}
         for task in tasks.values():  # every bundled prompt renders for its task, or we say why now
             kinds[task.kind].session_prompt(task)
@@ -234,6 +237,31 @@ def _check_seats(plugins: Plugins, seats: Sequence[str], seats_from: str = "--mo
         if harness not in harnesses:
             raise PlanError(f"{seats_from} '{seat}': no Harness '{harness}' is installed "
                             f"(known: {', '.join(sorted(harnesses)) or 'none'})")
+
+
+def _panel_can_sit(plugins: Plugins, bar: Bar, backend: SandboxBackend, unsandboxed: bool,
+                   arms: Sequence[ArmSetup], config: GradingConfig) -> None:
+    """Refuse a Grader panel that could never sit: a seat's Harness unknown or not installed, a session
+    unsandboxed without consent, or fewer voting families than ``--panel-families``."""
+    harnesses = plugins.harnesses()
+    for seat in bar.panel_seats:
+        if seat.harness not in harnesses:
+            raise PlanError(f"--panel-seat {seat.key}: no Harness '{seat.harness}' is installed "
+                            f"(known: {', '.join(sorted(harnesses)) or 'none'})")
+        try:
+            harnesses[seat.harness].locate()
+        except Exception as e:  # locate() raises whatever its Harness raises when the CLI is missing
+            raise PlanError(f"--panel-seat {seat.key}: the Harness '{seat.harness}' can't be used here ({e})") from None
+    if backend.name == "none" and not unsandboxed:
+        raise PlanError("--sandbox none: the Grader panel's sessions would run unsandboxed, able to read your "
+                        "credentials and every file of yours; pass --unsandboxed-grader to allow it")
+    taken = [arm_family(a.harness, a.model, config.families) for a in arms]
+    voting = voting_families([family_of(s.model, config.families) for s in bar.panel_seats], taken,
+                             bar.panel_arm_family_rule)
+    if len(voting) < bar.panel_families:
+        raise PlanError(f"--panel-families {bar.panel_families}: only {len(voting)} model famil"
+                        f"{'y' if len(voting) == 1 else 'ies'} would vote ({', '.join(sorted(voting))}); "
+                        f"seat Models from more families neither Arm runs on")
 
 
 def _grading_config(home: AssayHome) -> GradingConfig:
@@ -388,7 +416,7 @@ def _finished(exp: ExperimentDir) -> str | None:
     if not exp.verdict_file.exists():
         return None
     done = formats.read(exp.verdict_file, results.ExperimentVerdict)
-    return None if done.pending or done.look < len(exp.looks()) else done.verdict
+    return None if done.pending or done.panel_missing or done.look < len(exp.looks()) else done.verdict
 
 
 def eval_tasks(home: AssayHome, plugins: Plugins, setup: Setup) -> dict[str, EvalTask]:

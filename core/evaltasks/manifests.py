@@ -106,7 +106,8 @@ def read_task(suite: str, kind: SuiteKind | None, folder: Path, problems: list[P
     if data is None:
         return None
     before = len(problems)
-    _unknown_keys(data, {"repository", "base", "change", "inputs", "criteria", "description"}, path, problems)
+    _unknown_keys(data, {"repository", "base", "change", "inputs", "criteria", "description", "process_grading"},
+                  path, problems)
     fields: dict[str, str | None] = {}
     for key in ("repository", "base", "change"):
         value = data.get(key)
@@ -158,12 +159,39 @@ def read_task(suite: str, kind: SuiteKind | None, folder: Path, problems: list[P
     for name in kind.required_criteria if kind else ():
         if name not in criteria:
             problems.append(Problem(path, f"criteria.{name}", f"required for {kind.name} tasks"))
+    process_grading = _process_grading(data, kind, path, problems)
     if len(problems) > before or kind is None or repository is None or fields["base"] is None:
         return None
     return EvalTask(
         suite=suite, name=folder.name, kind=kind.name, folder=folder, repository=repository,
         base=fields["base"], change=fields["change"], inputs=inputs, criteria=criteria,
+        process_grading=process_grading,
     )
+
+
+def _process_grading(data: Mapping[str, Any], kind: SuiteKind | None, path: Path,
+                     problems: list[Problem]) -> dict[str, Any]:
+    """``[process_grading]``: the new test files to run as Pair evidence (``new_tests`` globs) and
+    the command that runs one of them (``command``, an argv naming the file as ``{file}``)."""
+    table = data.get("process_grading")
+    if table is None:
+        return {}
+    if not isinstance(table, dict):
+        problems.append(Problem(path, "process_grading", "expected a table"))
+        return {}
+    if kind is not None and kind.name != "process":
+        problems.append(Problem(path, "process_grading", "only process tasks are graded in pairs"))
+    _unknown_keys(table, {"new_tests", "command"}, path, problems, "process_grading.")
+    patterns = table.get("new_tests")
+    if not (isinstance(patterns, list) and patterns and all(isinstance(p, str) and p for p in patterns)):
+        problems.append(Problem(path, "process_grading.new_tests", "expected a non-empty list of globs"))
+        patterns = []
+    command = table.get("command")
+    if not (isinstance(command, list) and command and all(isinstance(a, str) and a for a in command)):
+        problems.append(Problem(path, "process_grading.command", "expected a non-empty argv list of strings"))
+    elif not any("{file}" in a for a in command):
+        problems.append(Problem(path, "process_grading.command", "must name the test file as {file}"))
+    return {"new_tests": tuple(patterns), "command": tuple(command or ())}
 
 
 def _commit(repository: str, ref: str | None, key: str, path: Path, problems: list[Problem]) -> str | None:

@@ -18,11 +18,11 @@ from typing import Any
 import attrs
 import trio
 from assay.evaltasks.timesafe import TimeSafeError
-from assay.hooks.protocols import Harness, SandboxBackend, SessionRequest
+from assay.hooks.protocols import Harness, SandboxBackend
 from assay.scoring import builtwith, origins, packet, sample
 from assay.scoring.github import GitHub, GitHubError, PullRequest
 from assay.scoring.store import PullScores, SampledPull, ScoringRun, ScoringStore
-from assay.sessions.oneshot import run_session
+from assay.sessions.grader_session import grader_session
 from assay.storage import files
 from assay.storage.files import Locked, exclusive_lock
 from assay.storage.commands import Command, now
@@ -254,15 +254,10 @@ class ScoringRunner:
             return f"the scoring seat's Harness '{harness_name}' is not installed"
         problem = ""
         for attempt in range(ATTEMPTS):
-            session = folder / f"session-{attempt}"
-            files.remove_tree(session)
-            (session / "home").mkdir(parents=True)
             note = f"\n\nYour previous answer was not usable: {problem}. Write it again." if problem else ""
-            request = SessionRequest(repository=folder / "packet", home=session / "home",
-                                     prompt=prompt(packet.new_marker()) + note, binary=harness.locate(), model=model,
-                                     assay_home=self.home.root)
-            outcome, _ = await run_session(harness, request, self.backend, timeout=self.timeout,
-                                           log=session / "session.log")
+            outcome = await grader_session(harness, model, None, folder / "packet", folder / f"session-{attempt}",
+                                           prompt(packet.new_marker()) + note, self.backend, self.timeout,
+                                           self.home.root)
             if outcome.plan_limit or outcome.void_cause in (VoidCause.PLAN_LIMIT, VoidCause.USAGE_LIMIT):
                 return f"plan limit: {outcome.diagnostic or outcome.void_cause.value}; the rest waits for the next run"
             if outcome.outcome is Outcome.VOID:

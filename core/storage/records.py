@@ -17,6 +17,10 @@ Format history:
 - Setup 4, CommandRecord 5: ``release`` (a release Experiment's tag and the commit it releases).
 - Bar 4: ``look_rule`` (how an Experiment extended by ``--add-tasks`` is judged; older Bars upgrade
   to the default rule, which decides a one-look Experiment exactly as before). Looks 1: first version.
+- Bar 5: the Grader panel (``panel``, ``panel_seats``, ``panel_vote``, ``panel_arm_family_rule``,
+  ``panel_families``, ``panel_spending_limit``, ``panel_agreement``) and people's reviews
+  (``people``, ``people_readers``, ``people_sample``, ``people_overlap``); an older Bar reads with
+  both off, as it ran.
 """
 
 from __future__ import annotations
@@ -72,6 +76,8 @@ class EvalTask:
     change: str | None = None
     inputs: Mapping[str, Path] = attrs.field(factory=dict)
     criteria: Mapping[str, Any] = attrs.field(factory=dict)
+    # A process task's Pair evidence: ``new_tests`` globs and the ``command`` that runs one ("{file}").
+    process_grading: Mapping[str, Any] = attrs.field(factory=dict)
 
     @property
     def id(self) -> str:
@@ -107,6 +113,38 @@ LOOK_RULES = ("confidence-sequence", "one-look")
 _SHARE = _rule(lambda v: 0.0 <= v <= 1.0, "between 0 and 1")
 
 
+PANEL_MODES = ("off", "beside", "counted")
+PANEL_VOTES = ("family", "model")
+
+
+@attrs.frozen
+class PanelSeat:
+    """One seat of the Grader panel: a Model run through a Harness, at an effort."""
+
+    harness: str
+    model: str
+    effort: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> PanelSeat:
+        """``harness=…,model=…[,effort=…]``, or ValueError saying what is wrong."""
+        fields: dict[str, str] = {}
+        for part in text.split(","):
+            key, eq, value = part.partition("=")
+            key, value = key.strip(), value.strip()
+            if not eq or key not in ("harness", "model", "effort") or not value or key in fields:
+                raise ValueError(f"--panel-seat '{text}': expected harness=NAME,model=NAME[,effort=LEVEL]")
+            fields[key] = value
+        if "harness" not in fields or "model" not in fields:
+            raise ValueError(f"--panel-seat '{text}': both harness= and model= are required")
+        return cls(**fields)
+
+    @property
+    def key(self) -> str:
+        """The seat's name in file names and reports."""
+        return "-".join(p for p in (self.harness, self.model, self.effort) if p)
+
+
 @attrs.frozen
 class Bar:
     """Everything that decides the Verdict, fixed before the first Trial (DESIGN.md, "Bar").
@@ -115,9 +153,9 @@ class Bar:
     2k+1 values a task's difference can take.
     """
 
-    FORMAT: ClassVar[int] = 4
+    FORMAT: ClassVar[int] = 5
     UPGRADES: ClassVar[dict] = {1: dict, 2: lambda d: {**d, "void_provider_errors": 10, "void_backoff_seconds": 30.0},
-                                3: lambda d: {**d, "look_rule": LOOK_RULES[0]}}
+                                3: lambda d: {**d, "look_rule": LOOK_RULES[0]}, 4: dict}
 
     margin: float = attrs.field(default=0.10, validator=_SHARE)
     level: float = attrs.field(default=0.95, validator=_rule(lambda v: 0.0 < v < 1.0, "strictly between 0 and 1"))
@@ -140,6 +178,31 @@ class Bar:
     # lets --add-tasks extend an inconclusive Experiment; "one-look" refuses any extension.
     look_rule: str = attrs.field(default="confidence-sequence",
                                  validator=_rule(lambda v: v in LOOK_RULES, f"one of {', '.join(LOOK_RULES)}"))
+    # --- The Grader panel on pairs of process Trials (docs/grading.md, "The Grader panel") ---
+    panel: str = attrs.field(default="off", validator=_rule(lambda v: v in PANEL_MODES, "off, beside or counted"))
+    panel_seats: tuple[PanelSeat, ...] = ()
+    panel_vote: str = attrs.field(default="family", validator=_rule(lambda v: v in PANEL_VOTES, "family or model"))
+    panel_arm_family_rule: bool = True  # seats of an Arm's family sit out while another family votes
+    panel_families: int = attrs.field(default=1, validator=_rule(lambda v: v >= 1, "1 or more"))  # voting, at least
+    panel_spending_limit: float | None = attrs.field(  # USD per run: panel grading pauses once it is reached
+        default=None, validator=_rule(lambda v: v is None or v > 0, "above 0 (USD)"))
+    # With both counted: people-panel agreement on the pairs both read below this is inconclusive.
+    panel_agreement: float | None = attrs.field(default=None, validator=_rule(lambda v: v is None or 0 <= v <= 1,
+                                                                                 "between 0 and 1"))
+    # --- People's blind reviews of the same pairs ---
+    people: str = attrs.field(default="off", validator=_rule(lambda v: v in PANEL_MODES, "off, beside or counted"))
+    people_readers: tuple[str, ...] = ()
+    people_sample: float = attrs.field(default=1.0, validator=_rule(lambda v: 0 < v <= 1, "above 0 and at most 1"))
+    people_overlap: int = attrs.field(default=0, validator=_rule(lambda v: v >= 0, "0 (every reader) or more"))
+
+    def __attrs_post_init__(self) -> None:
+        if self.panel != "off" and not self.panel_seats:
+            raise ValueError(f"bar.panel is {self.panel} but the panel has no seat (--panel-seat harness=…,model=…)")
+        if self.people != "off" and not self.people_readers:
+            raise ValueError(f"bar.people is {self.people} but no reader is named (--people-reader NAME)")
+        if self.people_overlap > len(self.people_readers):
+            raise ValueError(f"bar.people_overlap is {self.people_overlap}, more than the "
+                             f"{len(self.people_readers)} reader(s) named")
 
 
 @attrs.frozen

@@ -12,13 +12,13 @@ Implements ``assay_graders``.
 from __future__ import annotations
 
 import fnmatch
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from assay import hookimpl
 from assay.evaltasks.timesafe import origin_path
-from assay.hooks.protocols import GradingContext, Invocation
+from assay.hooks.protocols import GradingContext
+from assay.sessions.checks import run_check
 from assay.storage import files
 from assay.storage.git import GitError, git
 from assay.storage.records import EvalTask, Score, TrialView
@@ -58,17 +58,8 @@ class CodeGrader:
         new_tests = task.criteria.get("new_tests")
         if new_tests and not _adds_matching(clone, task.base, new_tests):
             return self._score(task, view, False, f"no new test matching {', '.join(new_tests)} was committed", notes)
-        lines: list[str] = []
-        home = folder / "home"
-        home.mkdir()
-        invocation = Invocation(
-            argv=tuple(task.criteria["test_command"]), cwd=clone,
-            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8"},
-            read_write=(clone, home), log_dir=folder,
-        )
-        result = await context.backend.run(invocation, timeout=context.timeout, on_line=lines.append)
-        output = "".join(line if line.endswith("\n") else line + "\n" for line in lines) + result.stderr_tail
-        files.write_text(folder / "test-output.txt", output)
+        result = await run_check(context.backend, task.criteria["test_command"], clone, folder, context.timeout)
+        files.write_text(folder / "test-output.txt", result.output)
         files.write_text(folder / "notes.txt", "\n".join(notes))
         files.remove_tree(clone)
         command = " ".join(task.criteria["test_command"])
@@ -78,7 +69,7 @@ class CodeGrader:
             why = f"`{command}` passed on the committed HEAD"
         else:
             why = f"`{command}` failed on the committed HEAD (exit {result.exit_code})"
-        return self._score(task, view, result.exit_code == 0 and not result.timed_out, why, notes)
+        return self._score(task, view, result.passed, why, notes)
 
     def _score(self, task: EvalTask, view: TrialView, passed: bool, why: str, notes: list[str]) -> Score:
         return Score(

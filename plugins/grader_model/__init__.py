@@ -17,10 +17,10 @@ import attrs
 from assay import hookimpl
 from assay.evaltasks import timesafe
 from assay.evaltasks.prompts import PromptFile
-from assay.hooks.protocols import GradingContext, Harness, SessionRequest
+from assay.hooks.protocols import GradingContext, Harness
 from assay.plugins.grader_model import packet
 from assay.plugins.grader_model.scrub import AliasError, Scrubber, user_aliases
-from assay.sessions.oneshot import run_session
+from assay.sessions.grader_session import grader_session
 from assay.storage import files
 from assay.storage.families import arm_family, other_family_seats
 from assay.storage.git import git
@@ -83,16 +83,10 @@ class ModelGrader:
 
     async def _session(self, seat: tuple[str, str], folder: Path, home: Path, context: GradingContext,
                        marker: str, note: str):
-        harness = context.harnesses[seat[0]]
-        files.remove_tree(home)
-        (home / "home").mkdir(parents=True)
         prompt = PROMPT.render({"packet": packet.PACKET_FILE, "schema": json.dumps(packet.SCHEMA, indent=2),
                                "marker": marker}) + note
-        request = SessionRequest(repository=folder, home=home / "home", prompt=prompt, binary=harness.locate(),
-                                 model=seat[1], assay_home=context.assay_home)
-        outcome, _ = await run_session(harness, request, context.backend, timeout=context.timeout,
-                                       log=home / "session.log")
-        return outcome
+        return await grader_session(context.harnesses[seat[0]], seat[1], None, folder, home, prompt,
+                                    context.backend, context.timeout, context.assay_home)
 
     def refusal(self, seats: Sequence[str], harnesses: Mapping[str, Harness], sandbox: str,
                 unsandboxed: bool) -> str | None:

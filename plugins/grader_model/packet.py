@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from assay.evaltasks.timesafe import origin_path
+from assay.pairs.blind import frame
 from assay.storage import files
 from assay.storage.git import GitError
 from assay.storage.records import EvalTask, TrialView
@@ -73,12 +73,6 @@ def criteria(task: EvalTask) -> str:
                 + "Reporting any of these (they are not real), or any other problem that is not real, "
                   "is a wrong finding:\n" + "".join(f"- {t}\n" for t in wrong))
     return "\n".join(f"{k}: {v}" for k, v in c.items())
-
-
-def frame(marker: str, title: str, text: str) -> str:
-    """``text`` between this packet's frame lines, in a fence longer than any backtick run inside."""
-    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
-    return f"<<<{marker} BEGIN {title}>>>\n{fence}text\n{text}\n{fence}\n<<<{marker} END {title}>>>\n"
 
 
 def write_packet(folder: Path, task: EvalTask, bodies: Mapping[str, str], context: str = "") -> str:

@@ -22,6 +22,8 @@ behaviour is a comma-separated list of steps, e.g. "sleep:0.2,right":
   git_config:PATH arm its repository's (and origin's) config with core.fsmonitor and a hooksPath
                   hook that would touch PATH and leave `sleep 4141` running, if host git ran them
   fifo_report     make ~/reports/zz.md a FIFO (a read of it would block)
+  git_link:TARGET  put a symbolic link to TARGET in its .git (a repository assay won't read)
+  commit:PATH=TEXT write PATH in the repository ("|" becomes a new line, "^" a comma) and commit it
 """
 
 import json
@@ -96,6 +98,15 @@ def main() -> int:
             reports = Path(os.environ["HOME"]) / "reports"
             reports.mkdir(parents=True, exist_ok=True)
             (reports / "x.md").symlink_to(arg)
+        elif name == "git_link":  # a hostile Trial pointing host git elsewhere
+            Path(".git/evil").symlink_to(arg)
+        elif name == "commit":  # a process Trial's change: code or a new test file
+            path, _, text = arg.partition("=")
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(text.replace("|", "\n").replace("^", ",") + "\n")
+            git = ["git", "-c", "user.name=agent", "-c", "user.email=agent@fake"]
+            subprocess.run([*git, "add", path], check=True)
+            subprocess.run([*git, "commit", "-qm", f"change {path}"], check=True)
         elif name == "edit":  # a review that touches its repository
             Path("README").write_text("edited by a review\n")
         elif name == "push":  # a spec review's findings, committed and pushed to its origin

@@ -6,6 +6,12 @@ borderline when it says MAYBE. Model "sloppy" answers badly once, "broken" alway
 "broken-until-fixed" until a file .judge-fixed appears beside the packet. It prints a
 JSON result line like the fake agent, so the fake Harness's decoder reads it, and notes whether
 it could see the label key beside its packet folder.
+
+As a Grader panel seat (a pair.md in its folder) it writes call.json: a Model named "…fixed…"
+merges the change that makes add() add and prefers it, "…contrary…" the opposite, "…first…" merges
+both and always prefers Change 1 (so its preference flips with the order), and
+"…broken-until-fixed…" answers badly until a file .judge-fixed is in its folder. Each session
+adds a line to asked.txt there.
 """
 
 import json
@@ -14,8 +20,34 @@ import sys
 from pathlib import Path
 
 
+def panel(model: str) -> int:
+    """A Grader panel seat on pair.md: its Model's name says how it calls (see the module doc)."""
+    with open("asked.txt", "a") as f:
+        f.write("asked\n")
+    packet = Path("pair.md").read_text()
+    marker = re.search(r"^Frame marker: (\w+)$", packet, flags=re.M).group(1)
+    diffs = dict(re.findall(rf"^<<<{marker} BEGIN Change (\d) diff>>>\n(.*?)^<<<{marker} END Change \1 diff>>>$",
+                            packet, flags=re.M | re.S))
+    fixes = {n: "+    return a + b" in body for n, body in diffs.items()}
+    if "contrary" in model:
+        fixes = {n: not v for n, v in fixes.items()}
+    if "first" in model:
+        merge, preference = {"1": "yes", "2": "yes"}, "1"
+    else:
+        merge = {n: "yes" if v else "no" for n, v in fixes.items()}
+        preference = next((n for n, v in sorted(fixes.items()) if v), "none")
+    if "broken-until-fixed" in model and not Path(".judge-fixed").exists():
+        Path("call.json").write_text(json.dumps({"merge": "yes"}))
+    else:
+        Path("call.json").write_text(json.dumps({"merge": merge, "preference": preference, "why": f"{model} read it"}))
+    print(json.dumps({"type": "result", "session": "judge"}), flush=True)
+    return 0
+
+
 def main() -> int:
     model = sys.argv[1]
+    if Path("pair.md").exists():
+        return panel(model)
     packet = Path("packet.md").read_text()
     Path("seen-by-judge.txt").write_text(f"{model}\n")
     Path("judge-saw-the-key.txt").write_text("yes\n" if Path("../labels.json").exists() else "no\n")

@@ -1,0 +1,75 @@
+"""Finding an Experiment from the command line and publishing its Verdict after a person's record
+(shared by ``assay experiments``, ``assay recheck`` and ``assay review``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assay.cli.output import fail
+from assay.hooks import plugin_manager as plugin_loading
+from assay.storage.home import AssayHome
+
+
+def verdict_line(verdict: dict, exp_id: str) -> str:
+    """The Verdict in a few lines, with its look and whatever still keeps it from being final."""
+    look = verdict.get("look", 1)
+    text = f"Verdict: {verdict['verdict']}"
+    if verdict.get("interval"):
+        lo, hi = verdict["interval"]
+        text += f", interval [{lo:+.3f}, {hi:+.3f}] (Candidate − Baseline pass share)"
+    decided_by = verdict.get("decided_by", "credible interval")
+    every = ", valid at every look" if decided_by == "confidence sequence" else ""
+    text += f"\n  Look {look}: decided by the {decided_by}{every}."
+    for group in verdict.get("groups", []):
+        if group.get("reason"):
+            text += f"\n  {group['reason']}"
+        if group.get("more_tasks") is not None and group.get("more_tasks_over_cap"):
+            text += (f"\n  More looks are unlikely to settle it: even {group['more_tasks']} more Eval tasks give a "
+                     f"{group['more_tasks_chance']:.2f} chance of a clear Verdict at look {look + 1}.")
+        elif group.get("more_tasks") is not None:
+            text += (f"\n  About {group['more_tasks']} more Eval tasks would settle it at look {look + 1} "
+                     f"(a {group['more_tasks_chance']:.2f} chance): assay experiment {exp_id} --add-tasks SUITE/TASK,…")
+    for group in verdict.get("wrong_findings", []):
+        text += f"\n  Wrong findings: {group['verdict']}, interval [{group['interval'][0]:+.3f}, {group['interval'][1]:+.3f}]"
+    waiting = [item["trial"] for item in verdict.get("recheck", []) if not item["rechecked"]]
+    if waiting:
+        text += "\n  Not final: recheck " + ", ".join(waiting) + " (assay recheck ID TRIAL --pass|--fail --why …)"
+    if verdict.get("pending"):
+        text += "\n  Not final: Scores pending for " + ", ".join(verdict["pending"])
+    for pair in verdict.get("panel", []):
+        call = pair.get("call")
+        said = "calls missing" if call is None else "merge " + ", ".join(
+            f"{arm.title()} {'yes' if v else 'tie' if v is None else 'no'}" for arm, v in call["merge"].items()
+        ) + f"; prefers {(call['preference'] or 'neither').title()}"
+        text += f"\n  Grader panel on {pair['pair']} ({'counted' if pair.get('counted') else 'beside'}): {said}"
+    if verdict.get("why"):
+        text += f"\n  Inconclusive: {verdict['why']}"
+    if verdict.get("waiting_on_people"):
+        text += "\n  Waiting on people: " + ", ".join(verdict["waiting_on_people"]) + " (assay review ID PAIR)"
+    if verdict.get("panel_missing"):
+        text += "\n  Not final: Grader panel calls missing for " + ", ".join(verdict["panel_missing"])
+    return text
+
+
+def find_experiment(home: AssayHome, ref: str) -> Any:
+    from assay.engine.results import find
+
+    try:
+        return find(home, ref)
+    except ValueError as e:
+        fail(str(e))
+
+
+def command_record(home: AssayHome, id: str) -> Any:
+    from assay.engine.results import command_of
+
+    return command_of(home, id)
+
+
+def publish_verdict(home: AssayHome, plugins: plugin_loading.Plugins, exp: Any) -> Any:
+    """Recompute the Verdict after a person's record (a recheck, a review) and show it in the Inbox;
+    the caller holds the Experiment's lock."""
+    from assay.engine import results
+    from assay.storage.userconfig import grading_config
+
+    return results.publish(home, exp, results.wrong_finding_kinds(plugins), grading_config(home.root).families)

@@ -1,0 +1,31 @@
+"""A Grader's agent session: a Model read through a Harness, in the sandbox, on a packet folder.
+
+The model Grader and the Grader panel both judge this way: a fresh home per session, the
+packet folder as its only work folder (where it writes its answer), the Harness's own decoder
+reading the stream, and the whole stream kept (capped) in ``session.log`` beside the home.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from assay.hooks.protocols import Harness, SandboxBackend, SessionOutcome, SessionRequest
+from assay.storage import files
+from assay.storage.untrusted import capped_log
+
+
+async def grader_session(harness: Harness, model: str, effort: str | None, packet: Path, folder: Path, prompt: str,
+                         backend: SandboxBackend, timeout: float, assay_home: Path | None) -> SessionOutcome:
+    """Run one session on ``packet``; ``folder`` (emptied first) holds its home and its log."""
+    files.remove_tree(folder)
+    (folder / "home").mkdir(parents=True)
+    request = SessionRequest(repository=packet, home=folder / "home", prompt=prompt, binary=harness.locate(),
+                             model=model, effort=effort, assay_home=assay_home)
+    decoder = harness.decoder()
+    with capped_log(folder / "session.log") as log:
+        def on_line(line: str) -> None:
+            log.write(line if line.endswith("\n") else line + "\n")
+            decoder.feed(line)
+
+        process = await backend.run(harness.invocation(request), timeout=timeout, on_line=on_line)
+    return decoder.finish(process)
