@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 from assay.console import views
-from assay.engine import results
+from assay.engine import results, reviews
 from assay.evaltasks import proposals
 from assay.evaltasks.manifests import ManifestError
 from assay.hooks.loaded import Plugins
@@ -50,6 +50,7 @@ class Console:
     def __init__(self, home: AssayHome, plugins: Plugins, *, token: str | None = None,
                  github: Callable[[], GitHub] = GitHub):
         self.home, self.plugins, self.token, self.github = home, plugins, token, github
+        self.reader = os.environ.get("USER", "")  # who reviews, unless a page names its reader
         self.csrf = secrets.token_urlsafe(24)
         self.templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape())
         self.templates.filters["url"] = lambda value: quote(str(value), safe="")
@@ -81,6 +82,43 @@ class Console:
     async def trial(self, request: Request) -> Response:
         p = request.path_params
         return self._view(request, "trial", views.trial, p["id"], p["task"], p["arm_index"], p["attempt"])
+
+    async def pair(self, request: Request) -> Response:
+        """``assay experiments ID --pair PAIR``: the blind page, then (after the preference) the reveal."""
+        p = request.path_params
+        try:
+            exp = results.find(self.home, p["id"])
+            reader = reviews.reader_of(exp, request.query_params.get("reader") or self.reader)
+            data = {**reviews.page(self.home, self.plugins, exp, p["pair"], reader), "experiment": exp.id}
+        except ValueError as e:
+            return self.error(request, 404, str(e))
+        data["revealed"] = reviews.reveal(exp, p["pair"], reader) if data["step"] == "revealed" else None
+        return self.page(request, "pair", data)
+
+    async def review(self, request: Request) -> Response:
+        """``assay review ID PAIR``: sealed merge calls per side, then a preference (and a rubric)."""
+        p, form = request.path_params, await request.form()
+        kind = str(form.get("kind") or "")
+        try:
+            exp = results.find(self.home, p["id"])
+            reader = reviews.reader_of(exp, str(form.get("reader") or "") or self.reader)
+            if kind == "merge":
+                calls = {side: str(form.get(f"merge_{side}") or "") for side in "AB"}
+                if any(v not in ("yes", "no") for v in calls.values()):
+                    raise ValueError("call both sides: yes or no for A and for B")
+                reviews.record(self.home, self.plugins, exp, p["pair"], reader,
+                               merge={side: v == "yes" for side, v in calls.items()})
+            elif kind == "prefer":
+                reviews.record(self.home, self.plugins, exp, p["pair"], reader, prefer=str(form.get("prefer") or ""),
+                               rubric=_rubric(str(form.get("rubric") or "")))
+            else:
+                raise ValueError("kind: expected merge or prefer")
+        except ValueError as e:
+            return self.error(request, 400, str(e))
+        except Locked:
+            return self.error(request, 409, "the Experiment is running; review once it ends")
+        return RedirectResponse(f"/experiments/{quote(exp.id)}/pairs/{quote(p['pair'])}?reader={quote(reader)}",
+                                status_code=303)
 
     async def scores(self, request: Request) -> Response:
         return self.page(request, "scores", views.scores(self.home))
@@ -179,6 +217,17 @@ class Console:
         return RedirectResponse(f"/bug-origins/{quote(key, safe='')}", status_code=303)
 
 
+def _rubric(text: str) -> dict[str, int]:
+    """``name=1..5, …`` (empty: no rubric)."""
+    out = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, value = item.partition("=")
+        if not name.strip() or not value.strip().isdigit() or not 1 <= int(value) <= 5:
+            raise ValueError(f"rubric '{item}': expected NAME=1..5")
+        out[name.strip()] = int(value)
+    return out
+
+
 def _wants_json(request: Request) -> bool:
     accept = request.headers.get("accept", "")
     return request.query_params.get("format") == "json" or ("application/json" in accept and "text/html" not in accept)
@@ -225,6 +274,8 @@ def make_app(home: AssayHome, plugins: Plugins, *, token: str | None = None, loo
         Route("/experiments/{id}", console.experiment),
         Route("/experiments/{id}/stop", console.stop, methods=["POST"]),
         Route("/experiments/{id}/recheck", console.recheck, methods=["POST"]),
+        Route("/experiments/{id}/pairs/{pair}", console.pair),
+        Route("/experiments/{id}/pairs/{pair}/review", console.review, methods=["POST"]),
         Route("/experiments/{id}/trials/{task:path}/{arm_index}/{attempt:int}", console.trial),
         Route("/scores", console.scores),
         Route("/scores/{pull:path}/mine", console.mine, methods=["POST"]),

@@ -109,3 +109,27 @@ def test_the_scores_form_in_a_browser(browser, assay_home, world):  # noqa: F811
         page.wait_for_selector("text=Correct judged by")
         assert page.locator("text=my tested reason").count() == 1
         shots(page, world["path"].parent / "screenshots", "scores")
+
+
+def test_the_blind_pair_review_in_a_browser(browser, assay_home, tmp_path):
+    """Issue 21: the pair review flow from sealed calls to the reveal, as a reader clicks it."""
+    from tests.pair_fixtures import experiment_folder, make_paired_suite, paired_experiment
+
+    make_paired_suite(assay_home)
+    assert paired_experiment(assay_home, tmp_path, "--trials-per-task", "1", "--people-reader", "alice").returncode == 0
+    exp = experiment_folder(assay_home)
+    with console(assay_home, USER="alice") as url:
+        page = browser.new_page()
+        page.goto(f"{url}/experiments/{exp.name}")
+        page.click("text=pairs__p1--0")
+        assert page.locator("h2:has-text('Change A')").count() == 1 and "baseline" not in page.content().lower()
+        shots(page, tmp_path / "screenshots", "pair-blind")
+        page.check("input[name=merge_A][value=yes]")
+        page.check("input[name=merge_B][value=no]")
+        page.click("button:has-text('Seal my merge calls')")
+        page.wait_for_selector("text=Which do you prefer?")
+        page.check("input[name=prefer][value=A]")
+        page.click("button:has-text('Send my preference')")
+        page.wait_for_selector("h2:has-text('Revealed')")
+        assert page.locator(".reveal li").count() == 2
+        shots(page, tmp_path / "screenshots", "pair-revealed")
