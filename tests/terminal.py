@@ -10,13 +10,13 @@ import time
 from collections.abc import Mapping, Sequence
 
 
-def on_terminal(argv: Sequence[str], env: Mapping[str, str], answers: Sequence[tuple[bytes, str]],
-                timeout: float = 120) -> tuple[int, str]:
+def on_terminal(argv: Sequence[str], env: Mapping[str, str], answers: Sequence[tuple[bytes, str]] = (),
+                timeout: float = 120, term: str = "dumb") -> tuple[int, str]:
     """Run ``argv`` on a pty; each time the next prompt in ``answers`` shows, type its answer.
     Returns the exit code and everything the terminal showed."""
     leader, follower = pty.openpty()
     proc = subprocess.Popen(argv, stdin=follower, stdout=follower, stderr=follower, close_fds=True,
-                            env={**env, "TERM": "dumb"})
+                            env={"TERM": term, **env})
     os.close(follower)
     seen, pending, shown_up_to = b"", list(answers), 0
     deadline = time.monotonic() + timeout

@@ -15,7 +15,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import cli_env
-from tests.experiment_fixtures import PLUGINS, experiment, make_factory, make_suite, scenario
+from tests.experiment_fixtures import (
+    PLUGINS,
+    experiment,
+    make_factory,
+    make_suite,
+    scenario,
+)
+from tests.terminal import on_terminal
 
 
 @pytest.fixture
@@ -457,28 +464,12 @@ def test_a_tag_base_is_resolved_once_and_a_changed_task_is_refused_with_what_cha
 
 
 def test_on_a_terminal_progress_is_a_live_line(world, assay_home: Path, tmp_path: Path):
-    import pty
-
     factory, _ = world
     sc = scenario(tmp_path / "s.json", {"good": {"*": "sleep:0.3,right"}})
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "assay", "experiment", "change", "--factory", str(factory), "--suite", "fixture",
-         "--sandbox", "none"], stdin=follower, stdout=follower, stderr=follower, close_fds=True,
-        env=cli_env(assay_home, PLUGINS, FAKE_SCENARIO=str(sc), TERM="xterm", COLUMNS="120"))
-    os.close(follower)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # the terminal closed: the command ended
-            break
-        if not chunk:
-            break
-        seen += chunk
-    os.close(leader)
-    assert proc.wait(timeout=60) == 0
-    text = seen.decode(errors="replace")
+    code, text = on_terminal([sys.executable, "-m", "assay", "experiment", "change", "--factory", str(factory),
+                              "--suite", "fixture", "--sandbox", "none"],
+                             cli_env(assay_home, PLUGINS, FAKE_SCENARIO=str(sc), COLUMNS="120"), term="xterm")
+    assert code == 0
     assert "\x1b[2K" in text, "the line is redrawn in place"
     assert "16/16 done" in re.sub(r"\x1b\[[0-9;]*m", "", text) and "elapsed" in text
     assert "Verdict: " in text

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import re
 import select
 import signal
@@ -18,7 +17,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import cli_env, run_cli
-from tests.experiment_fixtures import PLUGINS, git, make_released_factory, make_suite, scenario
+from tests.experiment_fixtures import (
+    PLUGINS,
+    git,
+    make_released_factory,
+    make_suite,
+    scenario,
+)
+from tests.terminal import on_terminal as terminal
 
 
 @pytest.fixture
@@ -165,27 +171,8 @@ def test_a_fail_or_inconclusive_verdict_holds_the_release_without_a_terminal(rel
 
 def on_terminal(home: Path, factory: Path, sc: Path, answer: str) -> tuple[int, str]:
     """Run release-check on a pseudo-terminal, answering ``answer`` to its question if it asks."""
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen(release_check_argv(factory), stdin=follower, stdout=follower, stderr=follower,
-                            close_fds=True, env=cli_env(home, PLUGINS, FAKE_SCENARIO=str(sc), TERM="dumb"))
-    os.close(follower)
-    seen, answered = b"", False
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if not select.select([leader], [], [], 0.5)[0]:
-            continue
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # the terminal closed: the command ended
-            break
-        if not chunk:
-            break
-        seen += chunk
-        if not answered and b"Release anyway? [y/N]" in seen:
-            os.write(leader, answer.encode() + b"\n")
-            answered = True
-    os.close(leader)
-    return proc.wait(timeout=30), seen.decode(errors="replace")
+    return terminal(release_check_argv(factory), cli_env(home, PLUGINS, FAKE_SCENARIO=str(sc)),
+                    [(b"Release anyway? [y/N]", answer)])
 
 
 def test_on_a_terminal_a_fail_asks_whether_to_release_anyway(released, assay_home, tmp_path):
