@@ -10,6 +10,7 @@ import attrs
 
 from assay.console import stream
 from assay.engine import results
+from assay.engine.folder import Slot
 from assay.evaltasks.proposals import list_proposals as proposal_list
 from assay.hooks.loaded import Plugins
 from assay.scoring import origins, yours
@@ -68,7 +69,10 @@ def trial(home: AssayHome, ref: str, task: str, arm_index: str, attempt: int) ->
         raise NotFound(f"no Trial {task} {arm_index} attempt {attempt} in Experiment {data['id']}")
     record = found[0]
     folder = Path(record["folder"])
-    return {"experiment": data["id"], "trial": record, "session": [attrs.asdict(e) for e in stream.entries(
+    recheck = results.find(home, data["id"]).recheck(Slot(task, arm, int(index)))
+    return {"experiment": data["id"], "trial": record,
+            "recheck": {k: v for k, v in formats.unstructure(recheck).items() if k != "format"} if recheck else None,
+            "session": [attrs.asdict(e) for e in stream.entries(
         _lines(folder, "session.log"))], "stderr": "".join(_lines(folder, "stderr.log")),
         "sandbox_log": "".join(_lines(folder, "proxy.log")),
         "evidence": sorted(str(p.relative_to(folder)) for p in (folder / "grade").rglob("*") if p.is_file())

@@ -133,3 +133,28 @@ def test_the_blind_pair_review_in_a_browser(browser, assay_home, tmp_path):
         page.wait_for_selector("h2:has-text('Revealed')")
         assert page.locator(".reveal li").count() == 2
         shots(page, tmp_path / "screenshots", "pair-revealed")
+
+
+def test_a_recheck_from_a_trials_page_in_a_browser(browser, assay_home, tmp_path):
+    """Issue 21: a Score rechecked where its session is read; the Verdict follows, as `assay recheck`."""
+    import json
+
+    from tests.experiment_fixtures import experiment
+
+    factory = make_factory(tmp_path)
+    make_suite(assay_home)
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "bad": {"fixture/t1": "wrong", "*": "right"}})
+    exp_id = json.loads(experiment(assay_home, factory, sc, "--candidate-model", "bad", "--json").stdout.splitlines()[-1])["id"]
+    with console(assay_home, USER="carol") as url:
+        page = browser.new_page()
+        page.goto(f"{url}/experiments/{exp_id}/trials/fixture/t1/candidate-0/0")
+        assert page.locator("text=answer.txt says wrong").count() == 1
+        page.check("form.recheck input[name=verdict][value=pass]")
+        page.fill("form.recheck input[name=why]", "the answer is right after all")
+        page.click("form.recheck button")
+        page.wait_for_url(f"{url}/experiments/{exp_id}")
+        page.goto(f"{url}/experiments/{exp_id}/trials/fixture/t1/candidate-0/0")
+        assert page.locator("text=Rechecked by carol: pass — the answer is right after all").count() == 1
+        shots(page, tmp_path / "screenshots", "trial-rechecked")
+    rechecks = list(assay_home.glob(f"evals/experiments/{exp_id}/**/*.recheck.json"))
+    assert rechecks and json.loads(rechecks[0].read_text())["by"] == "carol"
