@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
-from tests.conftest import run_cli
+from tests.conftest import cli_env, run_cli
 
 PLUGINS = "fake_agent_plugin"
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
@@ -64,6 +65,17 @@ def make_suite(home: Path, tasks: int = 4, name: str = "fixture") -> list[str]:
 def scenario(path: Path, data: dict) -> Path:
     path.write_text(json.dumps(data))
     return path
+
+
+def start_experiment(home: Path, factory: Path, scenario_file: Path, *args: str) -> subprocess.Popen:
+    """The fixture Experiment as a process of its own (--json, output piped), for a test that stops,
+    kills or watches it while it runs."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "assay", "experiment", "change", "--factory", str(factory), "--suite", "fixture",
+         "--sandbox", "none", "--json", *args],
+        env=cli_env(home, PLUGINS, FAKE_SCENARIO=str(scenario_file)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def experiment(home: Path, factory: Path, scenario_file: Path, *args: str, **kw):

@@ -6,12 +6,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import cli_env, run_cli
 from tests.experiment_fixtures import PLUGINS, git, make_repo
 
 FAKE_GH = Path(__file__).parent / "fakes" / "fake_gh.py"
@@ -66,7 +68,7 @@ def world(tmp_path: Path, assay_home: Path) -> dict:
     bin_dir.mkdir()
     (bin_dir / "gh").write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE_GH} \"$@\"\n")
     (bin_dir / "gh").chmod(0o755)
-    (assay_home / "config.toml").write_text(f'[scoring]\nowners = ["acme"]\nsize = 4\nseats = {SEATS}\n')
+    seats(assay_home)
     return {"path": tmp_path / "world.json", "bin": bin_dir, "data": data, "log": tmp_path / "gh.log"}
 
 
@@ -76,3 +78,23 @@ def score(assay_home: Path, world: dict, *args: str, **env: str):
 
 
 RUN = ("score", "--sandbox", "none", "--unsandboxed-grader", "--seed", "7", "--json")
+
+
+def seats(assay_home: Path, *seated: str) -> None:
+    """The User config's [scoring] with these seats (default: one from each family)."""
+    chosen = json.dumps(list(seated)) if seated else SEATS
+    (assay_home / "config.toml").write_text(f'[scoring]\nowners = ["acme"]\nsize = 4\nseats = {chosen}\n')
+
+
+def score_in_background(assay_home: Path, world: dict, **popen) -> subprocess.Popen:
+    """`assay score` (RUN) as a process of its own, for a test that kills or stops it."""
+    env = cli_env(assay_home, PLUGINS, PATH=f"{world['bin']}{os.pathsep}{os.environ['PATH']}",
+                  FAKE_GH_WORLD=str(world["path"]))
+    return subprocess.Popen([sys.executable, "-m", "assay", *RUN], env=env, **popen)
+
+
+def wait_until(predicate, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.2)
+

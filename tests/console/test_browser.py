@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import cli_env
-from tests.experiment_fixtures import PLUGINS, make_factory, make_suite, scenario
+from tests.experiment_fixtures import PLUGINS, make_factory, make_suite, scenario, start_experiment
 from tests.scoring_fixtures import RUN, score, world  # noqa: F401 - world is a fixture
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -71,10 +71,7 @@ def test_the_experiment_page_updates_live_while_the_experiment_runs(browser, ass
     factory = make_factory(tmp_path)
     make_suite(assay_home)
     sc = scenario(tmp_path / "s.json", {"good": {"*": "sleep:1,right"}, "bad": {"*": "sleep:1,right"}})
-    running = subprocess.Popen([sys.executable, "-m", "assay", "experiment", "change", "--factory", str(factory),
-                                "--suite", "fixture", "--sandbox", "none", "--candidate-model", "bad", "--json"],
-                               env=cli_env(assay_home, PLUGINS, FAKE_SCENARIO=str(sc)), stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    running = start_experiment(assay_home, factory, sc, "--candidate-model", "bad")
     deadline = time.monotonic() + 60
     while not list((assay_home / "logs" / "experiment").glob("*.json")) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -113,7 +110,11 @@ def test_the_scores_form_in_a_browser(browser, assay_home, world):  # noqa: F811
 
 def test_the_blind_pair_review_in_a_browser(browser, assay_home, tmp_path):
     """Issue 21: the pair review flow from sealed calls to the reveal, as a reader clicks it."""
-    from tests.pair_fixtures import experiment_folder, make_paired_suite, paired_experiment
+    from tests.pair_fixtures import (
+        experiment_folder,
+        make_paired_suite,
+        paired_experiment,
+    )
 
     make_paired_suite(assay_home)
     assert paired_experiment(assay_home, tmp_path, "--trials-per-task", "1", "--people-reader", "alice").returncode == 0

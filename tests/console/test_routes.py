@@ -17,7 +17,7 @@ from assay.storage.home import AssayHome
 from starlette.testclient import TestClient
 
 from tests.conftest import cli_env, run_cli
-from tests.experiment_fixtures import PLUGINS, experiment, make_factory, make_suite, scenario
+from tests.experiment_fixtures import PLUGINS, experiment, make_factory, make_suite, scenario, start_experiment
 
 JSON = {"accept": "application/json"}
 PLUGGED = plugin_manager.load()  # the built-in plugins: suite kinds and Graders
@@ -109,10 +109,7 @@ def test_stop_from_the_page_stops_a_running_experiment(assay_home, tmp_path):
     factory = make_factory(tmp_path)
     make_suite(assay_home)
     sc = scenario(tmp_path / "s.json", {"good": {"*": "sleep:60,right"}, "bad": {"*": "sleep:60,right"}})
-    proc = subprocess.Popen([sys.executable, "-m", "assay", "experiment", "change", "--factory", str(factory),
-                             "--suite", "fixture", "--sandbox", "none", "--candidate-model", "bad", "--json"],
-                            env=cli_env(assay_home, PLUGINS, FAKE_SCENARIO=str(sc)), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = start_experiment(assay_home, factory, sc, "--candidate-model", "bad")
     deadline = time.monotonic() + 60
     while not list((assay_home / "logs" / "experiment").glob("*.json")) and time.monotonic() < deadline:
         time.sleep(0.2)

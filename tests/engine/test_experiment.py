@@ -15,13 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import cli_env
-from tests.experiment_fixtures import (
-    PLUGINS,
-    experiment,
-    make_factory,
-    make_suite,
-    scenario,
-)
+from tests.experiment_fixtures import PLUGINS, experiment, make_factory, make_suite, scenario, start_experiment
 from tests.terminal import on_terminal
 
 
@@ -228,14 +222,6 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _start(home: Path, factory: Path, sc: Path, *args: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "assay", "experiment", "change", "--factory", str(factory), "--suite", "fixture",
-         "--sandbox", "none", "--json", *args],
-        env=cli_env(home, PLUGINS, FAKE_SCENARIO=str(sc)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-
-
 def _wait_for(predicate, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -246,7 +232,7 @@ def _wait_for(predicate, timeout: float = 30.0) -> None:
 def test_stop_from_another_process_leaves_nothing_running(world, assay_home: Path, tmp_path: Path):
     factory, _ = world
     sc = scenario(tmp_path / "s.json", {"good": {"*": "sleep:60,right"}, "bad": {"*": "sleep:60,right"}})
-    proc = _start(assay_home, factory, sc, "--candidate-model", "bad")
+    proc = start_experiment(assay_home, factory, sc, "--candidate-model", "bad")
     pids = Path(f"{sc}.pids")
     _wait_for(lambda: pids.exists() and len(pids.read_text().split()) >= 2)
     [record] = (assay_home / "logs" / "experiment").glob("*.json")
@@ -302,7 +288,7 @@ def test_sigkill_at_random_points_resumes_to_the_uninterrupted_result(tmp_path: 
         home.mkdir()
         make_suite(home)
         sc = scenario(tmp_path / f"s{seed}.json", steps)
-        proc = _start(home, factory, sc, "--candidate-model", "bad")
+        proc = start_experiment(home, factory, sc, "--candidate-model", "bad")
         time.sleep(rng.uniform(0.4, 2.5))
         proc.send_signal(signal.SIGKILL)
         proc.communicate()

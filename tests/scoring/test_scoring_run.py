@@ -17,7 +17,15 @@ from assay.storage.files import exclusive_lock
 from tests.conftest import cli_env
 from tests.experiment_fixtures import PLUGINS
 from tests.sandbox_fixtures import bwrap_unavailable
-from tests.scoring_fixtures import CLAUDE, RUN, SEATS, score, world  # noqa: F401 - world is a fixture
+from tests.scoring_fixtures import (  # noqa: F401 - world is a fixture
+    CLAUDE,
+    RUN,
+    score,
+    score_in_background,
+    seats,
+    wait_until,
+    world,
+)
 from tests.terminal import on_terminal
 
 
@@ -85,8 +93,7 @@ def test_a_second_window_scores_nothing_twice(assay_home, world):
 
 
 def test_a_plan_limit_stops_the_run_and_the_rest_carries_over(assay_home, world):
-    (assay_home / "config.toml").write_text('[scoring]\nowners = ["acme"]\nsize = 4\n'
-                                            'seats = ["fake-scorer:limit-claude-9", "fake-scorer:limit-gpt-9"]\n')
+    seats(assay_home, "fake-scorer:limit-claude-9", "fake-scorer:limit-gpt-9")
     stopped = score(assay_home, world, *RUN)
     assert stopped.returncode == 3, stopped.stderr
     shown = json.loads(stopped.stdout)
@@ -94,7 +101,7 @@ def test_a_plan_limit_stops_the_run_and_the_rest_carries_over(assay_home, world)
     assert len(list(assay_home.glob("evals/scoring/pulls/*/session-0"))) == 1  # it stopped at the first
     inbox = json.loads(score(assay_home, world, "inbox", "--json").stdout)
     assert any(r["kind"] == "scoring" for r in inbox["needs_you"])
-    (assay_home / "config.toml").write_text(f'[scoring]\nowners = ["acme"]\nsize = 4\nseats = {SEATS}\n')
+    seats(assay_home)
     resumed = json.loads(score(assay_home, world, *RUN).stdout)
     assert sorted(resumed["scored"]) == sorted(shown["left"])
 
@@ -180,8 +187,7 @@ def test_bug_origins_are_proposed_then_confirmed_corrected_or_rejected_and_a_con
 
 def test_a_commit_the_history_does_not_show_is_never_proposed(assay_home, world):
     """Story 34: a session that names a commit outside the history before the fix proposes nothing."""
-    (assay_home / "config.toml").write_text(f'[scoring]\nowners = ["acme"]\nsize = 4\n'
-                                            f'seats = ["fake-scorer:guesser", "fake-scorer:gpt-9"]\n')
+    seats(assay_home, "fake-scorer:guesser", "fake-scorer:gpt-9")
     assert score(assay_home, world, *RUN).returncode == 0
     bug = json.loads(score(assay_home, world, "bug-origins", "acme/app#120", "--json").stdout)
     assert bug["state"] == "proposed" and bug["proposed"] is None and "not a commit before the fix" in bug["why"]
@@ -190,21 +196,16 @@ def test_a_commit_the_history_does_not_show_is_never_proposed(assay_home, world)
 def test_a_killed_run_leaves_its_scores_and_the_next_run_scores_the_rest_once(assay_home, world):
     """Issue 20 acceptance, a killed run resumed: kill -9 while the second pull request is being
     graded; the next run scores what was left (nothing twice), and the killed Command isn't running."""
-    (assay_home / "config.toml").write_text('[scoring]\nowners = ["acme"]\nsize = 4\n'
-                                            'seats = ["fake-scorer:slow3-claude-9", "fake-scorer:slow3-gpt-9"]\n')
-    env = cli_env(assay_home, PLUGINS, PATH=f"{world['bin']}{os.pathsep}{os.environ['PATH']}",
-                  FAKE_GH_WORLD=str(world["path"]))
-    first = subprocess.Popen([sys.executable, "-m", "assay", *RUN], env=env, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while len(list(assay_home.glob("evals/scoring/pulls/*/scores.json"))) < 1 and time.monotonic() < deadline:
-        time.sleep(0.2)
+    seats(assay_home, "fake-scorer:slow3-claude-9", "fake-scorer:slow3-gpt-9")
+    first = score_in_background(assay_home, world, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+    wait_until(lambda: list(assay_home.glob("evals/scoring/pulls/*/scores.json")))
     time.sleep(1)  # into the second pull request's session
     os.killpg(first.pid, signal.SIGKILL)
     first.wait()
     before = {p.parent.name: json.loads(p.read_text())["run"] for p in assay_home.glob("evals/scoring/pulls/*/scores.json")}
     assert 1 <= len(before) < 5
-    (assay_home / "config.toml").write_text(f'[scoring]\nowners = ["acme"]\nsize = 4\nseats = {SEATS}\n')
+    seats(assay_home)
     resumed = score(assay_home, world, *RUN)
     assert resumed.returncode == 0, resumed.stderr
     shown = json.loads(resumed.stdout)
@@ -220,15 +221,9 @@ def test_a_killed_run_leaves_its_scores_and_the_next_run_scores_the_rest_once(as
 def test_assay_stop_stops_a_scoring_run_and_the_next_takes_up_the_rest(assay_home, world):
     """Issue 20: a Scoring run is a Command like an Experiment, so `assay stop` stops it (the session
     in flight is cut short); it lands in Needs you as stopped, and the next run scores the rest."""
-    (assay_home / "config.toml").write_text('[scoring]\nowners = ["acme"]\nsize = 4\n'
-                                            'seats = ["fake-scorer:slow30-claude-9", "fake-scorer:slow30-gpt-9"]\n')
-    env = cli_env(assay_home, PLUGINS, PATH=f"{world['bin']}{os.pathsep}{os.environ['PATH']}",
-                  FAKE_GH_WORLD=str(world["path"]))
-    running = subprocess.Popen([sys.executable, "-m", "assay", *RUN], env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True)
-    deadline = time.monotonic() + 120
-    while not list(assay_home.glob("evals/scoring/pulls/*/session-0/session.log")) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    seats(assay_home, "fake-scorer:slow30-claude-9", "fake-scorer:slow30-gpt-9")
+    running = score_in_background(assay_home, world, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    wait_until(lambda: list(assay_home.glob("evals/scoring/pulls/*/session-0/session.log")))
     [record] = [json.loads(p.read_text()) for p in assay_home.glob("logs/scoring/*.json")]
     stopped = score(assay_home, world, "stop", record["id"])
     assert stopped.returncode == 0 and f"Stopped Scoring run {record['id']}" in stopped.stdout, stopped.stderr
@@ -237,7 +232,7 @@ def test_assay_stop_stops_a_scoring_run_and_the_next_takes_up_the_rest(assay_hom
     assert not list(assay_home.glob("evals/scoring/pulls/*/scores.json"))
     inbox = json.loads(score(assay_home, world, "inbox", "--json").stdout)
     assert [r["state"] for r in inbox["needs_you"] if r["id"] == record["id"]] == ["stopped"]
-    (assay_home / "config.toml").write_text(f'[scoring]\nowners = ["acme"]\nsize = 4\nseats = {SEATS}\n')
+    seats(assay_home)
     resumed = json.loads(score(assay_home, world, *RUN).stdout)
     assert len(resumed["scored"]) == 5
 
