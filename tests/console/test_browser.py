@@ -89,7 +89,8 @@ def test_the_experiment_page_updates_live_while_the_experiment_runs(browser, ass
         assert all(p.stat().st_size > 10_000 for p in taken)
         page.set_viewport_size({"width": 390, "height": 844})
         assert page.evaluate("document.documentElement.scrollWidth") <= 390 + 1  # usable on a phone: no sideways page
-    assert running.wait(timeout=60) == 0
+    running.communicate(timeout=60)
+    assert running.returncode == 0
 
 
 def test_the_scores_form_in_a_browser(browser, assay_home, world):  # noqa: F811
