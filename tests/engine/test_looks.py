@@ -128,7 +128,7 @@ def test_a_changed_look_rule_is_refused_like_any_changed_bar(world, assay_home: 
     assert first.returncode == 0, first.stderr
     exp_id = last_json(first.stdout)["id"]
     bar = json.loads((assay_home / "evals" / "experiments" / exp_id / "bar.json").read_text())
-    assert bar["look_rule"] == "one-look" and bar["format"] == 4
+    assert bar["look_rule"] == "one-look" and bar["format"] == Bar.FORMAT
     changed = experiment(assay_home, factory, sc, "--candidate-model", "bad", "--look-rule", "confidence-sequence")
     assert changed.returncode == 2
     assert "can't change (look_rule: recorded 'one-look', now 'confidence-sequence')" in changed.stderr

@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import resource
 import subprocess
 import sys
 import time
@@ -163,8 +162,7 @@ def test_a_300_mb_line_without_newline_keeps_the_host_small(assay_home: Path, tm
                           capture_output=True, text=True, timeout=300)
     peak_kib, code, stderr = done.stdout.split(" ", 2)
     assert code == "0", stderr
-    assert int(peak_kib) < 300 * 1024, f"peak RSS {int(peak_kib) // 1024} MiB"
-    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss < 300 * 1024
+    assert int(peak_kib) < 300 * 1024, f"peak RSS {int(peak_kib) // 1024} MiB"  # the assay process's, measured apart
     [log] = assay_home.glob("evals/experiments/*/trials/*/candidate-0/attempt-*/session.log")
     assert log.stat().st_size < 10 * MIB and "assay cut" in log.read_text()
     assert record(assay_home, "candidate")["outcome"] == "delivered"
