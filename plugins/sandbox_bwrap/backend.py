@@ -114,7 +114,7 @@ class BwrapBackend(Supervisor):
         oom_before = hostkills.oom_kills()
         try:
             staged = await trio.to_thread.run_sync(
-                (self.disk_caps or disk.detect()).start, self.disk_limit or disk.default_limit(), invocation.read_write)
+                (self.disk_caps or disk.detect()).start, self.disk_limit or disk.default_limit(), own_folders(invocation))
             with tempfile.TemporaryDirectory(prefix=f"assay-proxy-{owners.tag()}-") as sockets:
                 proxy = Proxy(
                     Allowlist.of(invocation.hosts), (invocation.log_dir or invocation.cwd.parent) / PROXY_LOG,
@@ -175,6 +175,15 @@ def _signal_session(tree: ProcessTree, signum: int) -> None:
         if proc.ppid == tree.leader and not proc.zombie:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pgid, signum)
+
+
+def own_folders(invocation: Invocation) -> list[Path]:
+    """The writable folders that belong to this session alone (inside its own folder, ``log_dir``
+    or its work folder's parent): only these move onto its capped disk. A folder it shares with
+    sessions running beside it is bound as it is, since copying it back when this one ended would
+    wipe what the others wrote there meanwhile."""
+    own = Path(os.path.abspath(invocation.log_dir or invocation.cwd.parent))
+    return [p for p in invocation.read_write if own == Path(os.path.abspath(p)) or own in Path(os.path.abspath(p)).parents]
 
 
 def _reading(result: ProcessResult, handshake: Handshake, *, capped: bool) -> ProcessResult:

@@ -449,3 +449,39 @@ def test_without_a_pids_cgroup_the_fallback_depends_on_the_user(
     monkeypatch.setattr(os, "geteuid", lambda: 0 if root else 1000)
     caps = pids.detect(tmp_path)
     assert caps.kind == kind and caps.in_force is not root
+
+
+def test_a_writable_folder_shared_by_two_sessions_is_not_wiped_when_one_ends(bwrap: BwrapBackend, tmp_path: Path) -> None:
+    """Finding 6's disk cap moves a session's writable folders onto its own file system and back
+    when it ends; a folder two sessions share (a Harness's, outside each Trial's folder) must not
+    move, or the first to end wipes what the other is still reading and writing."""
+    caps = disk.detect()
+    if not caps.in_force:
+        pytest.skip(caps.describe(64 << 20))
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "config.json").write_text("{}")
+    code = """
+        import sys, time
+        from pathlib import Path
+        shared = Path(sys.argv[1])
+        (shared / (sys.argv[2] + ".txt")).write_text("mine")
+        time.sleep(float(sys.argv[3]))
+        print((shared / "config.json").read_text(), sorted(p.name for p in shared.iterdir()), flush=True)
+    """
+    outputs: dict[str, list[str]] = {"short": [], "long": []}
+
+    async def both() -> None:
+        async with trio.open_nursery() as nursery:
+            for name, seconds in (("short", "0.5"), ("long", "4")):
+                folder = tmp_path / name
+                (folder / "repo").mkdir(parents=True)
+                invocation = Invocation(
+                    argv=(sys.executable, "-c", textwrap.dedent(code), str(shared), name, seconds), cwd=folder / "repo",
+                    env={"PATH": "/usr/bin:/bin"}, read_write=(folder / "repo", shared), log_dir=folder)
+                nursery.start_soon(functools.partial(attrs.evolve(bwrap, disk_limit=64 << 20).run, invocation,
+                                                     timeout=60, on_line=outputs[name].append))
+
+    trio.run(both)
+    assert outputs["long"] == ["{} ['config.json', 'long.txt', 'short.txt']"], outputs
+    assert sorted(p.name for p in shared.iterdir()) == ["config.json", "long.txt", "short.txt"]
