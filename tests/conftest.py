@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,12 @@ def cli(assay_home: Path):
     def run(*args: str, plugins: str = "", **kw) -> subprocess.CompletedProcess[str]:
         return run_cli(assay_home, *args, plugins=plugins, **kw)
     return run
+
+
+def wait_for(predicate, timeout: float = 60.0, what: str = "the condition") -> None:
+    """Poll ``predicate`` until it holds; fail the test if it doesn't within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+

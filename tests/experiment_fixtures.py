@@ -90,7 +90,7 @@ FIXED = "def add(a, b):\n    return a + b\n"
 TEST = "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n"
 
 
-def make_process_suite(home: Path, tasks: int = 3, name: str = "proc") -> list[str]:
+def make_process_suite(home: Path, tasks: int = 3, name: str = "proc", extra: str = "") -> list[str]:
     """A process suite: each task's repository has a bug its unittest catches; the answer is never in it."""
     suite = home / "evals" / "suites" / name
     suite.mkdir(parents=True)
@@ -102,7 +102,7 @@ def make_process_suite(home: Path, tasks: int = 3, name: str = "proc") -> list[s
         (task / "issue.md").write_text("add() subtracts; make it add.\n")
         (task / "task.toml").write_text(
             f'repository = "repo"\nbase = "{base}"\n[inputs]\nissue = "issue.md"\n'
-            '[criteria]\ntest_command = ["python3", "-m", "unittest", "-q"]\n'
+            '[criteria]\ntest_command = ["python3", "-m", "unittest", "-q"]\n' + extra
         )
         ids.append(f"{name}/p{i}")
     return ids

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from tests.conftest import run_cli
-from tests.experiment_fixtures import BUGGY, FIXED, PLUGINS, TEST, make_factory, make_repo, scenario
+from tests.experiment_fixtures import FIXED, PLUGINS, make_factory, make_process_suite, scenario
 
 
 def new_test(name: str, a: int, b: int, total: int) -> str:
@@ -28,19 +28,9 @@ GRADING = '[process_grading]\nnew_tests = ["test_new*.py"]\ncommand = ["python3"
 
 def make_paired_suite(home: Path, tasks: int = 1, name: str = "pairs", grading: str = GRADING) -> list[str]:
     """A process suite whose tasks name ``process_grading`` (Pair evidence)."""
-    suite = home / "evals" / "suites" / name
-    suite.mkdir(parents=True)
-    (suite / "suite.toml").write_text('kind = "process"\ndepends_on = ["skills/**"]\n')
-    ids = []
+    ids = make_process_suite(home, tasks, name, extra=grading)
     for i in range(1, tasks + 1):
-        task = suite / f"p{i}"
-        _calc, base = make_repo(task / "repo", {"calc.py": BUGGY}, {"test_calc.py": TEST})
-        (task / "issue.md").write_text("add() subtracts; make it add.\n")
-        (task / "criteria.md").write_text("- add(2, 3) returns 5\n- a test covers it\n")
-        (task / "task.toml").write_text(
-            f'repository = "repo"\nbase = "{base}"\n[inputs]\nissue = "issue.md"\n'
-            '[criteria]\ntest_command = ["python3", "-m", "unittest", "-q"]\n' + grading)
-        ids.append(f"{name}/p{i}")
+        (home / "evals" / "suites" / name / f"p{i}" / "criteria.md").write_text("- add(2, 3) returns 5\n- a test covers it\n")
     return ids
 
 

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -91,10 +90,4 @@ def score_in_background(assay_home: Path, world: dict, **popen) -> subprocess.Po
     env = cli_env(assay_home, PLUGINS, PATH=f"{world['bin']}{os.pathsep}{os.environ['PATH']}",
                   FAKE_GH_WORLD=str(world["path"]))
     return subprocess.Popen([sys.executable, "-m", "assay", *RUN], env=env, **popen)
-
-
-def wait_until(predicate, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate() and time.monotonic() < deadline:
-        time.sleep(0.2)
 

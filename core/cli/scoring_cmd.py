@@ -1,8 +1,6 @@
-"""``assay score``, ``assay scores`` and ``assay built-with``: the Scoring run (docs/scoring.md)."""
+"""``assay score``, ``assay scores``, ``assay bug-origins`` and ``assay built-with``: the Scoring run (docs/scoring.md)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 import typer
 from assay.cli import output

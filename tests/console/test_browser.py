@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli_env
+from tests.conftest import cli_env, wait_for
 from tests.experiment_fixtures import PLUGINS, make_factory, make_suite, scenario, start_experiment
 from tests.scoring_fixtures import RUN, score, world  # noqa: F401 - world is a fixture
 
@@ -72,9 +72,7 @@ def test_the_experiment_page_updates_live_while_the_experiment_runs(browser, ass
     make_suite(assay_home)
     sc = scenario(tmp_path / "s.json", {"good": {"*": "sleep:1,right"}, "bad": {"*": "sleep:1,right"}})
     running = start_experiment(assay_home, factory, sc, "--candidate-model", "bad")
-    deadline = time.monotonic() + 60
-    while not list((assay_home / "logs" / "experiment").glob("*.json")) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_for(lambda: list((assay_home / "logs" / "experiment").glob("*.json")), what="the Command record")
     [record] = (assay_home / "logs" / "experiment").glob("*.json")
     with console(assay_home) as url:
         page = browser.new_page()

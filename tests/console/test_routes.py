@@ -16,7 +16,7 @@ from assay.hooks import plugin_manager
 from assay.storage.home import AssayHome
 from starlette.testclient import TestClient
 
-from tests.conftest import cli_env, run_cli
+from tests.conftest import cli_env, run_cli, wait_for
 from tests.experiment_fixtures import PLUGINS, experiment, make_factory, make_suite, scenario, start_experiment
 
 JSON = {"accept": "application/json"}
@@ -110,13 +110,10 @@ def test_stop_from_the_page_stops_a_running_experiment(assay_home, tmp_path):
     make_suite(assay_home)
     sc = scenario(tmp_path / "s.json", {"good": {"*": "sleep:60,right"}, "bad": {"*": "sleep:60,right"}})
     proc = start_experiment(assay_home, factory, sc, "--candidate-model", "bad")
-    deadline = time.monotonic() + 60
-    while not list((assay_home / "logs" / "experiment").glob("*.json")) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_for(lambda: list((assay_home / "logs" / "experiment").glob("*.json")), what="the Command record")
     [record] = (assay_home / "logs" / "experiment").glob("*.json")
     c = client(assay_home)
-    while time.monotonic() < deadline and "Stop</button>" not in c.get(f"/experiments/{record.stem}").text:
-        time.sleep(0.2)
+    wait_for(lambda: "Stop</button>" in c.get(f"/experiments/{record.stem}").text, what="the running page")
     live = c.get(f"/experiments/{record.stem}?fragment=live").text
     assert "data-still-live" in live and "<html" not in live  # the part the page polls
     refused = c.post(f"/experiments/{record.stem}/stop", data={"csrf": "forged"})

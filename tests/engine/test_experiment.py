@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli_env
+from tests.conftest import cli_env, wait_for
 from tests.experiment_fixtures import PLUGINS, experiment, make_factory, make_suite, scenario, start_experiment
 from tests.terminal import on_terminal
 
@@ -222,19 +222,12 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _wait_for(predicate, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.05)
-
-
 def test_stop_from_another_process_leaves_nothing_running(world, assay_home: Path, tmp_path: Path):
     factory, _ = world
     sc = scenario(tmp_path / "s.json", {"good": {"*": "sleep:60,right"}, "bad": {"*": "sleep:60,right"}})
     proc = start_experiment(assay_home, factory, sc, "--candidate-model", "bad")
     pids = Path(f"{sc}.pids")
-    _wait_for(lambda: pids.exists() and len(pids.read_text().split()) >= 2)
+    wait_for(lambda: pids.exists() and len(pids.read_text().split()) >= 2)
     [record] = (assay_home / "logs" / "experiment").glob("*.json")
     stopped = subprocess.run([sys.executable, "-m", "assay", "stop", record.stem], capture_output=True, text=True,
                              env=cli_env(assay_home, PLUGINS), timeout=60)

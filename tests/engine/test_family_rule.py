@@ -6,7 +6,6 @@ User config (``[grading] seats``), so a review suite needs no ``--model-grader``
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from assay.storage.families import family_of

@@ -8,11 +8,10 @@ Bar's timeout; evidence, never a Score; a run that timed out is null; each side'
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from tests.pair_fixtures import (CANDIDATE, SCENARIO, experiment_folder, make_paired_suite, new_test, pair_files,
+from tests.pair_fixtures import (CANDIDATE, SCENARIO, experiment_folder, make_paired_suite, pair_files,
                                  paired_experiment)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import ipaddress
 import json
-import os
 import secrets
 import signal
 import socket

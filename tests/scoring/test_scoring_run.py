@@ -14,7 +14,7 @@ import time
 import pytest
 from assay.storage.files import exclusive_lock
 
-from tests.conftest import cli_env
+from tests.conftest import cli_env, wait_for
 from tests.experiment_fixtures import PLUGINS
 from tests.sandbox_fixtures import bwrap_unavailable
 from tests.scoring_fixtures import (  # noqa: F401 - world is a fixture
@@ -23,7 +23,6 @@ from tests.scoring_fixtures import (  # noqa: F401 - world is a fixture
     score,
     score_in_background,
     seats,
-    wait_until,
     world,
 )
 from tests.terminal import on_terminal
@@ -199,7 +198,7 @@ def test_a_killed_run_leaves_its_scores_and_the_next_run_scores_the_rest_once(as
     seats(assay_home, "fake-scorer:slow3-claude-9", "fake-scorer:slow3-gpt-9")
     first = score_in_background(assay_home, world, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
-    wait_until(lambda: list(assay_home.glob("evals/scoring/pulls/*/scores.json")))
+    wait_for(lambda: list(assay_home.glob("evals/scoring/pulls/*/scores.json")))
     time.sleep(1)  # into the second pull request's session
     os.killpg(first.pid, signal.SIGKILL)
     first.wait()
@@ -223,7 +222,7 @@ def test_assay_stop_stops_a_scoring_run_and_the_next_takes_up_the_rest(assay_hom
     in flight is cut short); it lands in Needs you as stopped, and the next run scores the rest."""
     seats(assay_home, "fake-scorer:slow30-claude-9", "fake-scorer:slow30-gpt-9")
     running = score_in_background(assay_home, world, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    wait_until(lambda: list(assay_home.glob("evals/scoring/pulls/*/session-0/session.log")))
+    wait_for(lambda: list(assay_home.glob("evals/scoring/pulls/*/session-0/session.log")))
     [record] = [json.loads(p.read_text()) for p in assay_home.glob("logs/scoring/*.json")]
     stopped = score(assay_home, world, "stop", record["id"])
     assert stopped.returncode == 0 and f"Stopped Scoring run {record['id']}" in stopped.stdout, stopped.stderr
