@@ -13,12 +13,15 @@ Rules compared, on the same simulated suites and task streams:
 
   one look        look 1 only (the spec's Verdict; what a user who never extends gets)
   today           every look judged by the one-look Dirichlet interval, its "how many more"
-  looks rule      ``assay.verdict.verdict_at_look``: look 1 as the spec, later looks by the
-                  confidence sequence, "how many more" for the next look under it
+  looks rule      ``assay.verdict.verdict_at_look`` under the Bar's default look rule
+                  (``confidence-sequence``): look 1 as the spec, later looks by the confidence
+                  sequence, "how many more" for the next look under it
+  sequence only   the look rule ``confidence-sequence-only``: every look, the first included,
+                  by the confidence sequence
 
 Prints, per Candidate and rule: pass / fail / inconclusive rates, looks taken and tasks used on
 average. Run: ``python benchmarks/bench_looks.py [--suites N] [--workers W]``; the figures in
-docs/verdict.md came from ``--suites 1000`` (about 5 minutes with 2 workers).
+docs/verdict.md came from ``--suites 1000`` (about 8 minutes with 2 workers).
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from assay.verdict import TaskPair, compute_verdict, verdict_at_look
 BAR = Bar()
 K = 3
 CANDIDATES = {"at the margin": 0.8, "at zero": 1.0, "clearly worse": 0.6}
-RULES = ("one look", "today", "looks rule")
+RULES = ("one look", "today", "looks rule", "sequence only")
+SEQUENCE_FROM = {"looks rule": 2, "sequence only": 1}
 
 
 def tasks(rng: np.random.Generator, scale: float, n: int, start: int) -> list[TaskPair]:
@@ -51,8 +55,9 @@ def follow(scale: float, seed: int, rule: str, start: int, extensions: int) -> t
     stream = tasks(rng, scale, 5000, start)  # the extra tasks this user would add, in order
     look, added_at = 1, {}
     while True:
-        if rule == "looks rule":
-            v = verdict_at_look(pairs, trials_per_task=K, bar=BAR, look=look, added_at=added_at)
+        if rule in SEQUENCE_FROM:
+            v = verdict_at_look(pairs, trials_per_task=K, bar=BAR, look=look, added_at=added_at,
+                                sequence_from=SEQUENCE_FROM[rule])
         else:
             v = compute_verdict(pairs, trials_per_task=K, bar=BAR)
         if v.verdict != "inconclusive" or rule == "one look" or look > extensions:
@@ -74,14 +79,14 @@ def run(args: argparse.Namespace) -> None:
     print(f"{args.suites} suites per Candidate, {args.start} tasks to start, up to {args.extensions} "
           f"extensions, margin {BAR.margin:g}, level {BAR.level:g}, {K} Trials per Arm "
           f"({time.time() - began:.0f} s)")
-    print(f"{'Candidate':14} {'rule':11} {'pass':>7} {'fail':>7} {'inconcl':>8} {'looks':>6} {'tasks':>7}")
+    print(f"{'Candidate':14} {'rule':13} {'pass':>7} {'fail':>7} {'inconcl':>8} {'looks':>6} {'tasks':>7}")
     for name in CANDIDATES:
         for rule in RULES:
             rows = [o for (n, _, _, r), o in zip(jobs, outcomes) if n == name and r == rule]
             verdicts = [v for v, _, _ in rows]
             share = {x: verdicts.count(x) / len(rows) for x in ("pass", "fail", "inconclusive")}
             se = (share["pass"] * (1 - share["pass"]) / len(rows)) ** 0.5
-            print(f"{name:14} {rule:11} {share['pass']:6.1%}±{se:.1%} {share['fail']:6.1%} "
+            print(f"{name:14} {rule:13} {share['pass']:6.1%}±{se:.1%} {share['fail']:6.1%} "
                   f"{share['inconclusive']:7.1%} {np.mean([x for _, x, _ in rows]):6.2f} "
                   f"{np.mean([x for _, _, x in rows]):7.1f}")
 

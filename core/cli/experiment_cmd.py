@@ -119,7 +119,7 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         timeout: float = typer.Option(None, help="Bar: per-Trial timeout in seconds (a timeout is a fail)."),
         void_backoff: float = typer.Option(None, help="Bar: seconds before re-running a Trial the provider failed; doubles each time (default 30)."),
         model_grader: list[str] = typer.Option([], "--model-grader", help="Bar: a model Grader seat HARNESS:MODEL (repeatable; the first from neither Arm's family grades)."),
-        look_rule: str = typer.Option(None, "--look-rule", help="Bar: how looks after the first are judged: confidence-sequence (default; --add-tasks may extend an inconclusive Experiment) or one-look (no extension)."),
+        look_rule: str = typer.Option(None, "--look-rule", help="Bar: how looks are judged: confidence-sequence (default; --add-tasks may extend an inconclusive Experiment, later looks judged by an interval valid at every look), confidence-sequence-only (that interval at the first look too, so false passes stay within the level whatever the looks) or one-look (no extension)."),
         add_tasks: list[str] = typer.Option(
             [], "--add-tasks", metavar="SUITE/TASK[,…]",
             help="Extend the inconclusive Experiment named in place of the Candidate with these Eval tasks "
@@ -375,7 +375,8 @@ def _conclude(exp: Any, outcome: str, json_: bool) -> None:
         line = {"id": exp.id, "outcome": outcome,
                 "verdict": verdict["verdict"] if verdict else None,
                 "interval": verdict["interval"] if verdict else None}
-        if verdict and verdict["look"] > 1:  # a one-look Experiment's line stays as it always was
+        if verdict and (verdict["look"] > 1 or verdict["decided_by"] != "credible interval"):
+            # a one-look Experiment's line stays as it always was
             line |= {"look": verdict["look"], "decided_by": verdict["decided_by"]}
         typer.echo(json.dumps(line))
     else:

@@ -41,7 +41,7 @@ def _add_look(home: AssayHome, plugins: Plugins, exp: ExperimentDir, wanted: lis
         return None
     if bar.look_rule == "one-look":
         raise PlanError(f"Experiment {exp.id}: its Bar's look rule is one-look, so it can't be extended "
-                        "(start a new Experiment, or one with the default --look-rule confidence-sequence)")
+                        "(start a new Experiment, with --look-rule confidence-sequence or confidence-sequence-only)")
     verdict = formats.read(exp.verdict_file, results.ExperimentVerdict) if exp.verdict_file.exists() else None
     if verdict is None or verdict.pending or verdict.look < len(looks):
         how = (f"`assay experiment {exp.id} --add-tasks {','.join(t.id for t in looks[-1].added)}` resumes it"

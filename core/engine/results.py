@@ -2,9 +2,10 @@
 
 Tasks are grouped by Trials per task (the Verdict's difference takes 2k+1 values, so tasks of
 different k can't share one Dirichlet). One group gives one Verdict; with several, the
-Experiment fails if any group fails, passes if all pass, and is otherwise inconclusive. Under the
-Bar's default look rule each group is judged at the Experiment's current look
-(:func:`assay.verdict.verdict_at_look`): after an extension, by the interval valid at every look.
+Experiment fails if any group fails, passes if all pass, and is otherwise inconclusive. Unless the
+Bar allows one look, each group is judged at the Experiment's current look
+(:func:`assay.verdict.verdict_at_look`) by its look rule: by the interval valid at every look
+after an extension, and under ``confidence-sequence-only`` at the first look too.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ class ExperimentVerdict:
     recheck: tuple[Mapping[str, Any], ...] = ()
     wrong_findings: tuple[Any, ...] = ()
     look: int = 1  # the look it is the Verdict of (1 + the extensions before it)
-    decided_by: str = "credible interval"  # or "confidence sequence", at every look after the first
+    decided_by: str = "credible interval"  # or "confidence sequence" (docs/verdict.md, "More looks")
     panel: tuple[Mapping[str, Any], ...] = ()  # the Grader panel on each pair (format 4)
     panel_missing: tuple[str, ...] = ()  # pairs whose panel calls are not all saved: run again to ask
     people: Mapping[str, Any] = attrs.field(factory=dict)  # people's queues, calls and agreement
@@ -245,12 +246,13 @@ def _groups(results: Sequence[TaskResult], bar: Bar, looks: Sequence[Look], *, w
             for r in results if r.trials == k
         ]
         measure = "wrong findings" if wrong else "pass share"
-        if bar.look_rule == "one-look":
+        if bar.sequence_from is None:
             judge = verdicts.compute_wrong_findings_verdict if wrong else verdicts.compute_verdict
             groups.append(judge(pairs, trials_per_task=k, bar=bar))
         else:
             groups.append(verdicts.verdict_at_look(pairs, trials_per_task=k, bar=bar, look=len(looks),
-                                                   added_at=added_at, measure=measure, advise=advise))
+                                                   added_at=added_at, measure=measure, advise=advise,
+                                                   sequence_from=bar.sequence_from))
     return groups
 
 

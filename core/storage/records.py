@@ -109,7 +109,8 @@ def _rule(test, expected: str):
     return check
 
 
-LOOK_RULES = ("confidence-sequence", "one-look")
+LOOK_RULES = ("confidence-sequence", "one-look", "confidence-sequence-only")
+"""The Bar's look rules (docs/verdict.md, "More looks"); the first is the default."""
 _SHARE = _rule(lambda v: 0.0 <= v <= 1.0, "between 0 and 1")
 
 
@@ -174,8 +175,9 @@ class Bar:
     void_backoff_seconds: float = attrs.field(default=30.0, validator=_rule(lambda v: v >= 0, "0 or more seconds"))
     max_dropped_share: float = attrs.field(default=0.10, validator=_SHARE)
     model_graders: tuple[str, ...] = ()  # "harness:model" seats, tried in order
-    # How looks after the first are judged (docs/verdict.md, "More looks"): "confidence-sequence"
-    # lets --add-tasks extend an inconclusive Experiment; "one-look" refuses any extension.
+    # How looks are judged (docs/verdict.md, "More looks"): "confidence-sequence" lets --add-tasks
+    # extend an inconclusive Experiment, later looks judged by the confidence sequence;
+    # "confidence-sequence-only" judges look 1 by it too; "one-look" refuses any extension.
     look_rule: str = attrs.field(default="confidence-sequence",
                                  validator=_rule(lambda v: v in LOOK_RULES, f"one of {', '.join(LOOK_RULES)}"))
     # --- The Grader panel on pairs of process Trials (docs/grading.md, "The Grader panel") ---
@@ -194,6 +196,11 @@ class Bar:
     people_readers: tuple[str, ...] = ()
     people_sample: float = attrs.field(default=1.0, validator=_rule(lambda v: 0 < v <= 1, "above 0 and at most 1"))
     people_overlap: int = attrs.field(default=0, validator=_rule(lambda v: v >= 0, "0 (every reader) or more"))
+
+    @property
+    def sequence_from(self) -> int | None:
+        """The first look the confidence sequence decides, or None when the Bar allows one look."""
+        return {"confidence-sequence": 2, "confidence-sequence-only": 1}.get(self.look_rule)
 
     def __attrs_post_init__(self) -> None:
         if self.panel != "off" and not self.panel_seats:

@@ -146,7 +146,8 @@ class Verdict:
     """How many times the Experiment's tasks have been looked at (1 + its extensions)."""
     decided_by: str = "credible interval"
     """The interval behind ``verdict``: the Dirichlet "credible interval" at the first look, the
-    "confidence sequence" (:mod:`assay.verdict.confidence_sequence`) at every later one."""
+    "confidence sequence" (:mod:`assay.verdict.confidence_sequence`) at every later one (and at
+    the first under the look rule ``confidence-sequence-only``)."""
 
     @property
     def more_tasks_text(self) -> str:

@@ -1,10 +1,12 @@
 """The Verdict of an Experiment that may be extended: one rule for every look (docs/verdict.md).
 
-Look 1 is decided exactly as the spec's one-look Verdict (:mod:`assay.verdict.dirichlet`), bit
-for bit. Every later look is decided by the confidence sequence
-(:mod:`assay.verdict.confidence_sequence`) over all tasks so far, in the order recorded, so
-following "how many more" can't buy a pass by luck. "How many more" is always answered for the
-next look, so it is judged by the sequence too, even at look 1.
+The confidence sequence (:mod:`assay.verdict.confidence_sequence`) over all tasks so far, in
+the order recorded, decides every look from ``sequence_from`` on, so following "how many more"
+can't buy a pass by luck. Looks before it are decided exactly as the spec's one-look Verdict
+(:mod:`assay.verdict.dirichlet`), bit for bit. The Bar's look rule picks ``sequence_from``:
+``confidence-sequence`` keeps look 1 as the spec (2), ``confidence-sequence-only`` judges look 1 by
+the sequence too (1), the one rule whose false passes stay within a/2 at every look, the first
+included. "How many more" is always answered for the next look, so it is judged by the sequence.
 """
 
 from __future__ import annotations
@@ -35,16 +37,19 @@ DECIDED_BY_SEQUENCE = "confidence sequence"
 def verdict_at_look(
     pairs: Sequence[TaskPair], *, trials_per_task: int, bar: Bar, look: int,
     added_at: Mapping[str, int] | None = None, measure: Measure = "pass share", advise: bool = True,
+    sequence_from: int = 2,
 ) -> Verdict:
     """The Verdict at ``look`` (1 = before any extension); ``added_at`` maps a task to the look
-    that added it (a task it doesn't name was there from the start). ``advise=False`` skips the
-    "how many more" search, for callers that want only the outcome."""
-    if isinstance(look, bool) or not isinstance(look, int) or look < 1:
-        raise ValueError(f"look must be a whole number of 1 or more, got {look!r}")
+    that added it (a task it doesn't name was there from the start); the confidence sequence
+    decides from look ``sequence_from`` (1 or 2) on. ``advise=False`` skips the "how many more"
+    search, for callers that want only the outcome."""
+    for name, value in (("look", look), ("sequence_from", sequence_from)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a whole number of 1 or more, got {value!r}")
     first = _judge(pairs, trials_per_task, bar, measure=measure, advise=False)
     k = first.trials_per_task
     diffs = _differences(sequence_order(pairs, added_at or {}, bar.seed), k, measure) / k
-    if look > 1:
+    if look >= sequence_from:
         lo, hi = confidence_sequence.interval(diffs, level=bar.level, margin=bar.margin)
         changes = {"look": look, "decided_by": DECIDED_BY_SEQUENCE, "interval": (lo, hi)}
         if not _too_many_dropped(pairs, bar):

@@ -71,6 +71,26 @@ def test_the_experiment_page_shows_the_verdict_chart_tasks_and_every_trial(assay
     assert finished in inbox and "Needs you" in inbox and "Activity" in inbox
 
 
+def test_the_experiment_page_shows_each_look_and_which_interval_decided(assay_home, finished, tmp_path):
+    """Issue 22: "Output and JSON show the look number and which interval decided", the page as
+    the CLI; after an extension, every look with its Verdict and interval."""
+    c = client(assay_home)
+    html = c.get(f"/experiments/{finished}").text
+    assert "Look 1: decided by the credible interval." in html
+    assert "would settle it at look 2" in html and f"assay experiment {finished} --add-tasks" in html
+    more = make_suite(assay_home, tasks=2, name="more")
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "bad": {"fixture/t1": "wrong", "*": "right"}})
+    extended = run_cli(assay_home, "experiment", finished, "--add-tasks", ",".join(more), plugins=PLUGINS,
+                       FAKE_SCENARIO=str(sc))
+    assert extended.returncode == 0, extended.stderr
+    html = c.get(f"/experiments/{finished}").text
+    data = c.get(f"/experiments/{finished}", headers=JSON).json()
+    assert "Look 2: decided by the confidence sequence, valid at every look." in html
+    assert html.count("<td>confidence sequence</td>") == 1 and html.count("<td>credible interval</td>") == 1
+    lo, hi = data["looks"][1]["interval"]
+    assert f"<td>2</td><td>{data['looks'][1]['at']}</td><td>6</td>" in html and f"[{lo:+.3f}, {hi:+.3f}]" in html
+
+
 def test_a_trials_page_shows_its_session_readably_and_its_evidence(assay_home, finished):
     c = client(assay_home)
     data = c.get(f"/experiments/{finished}", headers=JSON).json()

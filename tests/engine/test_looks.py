@@ -49,7 +49,8 @@ def documented(data: dict) -> object:
     added_at = {t["id"]: look["number"] for look in data["looks"] for t in look["added"]}
     pairs = [TaskPair(t["task"], t["baseline"], t["candidate"]) for t in data["tasks"]]
     bar = Bar(**{k: v for k, v in data["bar"].items() if k != "model_graders"})
-    return verdict_at_look(pairs, trials_per_task=2, bar=bar, look=len(data["looks"]), added_at=added_at)
+    return verdict_at_look(pairs, trials_per_task=2, bar=bar, look=len(data["looks"]), added_at=added_at,
+                           sequence_from=bar.sequence_from)
 
 
 def test_an_inconclusive_experiment_extended_twice_with_a_kill_between_looks(world, assay_home: Path):
@@ -138,6 +139,28 @@ def test_a_changed_look_rule_is_refused_like_any_changed_bar(world, assay_home: 
     assert refused.returncode == 2 and "look rule is one-look, so it can't be extended" in refused.stderr
     looks = json.loads((assay_home / "evals" / "experiments" / exp_id / "looks.json").read_text())["looks"]
     assert [look["number"] for look in looks] == [1]
+
+
+def test_under_confidence_sequence_only_every_look_says_the_sequence_decided(world, assay_home: Path):
+    """The look rule ``confidence-sequence-only`` (docs/verdict.md): the first look is judged by the
+    interval valid at every look too, and the output and the --json line say so from look 1."""
+    factory, more, sc = world
+    first = experiment(assay_home, factory, sc, "--candidate-model", "bad", "--look-rule",
+                       "confidence-sequence-only", "--json")
+    assert first.returncode == 0, first.stderr
+    line = last_json(first.stdout)
+    assert (line["verdict"], line["look"], line["decided_by"]) == ("inconclusive", 1, "confidence sequence")
+    exp_id = line["id"]
+    text = run_cli(assay_home, "experiments", exp_id, plugins=PLUGINS).stdout
+    assert "Look 1: decided by the confidence sequence, valid at every look." in text
+    assert "would settle it at look 2" in text
+    second = extend(assay_home, sc, exp_id, more[:6], "--json")
+    assert second.returncode == 0, second.stderr
+    data = shown(assay_home, exp_id)
+    assert data["bar"]["look_rule"] == "confidence-sequence-only"
+    expected = documented(data)
+    assert (data["verdict"]["verdict"], data["verdict"]["interval"]) == (expected.verdict, list(expected.interval))
+    assert (last_json(second.stdout)["look"], last_json(second.stdout)["decided_by"]) == (2, "confidence sequence")
 
 
 def test_bad_extensions_are_one_line_and_write_nothing(world, assay_home: Path):
