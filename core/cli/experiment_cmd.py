@@ -338,10 +338,11 @@ def _announce(plan: Any, bar: Bar, json_: bool) -> None:
         for line in plan.chosen_because:
             typer.echo(f"    {line}")
     if k is not None:
-        chance = verdicts.chance_of_clear_verdict(len(setup.tasks), k, bar)
+        chance = verdicts.chance_of_clear_first_look(len(setup.tasks), k, bar, sequence_from=bar.sequence_from or 2)
         typer.echo(
             f"  Before the start: with {tasks} and {_plural(k, 'Trial')} per Arm each, the chance of a "
-            f"clear Verdict if the Arms are equal is {chance:.0%}."
+            f"clear Verdict if the Arms are equal is {chance:.0%}"
+            + (" at look 1, judged by the confidence sequence (plan to extend)." if bar.sequence_from == 1 else ".")
         )
 
 

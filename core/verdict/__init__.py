@@ -19,10 +19,10 @@ from assay.verdict.dirichlet import (
     compute_wrong_findings_verdict,
     credible_interval,
 )
-from assay.verdict.looks import verdict_at_look
+from assay.verdict.looks import chance_of_clear_first_look, verdict_at_look
 
 __all__ = [
     "CLEAR_CHANCE", "MORE_TASKS_CAP", "SIMULATIONS", "ArmSummary", "Bar", "TaskPair", "Verdict",
     "chance_of_clear_verdict", "compute_verdict", "compute_wrong_findings_verdict", "credible_interval",
-    "verdict_at_look",
+    "chance_of_clear_first_look", "verdict_at_look",
 ]

@@ -31,7 +31,7 @@ zero" are the exact tests; the true bounds lie within one step outside the repor
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import attrs
 import numpy as np
@@ -107,16 +107,47 @@ def more_tasks(
     rng = np.random.default_rng([seed, 3])
     gammas = rng.standard_gamma(alpha, size=(SIMULATIONS, alpha.size))
     thresholds = np.cumsum(gammas / gammas.sum(axis=1, keepdims=True), axis=1)[:, :-1]
+    chance = 0.0
+    for extra, chances in _futures(_sampler(rng, values, thresholds), now, level=level, margin=margin, upto=MORE_TASKS_CAP):
+        settled = np.flatnonzero(chances >= CLEAR_CHANCE)
+        if settled.size:
+            return int(extra[settled[0]]), False, float(chances[settled[0]])
+        chance = float(chances[-1])
+    return MORE_TASKS_CAP, True, chance
+
+
+def chance_of_clear(probabilities: np.ndarray, values: np.ndarray, n_tasks: int, *, level: float, margin: float,
+                    seed: int) -> float:
+    """The chance the sequence is clear after ``n_tasks`` tasks whose differences take ``values``
+    with ``probabilities``: the before-the-start figure when the sequence judges the first look."""
+    if n_tasks <= 0:
+        return 0.0
+    rng = np.random.default_rng([seed, 4])
+    thresholds = np.broadcast_to(np.cumsum(probabilities)[:-1], (SIMULATIONS, probabilities.size - 1))
+    *_, (_extra, chances) = _futures(_sampler(rng, values, thresholds), state((), level=level, margin=margin),
+                                     level=level, margin=margin, upto=n_tasks)
+    return float(chances[-1])
+
+
+def _sampler(rng: np.random.Generator, values: np.ndarray, thresholds: np.ndarray) -> Callable[[int], np.ndarray]:
+    """n more differences for each simulated future, drawn by its row of cumulative shares."""
+    return lambda n: values[_categories(rng.random((SIMULATIONS, n)), thresholds)]
+
+
+def _futures(draw: Callable[[int], np.ndarray], now: State, *, level: float, margin: float,
+             upto: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Simulated futures of up to ``upto`` extra tasks after ``now``, ``draw(n)`` giving each
+    future's next n differences: yields, a block of extra tasks at a time, (the extra task
+    counts, the share of futures the sequence has been clear in by each count)."""
     threshold = math.log(2 / (1 - level))
     low, high = (1 - margin) / 2, 0.5
     shape = (SIMULATIONS,)
     total, spread = np.full(shape, now.total), np.full(shape, now.spread)
     cap_low, cap_high = np.full(shape, now.capital_low), np.full(shape, now.capital_high)
     done = np.full(shape, now.reached)
-    chance = 0.0
-    for start in range(1, MORE_TASKS_CAP + 1, _BLOCK):
-        extra = np.arange(start, min(start + _BLOCK, MORE_TASKS_CAP + 1))
-        x = (values[_categories(rng.random((SIMULATIONS, extra.size)), thresholds)] + 1) / 2
+    for start in range(1, upto + 1, _BLOCK):
+        extra = np.arange(start, min(start + _BLOCK, upto + 1))
+        x = (draw(extra.size) + 1) / 2
         t = now.tasks + extra  # the task count each new task makes
         sums = total[:, None] + np.cumsum(x, axis=1)
         mu = _means(sums, t)
@@ -127,13 +158,9 @@ def more_tasks(
         run_high = cap_high[:, None] + np.cumsum(np.log1p(-bets * (x - high)), axis=1)
         reached = np.logical_or.accumulate((run_low >= threshold) | (run_high >= threshold), axis=1)
         reached |= done[:, None]
-        chances = reached.mean(axis=0)
-        settled = np.flatnonzero(chances >= CLEAR_CHANCE)
-        if settled.size:
-            return int(extra[settled[0]]), False, float(chances[settled[0]])
+        yield extra, reached.mean(axis=0)
         total, spread, cap_low, cap_high = sums[:, -1], spreads[:, -1], run_low[:, -1], run_high[:, -1]
-        done, chance = reached[:, -1], float(chances[-1])
-    return MORE_TASKS_CAP, True, chance
+        done = reached[:, -1]
 
 
 def _grid(margin: float) -> np.ndarray:

@@ -22,13 +22,16 @@ from assay.verdict.dirichlet import (
     Measure,
     TaskPair,
     Verdict,
+    _check_k,
     _differences,
+    _equal_arms_distribution,
     _judge,
     _outcome,
     _prior,
     _reason,
     _too_many_dropped,
     _values,
+    chance_of_clear_verdict,
 )
 
 DECIDED_BY_SEQUENCE = "confidence sequence"
@@ -65,6 +68,17 @@ def verdict_at_look(
         level=bar.level, margin=bar.margin, seed=bar.seed,
     )
     return attrs.evolve(first, more_tasks=more, more_tasks_over_cap=over, more_tasks_chance=chance)
+
+
+def chance_of_clear_first_look(n_tasks: int, trials_per_task: int, bar: Bar, *, sequence_from: int = 2) -> float:
+    """The before-the-start figure (the chance ``n_tasks`` give a clear Verdict if the Arms are
+    equal) for the interval that will judge look 1: the spec's, or the sequence's when it decides
+    from look 1 on, which a small suite almost never clears at once."""
+    if sequence_from > 1:
+        return chance_of_clear_verdict(n_tasks, trials_per_task, bar)
+    k = _check_k(trials_per_task)
+    return confidence_sequence.chance_of_clear(_equal_arms_distribution(k), _values(k), n_tasks,
+                                               level=bar.level, margin=bar.margin, seed=bar.seed)
 
 
 def sequence_order(pairs: Sequence[TaskPair], added_at: Mapping[str, int], seed: int) -> list[TaskPair]:

@@ -145,10 +145,13 @@ def test_under_confidence_sequence_only_every_look_says_the_sequence_decided(wor
     """The look rule ``confidence-sequence-only`` (docs/verdict.md): the first look is judged by the
     interval valid at every look too, and the output and the --json line say so from look 1."""
     factory, more, sc = world
-    first = experiment(assay_home, factory, sc, "--candidate-model", "bad", "--look-rule",
-                       "confidence-sequence-only", "--json")
+    args = ("--candidate-model", "bad", "--look-rule", "confidence-sequence-only")
+    first = experiment(assay_home, factory, sc, *args)
     assert first.returncode == 0, first.stderr
-    line = last_json(first.stdout)
+    assert ("the chance of a clear Verdict if the Arms are equal is 0% at look 1, judged by the confidence "
+            "sequence (plan to extend).") in first.stdout
+    again = experiment(assay_home, factory, sc, *args, "--json")  # the same command reports the same Verdict
+    line = last_json(again.stdout)
     assert (line["verdict"], line["look"], line["decided_by"]) == ("inconclusive", 1, "confidence sequence")
     exp_id = line["id"]
     text = run_cli(assay_home, "experiments", exp_id, plugins=PLUGINS).stdout

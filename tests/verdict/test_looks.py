@@ -153,6 +153,26 @@ def test_the_order_is_look_by_look_and_shuffled_within_a_look() -> None:
     assert [p.task for p in order[:150]] != sorted(p.task for p in pairs[:150])
 
 
+def test_before_the_start_under_confidence_sequence_only_is_the_sequences_chance() -> None:
+    """The before-the-start figure is for the interval that will judge look 1: under
+    ``confidence-sequence-only`` a 30-task suite is almost never clear at once (the spec's figure,
+    0.41, would mislead), and the vectorised figure agrees with running the sequence itself on
+    equal-Arms suites drawn the same way."""
+    only = 1
+    assert verdict.chance_of_clear_first_look(30, 3, BAR) == verdict.chance_of_clear_verdict(30, 3, BAR)
+    chances = [verdict.chance_of_clear_first_look(n, 3, BAR, sequence_from=only) for n in (0, 30, 100, 150, 300)]
+    assert chances == sorted(chances) and chances[0] == 0.0 and chances[1] < 0.02 and chances[-1] > 0.9
+    assert chances[1] < verdict.chance_of_clear_verdict(30, 3, BAR)
+    rng = np.random.default_rng(11)
+    p = verdict.dirichlet._equal_arms_distribution(3)
+    clear = 0
+    for _ in range(300):
+        lo, hi = confidence_sequence.interval(rng.choice(np.linspace(-1, 1, 7), size=150, p=p), level=0.95,
+                                              margin=0.1)
+        clear += hi < 0 or lo > -0.1
+    assert abs(clear / 300 - chances[3]) < 0.08  # 300 suites: about 0.026 standard error
+
+
 def _workflow():
     """benchmarks/bench_looks.py, the user's workflow the figures in docs/verdict.md come from."""
     import importlib.util
