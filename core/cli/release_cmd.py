@@ -48,7 +48,7 @@ def _release_check_command(plugins: plugin_loading.Plugins):
         commit: str = typer.Argument("HEAD", help="The commit being released."),
         factory: FactoryOpt = Path("."),
         no_wait: bool = typer.Option(False, "--no-wait", help="Exit (code 5) instead of waiting for Scores to be rechecked."),
-        poll: float = typer.Option(5.0, min=0.1, help="Seconds between looks for your rechecks while waiting."),
+        poll: float = typer.Option(5.0, min=0.1, help="Seconds between looks while waiting (for your rechecks, or for a run of the same release in another process)."),
         model_grader: list[str] = typer.Option([], "--model-grader", help="Bar: a model Grader seat HARNESS:MODEL (repeatable)."),
         workers: int = typer.Option(2, min=1, help="Trials running at once."),
         sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap where it works, else none)."),
@@ -71,6 +71,7 @@ def _release_check_command(plugins: plugin_loading.Plugins):
         recorded = releases.recorded_bar(home, plan)
         if recorded is not None:  # planned again: the Bar decides each task's Trials too
             plan = planned(recorded)
+        _wait_for_other_run(home, plan.id, poll)
         exp, outcome = execute(home, plugins, plan, workers=workers, json_=False)
         if outcome in ("paused", "stopped"):
             _paused(exp, outcome, releases.pause(exp))
@@ -109,6 +110,39 @@ def _when(moment: dt.datetime) -> str:
     return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
+def _wait_for_other_run(home: AssayHome, exp_id: str, poll: float) -> None:
+    """Wait while the release Experiment runs in another process (a second CI job for the same
+    commit), then carry on as a rerun would: resume what it left, report the Verdict it reached.
+    A run stopped on purpose is not resumed behind the back of whoever stopped it."""
+    from assay.engine.folder import ExperimentDir
+    from assay.engine.results import command_of
+    from assay.storage.files import is_locked
+
+    lock = ExperimentDir(home.experiments / exp_id).lock_file
+    if not is_locked(lock):
+        return
+    record = command_of(home, exp_id)
+    where = f" (process {record.pid}, since {_when(record.started_at)})" if record and record.pid else ""
+    typer.echo(f"Experiment {exp_id} is already running in another process{where}: waiting for it to end "
+               f"(follow it with `assay experiments {exp_id}`; Ctrl-C stops waiting, not the run).")
+    while is_locked(lock):
+        _sleep(poll, "the other run goes on: run this command again to wait for it.")
+    record = command_of(home, exp_id)
+    if record and record.state == "stopped":
+        typer.echo(f"Experiment {exp_id} was stopped in the other process: run this command again to resume it.")
+        raise typer.Exit(EXIT_PAUSED)
+    typer.echo("The other run ended.")
+
+
+def _sleep(poll: float, kept: str) -> None:
+    """One pause between looks while waiting; Ctrl-C ends the wait (exit 130) saying what is kept."""
+    try:
+        time.sleep(poll)
+    except KeyboardInterrupt:
+        typer.echo(f"\nStopped waiting; {kept}", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
 def _wait_for_rechecks(exp: Any, result: Any, *, no_wait: bool, poll: float) -> Any:
     """List the Scores waiting on a person's recheck and wait until none is left (a recheck can
     move the Verdict and list others: the wait ends only when the Verdict is final)."""
@@ -129,11 +163,7 @@ def _wait_for_rechecks(exp: Any, result: Any, *, no_wait: bool, poll: float) -> 
             if no_wait:
                 typer.echo("Not waiting (--no-wait): no final Verdict yet.", err=True)
                 raise typer.Exit(EXIT_NOT_FINAL)
-        try:
-            time.sleep(poll)
-        except KeyboardInterrupt:
-            typer.echo("\nStopped waiting; the Experiment is kept: run this command again to wait.", err=True)
-            raise typer.Exit(EXIT_INTERRUPTED) from None
+        _sleep(poll, "the Experiment is kept: run this command again to wait.")
         result = formats.read(exp.verdict_file, ExperimentVerdict)
     typer.echo("\nEvery listed Score is rechecked.")
     typer.echo(verdict_line(formats.unstructure(result), exp.id))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli_env, run_cli
+from tests.conftest import cli_env, run_cli, wait_for
 from tests.experiment_fixtures import (
     PLUGINS,
     git,
@@ -319,3 +319,45 @@ def test_scores_a_grader_left_pending_end_the_check_with_exit_5(tmp_path, assay_
     assert f"No final Verdict: a Grader left Scores pending for {task}; run this command again" in result.stderr
     assert "invalid twice" in run_cli(assay_home, "experiments", experiment_folders(assay_home)[0].name, "--json",
                                       plugins=PLUGINS).stdout
+
+
+@pytest.mark.parametrize("stopped", [False, True, "ctrl-c"])
+def test_a_second_release_check_waits_for_the_run_in_another_process(released, assay_home, tmp_path, stopped):
+    """Two CI jobs for the same commit: the second says the release Experiment runs in another
+    process and waits for it (not refused), then reports the Verdict that run reached (exit 0),
+    and no Trial runs twice. A run stopped on purpose in the other process is not resumed behind
+    the back of whoever stopped it: the second says so and exits 3. Ctrl-C ends only the wait (130)."""
+    factory, _ = released
+    sc = scenario(tmp_path / "s.json", {"old": {"*": "sleep:0.3,wrong"}, "new": {"*": "sleep:0.3,right"}})
+    env = cli_env(assay_home, PLUGINS, FAKE_SCENARIO=str(sc))
+    first = subprocess.Popen(release_check_argv(factory, "--workers", "1"), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    trials = assay_home / "evals" / "experiments"
+    wait_for(lambda: list(trials.glob("*/trials/*/*/attempt-*/trial.json")), what="the first run's first Trial")
+    [folder] = experiment_folders(assay_home)
+    second = subprocess.Popen(release_check_argv(factory, "--workers", "1", "--poll", "0.2"),
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env)
+    if stopped == "ctrl-c":
+        time.sleep(1.0)
+        second.send_signal(signal.SIGINT)
+    elif stopped:
+        time.sleep(1.0)
+        assert run_cli(assay_home, "stop", folder.name, plugins=PLUGINS).returncode == 0
+    out, err = second.communicate(timeout=300)
+    first_out, _ = first.communicate(timeout=300)
+    assert f"Experiment {folder.name} is already running in another process (process {first.pid}, since " in out
+    assert "waiting for it to end" in out and experiment_folders(assay_home) == [folder]
+    if stopped == "ctrl-c":
+        assert second.returncode == 130 and "Stopped waiting; the other run goes on" in err, out + err
+        assert first.returncode == 0 and "Verdict pass. It may ship." in first_out
+        return
+    if stopped:
+        assert second.returncode == 3, out + err
+        assert f"Experiment {folder.name} was stopped in the other process: run this command again to resume it." in out
+        assert not (folder / "verdict.json").exists()
+        return
+    assert (first.returncode, second.returncode) == (0, 0), out + err
+    assert "The other run ended." in out and "Verdict pass. It may ship." in out and "Verdict pass. It may ship." in first_out
+    attempts = list(folder.glob("trials/*/*/attempt-*"))
+    assert attempts and all(a.name == "attempt-0" for a in attempts)  # nothing ran twice
