@@ -32,5 +32,6 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
             serve(AssayHome.from_env(), plugins, host, port, token)
         except OSError as e:
             output.fail(f"--host {host} --port {port}: can't listen there ({e.strerror or e})")
-        except KeyboardInterrupt:
-            typer.echo("Console stopped.")
+        except KeyboardInterrupt:  # Ctrl-C before the server took the signals over
+            pass
+        typer.echo("Console stopped.")

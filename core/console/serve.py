@@ -1,8 +1,9 @@
-"""Running the Console: Hypercorn's trio worker serving the app until Ctrl-C."""
+"""Running the Console: Hypercorn's trio worker serving the app until Ctrl-C or SIGTERM."""
 
 from __future__ import annotations
 
 import functools
+import signal
 
 import trio
 from assay.console.app import LOOPBACK, make_app
@@ -12,6 +13,15 @@ from assay.storage.home import AssayHome
 
 def is_loopback(host: str) -> bool:
     return host in LOOPBACK or host.startswith("127.")
+
+
+async def _interrupted() -> None:
+    """Returns at the first SIGINT or SIGTERM: Hypercorn then shuts down gracefully (open
+    connections get its graceful timeout), rather than a KeyboardInterrupt raised wherever the
+    server happened to be, which could leave a browser's kept-alive connection holding it up."""
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+        async for _ in received:
+            return
 
 
 def serve(home: AssayHome, plugins: Plugins, host: str, port: int, token: str | None) -> None:
@@ -25,7 +35,7 @@ def serve(home: AssayHome, plugins: Plugins, host: str, port: int, token: str | 
     config.errorlog = "-"
     app = make_app(home, plugins, token=token, loopback=is_loopback(host))
     try:
-        trio.run(functools.partial(hypercorn_serve, app, config, mode="asgi"))
+        trio.run(functools.partial(hypercorn_serve, app, config, mode="asgi", shutdown_trigger=_interrupted))
     except BaseExceptionGroup as group:  # trio's nurseries wrap a failed bind
         failed = group.subgroup(OSError)
         while isinstance(failed, BaseExceptionGroup):

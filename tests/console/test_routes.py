@@ -167,8 +167,11 @@ def test_a_post_from_another_origin_is_refused(assay_home, finished):
     assert r.status_code == 403 and "evil.example" in r.text
 
 
-def test_assay_console_serves_over_http_and_refuses_a_busy_port(assay_home, finished):
-    """The real server (Hypercorn on trio) as a user starts it; Ctrl-C ends it cleanly."""
+@pytest.mark.parametrize("stop_signal", ["SIGINT", "SIGTERM"])
+def test_assay_console_serves_over_http_and_refuses_a_busy_port(assay_home, finished, stop_signal):
+    """The real server (Hypercorn on trio) as a user starts it; Ctrl-C (or a service manager's
+    SIGTERM) ends it cleanly, even with a browser's kept-alive connection still open."""
+    import http.client
     import signal
     import socket
     import urllib.request
@@ -178,6 +181,7 @@ def test_assay_console_serves_over_http_and_refuses_a_busy_port(assay_home, fini
         port = probe.getsockname()[1]
     server = subprocess.Popen([sys.executable, "-m", "assay", "console", "--port", str(port)],
                               env=cli_env(assay_home, PLUGINS), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    kept = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
         deadline, body = time.monotonic() + 30, ""
         while time.monotonic() < deadline and not body:
@@ -189,10 +193,14 @@ def test_assay_console_serves_over_http_and_refuses_a_busy_port(assay_home, fini
         assert finished in body
         busy = run_cli(assay_home, "console", "--port", str(port))
         assert busy.returncode == 2 and busy.stderr.count("\n") == 1 and "can't listen there" in busy.stderr
+        kept.request("GET", "/experiments", headers={"connection": "keep-alive"})  # as a browser, kept open
+        assert kept.getresponse().read()
     finally:
-        server.send_signal(signal.SIGINT)
+        server.send_signal(getattr(signal, stop_signal))
         out, _ = server.communicate(timeout=30)
+        kept.close()
     assert f"assay Console on http://127.0.0.1:{port}/" in out and server.returncode == 0
+    assert out.rstrip().endswith("Console stopped.")
 
 
 def test_a_recheck_from_the_page_moves_the_verdict_as_the_cli_does(assay_home, finished):
