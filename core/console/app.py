@@ -25,7 +25,7 @@ from assay.hooks.loaded import Plugins
 from assay.scoring import origins, yours
 from assay.scoring.github import GitHub, GitHubError
 from assay.scoring.store import CRITERIA, ScoringStore
-from assay.storage import commands
+from assay.storage import commands, cronjobs
 from assay.storage.files import Locked
 from assay.storage.home import AssayHome
 from assay.storage.userconfig import UserConfigError, scoring_config
@@ -128,6 +128,9 @@ class Console:
 
     async def bugs(self, request: Request) -> Response:
         return self.page(request, "bugs", views.bug_origins(self.home))
+
+    async def cron(self, request: Request) -> Response:
+        return self.page(request, "cron", cronjobs.listing(self.home, commands.now()))
 
     async def bug(self, request: Request) -> Response:
         return self._view(request, "bug", views.bug_origin, request.path_params["issue"])
@@ -282,6 +285,7 @@ def make_app(home: AssayHome, plugins: Plugins, *, token: str | None = None, loo
         Route("/scores/{pull:path}", console.pull),
         Route("/proposals", console.proposals),
         Route("/proposals/{name}/approve", console.approve, methods=["POST"]),
+        Route("/cron-jobs", console.cron),
         Route("/bug-origins", console.bugs),
         Route("/bug-origins/{issue:path}", console.settle, methods=["POST"]),
         Route("/bug-origins/{issue:path}", console.bug),
