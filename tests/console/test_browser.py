@@ -1,5 +1,6 @@
 """The Console in a real headless browser (Debian's chromium, driven by Playwright): the live
-Experiment page updating while a fake-Harness Experiment runs, the Scores form, and screenshots at
+Experiment page updating while a fake-Harness Experiment runs, the Scores form, the Cron jobs
+page, and screenshots at
 desktop and phone sizes kept under the test's tmp folder (docs/console.md)."""
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import cli_env, wait_for
+from tests.console.test_cron_jobs import crontab, write  # noqa: F401 - crontab is a fixture
+from tests.console.test_routes import finished  # noqa: F401 - a fixture
 from tests.experiment_fixtures import PLUGINS, make_factory, make_suite, scenario, start_experiment
 from tests.scoring_fixtures import RUN, score, world  # noqa: F401 - world is a fixture
 
@@ -158,3 +161,19 @@ def test_a_recheck_from_a_trials_page_in_a_browser(browser, assay_home, tmp_path
         shots(page, tmp_path / "screenshots", "trial-rechecked")
     rechecks = list(assay_home.glob(f"evals/experiments/{exp_id}/**/*.recheck.json"))
     assert rechecks and json.loads(rechecks[0].read_text())["by"] == "carol"
+
+
+def test_the_cron_jobs_page_in_a_browser(browser, assay_home, finished, crontab):  # noqa: F811
+    """The Cron jobs page as a user opens it from the nav: the lines, the last Experiment linked,
+    a malformed line flagged; usable on a phone (the wide table scrolls, not the page)."""
+    write(crontab, assay_home)
+    with console(assay_home, **crontab) as url:
+        page = browser.new_page()
+        page.goto(url)
+        page.click("nav >> text=Cron jobs")
+        page.wait_for_selector("h1:has-text('Cron jobs')")
+        assert page.locator("tr.late").count() == 1  # the line cron refuses
+        assert page.locator(f"a[href='/experiments/{finished}']").count() == 1
+        shots(page, Path(crontab["FAKE_CRONTAB"]).parent / "screenshots", "cron-jobs")
+        page.set_viewport_size({"width": 390, "height": 844})
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390 + 1
