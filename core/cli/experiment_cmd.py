@@ -260,9 +260,10 @@ def run_plan(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, wor
 
 
 def execute(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, workers: int,
-            json_: bool) -> tuple[Any, str]:
+            json_: bool, raise_if_running: bool = False) -> tuple[Any, str]:
     """Announce and run (or resume) the Experiment with live progress; its folder and outcome.
-    Bad input exits 2, a broken run 1 (shared with ``assay release-check``)."""
+    Bad input exits 2, a broken run 1 (shared with ``assay release-check``, which asks for
+    :class:`~assay.engine.start.AlreadyRunning` to be raised, not refused, so it can wait)."""
     from assay.cli.progress import reporter
     from assay.engine import start as experiments_core
 
@@ -272,6 +273,10 @@ def execute(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, work
     report, close = reporter(quiet=json_)
     try:
         exp, outcome = experiments_core.start(home, plugins, plan, workers=workers, report=report)
+    except experiments_core.AlreadyRunning as e:
+        if raise_if_running:
+            raise
+        fail(str(e))
     except experiments_core.PlanError as e:
         fail(str(e))
     except experiments_core.ExperimentErrored as e:

@@ -8,12 +8,14 @@ whether the release may ship. Exit codes:
   terminal, you answered yes to releasing anyway over a fail or inconclusive Verdict.
 - 1: the run errored (the Command log says why).
 - 2: bad input, before any Trial: no release tag, an unknown commit, a malformed User config.
-- 3: paused at a plan limit (it says when it can resume) or stopped: run the same command again.
+- 3: paused at a plan limit (it says when it can resume) or stopped (here, or in another process
+  whose run this one waited for): run the same command again.
 - 4: do not ship: the Verdict is fail or inconclusive, and no one answered yes (not a terminal,
   or you answered no).
 - 5: no final Verdict yet: Scores wait on a recheck and ``--no-wait`` was given, or a Grader left
   Scores pending (run the same command again to grade them).
-- 130: interrupted (Ctrl-C) while waiting for rechecks; the Experiment is finished and kept.
+- 130: interrupted (Ctrl-C) while waiting: for rechecks (the Experiment is finished and kept), or
+  for the same release's run in another process (which goes on).
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ def _release_check_command(plugins: plugin_loading.Plugins):
         from assay.engine import release as releases
         from assay.engine.arms import ArmFlags
         from assay.engine.results import ExperimentVerdict
+        from assay.engine.start import AlreadyRunning
 
         home = AssayHome.from_env()
 
@@ -67,12 +70,18 @@ def _release_check_command(plugins: plugin_loading.Plugins):
             return make_plan(plugins, home, bar, None, sandbox, factory, [], (ArmFlags(commit), ArmFlags()),
                              unsandboxed_grader=unsandboxed_grader, release=True)
 
-        plan = planned(Bar(model_graders=tuple(model_grader)))
-        recorded = releases.recorded_bar(home, plan)
-        if recorded is not None:  # planned again: the Bar decides each task's Trials too
-            plan = planned(recorded)
-        _wait_for_other_run(home, plan.id, poll)
-        exp, outcome = execute(home, plugins, plan, workers=workers, json_=False)
+        while True:  # planned after any wait: the other run may have recorded the Bar
+            plan = planned(Bar(model_graders=tuple(model_grader)))
+            recorded = releases.recorded_bar(home, plan)
+            if recorded is not None:  # planned again: the Bar decides each task's Trials too
+                plan = planned(recorded)
+            if _wait_for_other_run(home, plan.id, poll):
+                continue
+            try:
+                exp, outcome = execute(home, plugins, plan, workers=workers, json_=False, raise_if_running=True)
+                break
+            except AlreadyRunning:  # another process took it between the look and the start
+                continue
         if outcome in ("paused", "stopped"):
             _paused(exp, outcome, releases.pause(exp))
         result = formats.read(exp.verdict_file, ExperimentVerdict)
@@ -110,28 +119,32 @@ def _when(moment: dt.datetime) -> str:
     return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _wait_for_other_run(home: AssayHome, exp_id: str, poll: float) -> None:
-    """Wait while the release Experiment runs in another process (a second CI job for the same
-    commit), then carry on as a rerun would: resume what it left, report the Verdict it reached.
-    A run stopped on purpose is not resumed behind the back of whoever stopped it."""
+def _wait_for_other_run(home: AssayHome, exp_id: str, poll: float) -> bool:
+    """Wait while the release Experiment is held by another process (a second CI job for the same
+    commit); True once it has waited, so the caller plans again and carries on as a rerun would:
+    resume what was left, report the Verdict reached. A run stopped on purpose while this one
+    waited is not resumed behind the back of whoever stopped it."""
     from assay.engine.folder import ExperimentDir
     from assay.engine.results import command_of
+    from assay.storage.commands import runs
     from assay.storage.files import is_locked
 
     lock = ExperimentDir(home.experiments / exp_id).lock_file
     if not is_locked(lock):
-        return
+        return False
     record = command_of(home, exp_id)
-    where = f" (process {record.pid}, since {_when(record.started_at)})" if record and record.pid else ""
+    running = record is not None and runs(record)  # else a brief hold: a recheck, a review, an extension
+    where = f" (process {record.pid}, since {_when(record.started_at)})" if running and record.pid else ""
     typer.echo(f"Experiment {exp_id} is already running in another process{where}: waiting for it to end "
                f"(follow it with `assay experiments {exp_id}`; Ctrl-C stops waiting, not the run).")
     while is_locked(lock):
         _sleep(poll, "the other run goes on: run this command again to wait for it.")
-    record = command_of(home, exp_id)
-    if record and record.state == "stopped":
+    ended = command_of(home, exp_id)
+    if running and ended and ended.state == "stopped":
         typer.echo(f"Experiment {exp_id} was stopped in the other process: run this command again to resume it.")
         raise typer.Exit(EXIT_PAUSED)
     typer.echo("The other run ended.")
+    return True
 
 
 def _sleep(poll: float, kept: str) -> None:

@@ -43,6 +43,10 @@ class PlanError(ValueError):
     """Bad input, refused before any Trial (exit code 2)."""
 
 
+class AlreadyRunning(PlanError):
+    """The Experiment is running in another process (``assay release-check`` waits for it)."""
+
+
 class NothingTouched(Exception):
     """No Eval suite is touched by the change: nothing to run (not an error)."""
 
@@ -403,7 +407,7 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
             command.finish(state, outcome, _summary(exp, outcome), waiting)
             return exp, outcome
     except Locked:
-        raise PlanError(f"Experiment {plan.id} is already running in another process") from None
+        raise AlreadyRunning(f"Experiment {plan.id} is already running in another process") from None
     except NotALockFile as e:
         raise PlanError(str(e)) from None
     except OSError as e:  # a full disk or an unwritable ASSAY_HOME, outside the run itself

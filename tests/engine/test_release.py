@@ -10,6 +10,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -337,14 +338,20 @@ def test_a_second_release_check_waits_for_the_run_in_another_process(released, a
     [folder] = experiment_folders(assay_home)
     second = subprocess.Popen(release_check_argv(factory, "--workers", "1", "--poll", "0.2"),
                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=env)
+                              env={**env, "PYTHONUNBUFFERED": "1"})
+    said: list[str] = []
+    reader = threading.Thread(target=lambda: said.extend(second.stdout), daemon=True)
+    reader.start()
+    wait_for(lambda: any("waiting for it to end" in line for line in said), what="the second to wait")
     if stopped == "ctrl-c":
-        time.sleep(1.0)
         second.send_signal(signal.SIGINT)
     elif stopped:
-        time.sleep(1.0)
         assert run_cli(assay_home, "stop", folder.name, plugins=PLUGINS).returncode == 0
-    out, err = second.communicate(timeout=300)
+    second.wait(timeout=300)
+    reader.join(timeout=30)
+    out, err = "".join(said), second.stderr.read()
+    second.stdout.close()
+    second.stderr.close()
     first_out, _ = first.communicate(timeout=300)
     assert f"Experiment {folder.name} is already running in another process (process {first.pid}, since " in out
     assert "waiting for it to end" in out and experiment_folders(assay_home) == [folder]
@@ -361,3 +368,17 @@ def test_a_second_release_check_waits_for_the_run_in_another_process(released, a
     assert "The other run ended." in out and "Verdict pass. It may ship." in out and "Verdict pass. It may ship." in first_out
     attempts = list(folder.glob("trials/*/*/attempt-*"))
     assert attempts and all(a.name == "attempt-0" for a in attempts)  # nothing ran twice
+
+
+def test_two_release_checks_started_together_both_report_the_one_verdict(released, assay_home, tmp_path):
+    """Two CI jobs started in the same instant: whichever loses the race to the Experiment's lock
+    waits for the other (never exit 2), and both say the release may ship; one Experiment."""
+    factory, _ = released
+    sc = scenario(tmp_path / "s.json", {"old": {"*": "sleep:0.2,wrong"}, "new": {"*": "sleep:0.2,right"}})
+    env = cli_env(assay_home, PLUGINS, FAKE_SCENARIO=str(sc))
+    jobs = [subprocess.Popen(release_check_argv(factory, "--workers", "1", "--poll", "0.2"), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+    said = [job.communicate(timeout=300) for job in jobs]
+    assert [job.returncode for job in jobs] == [0, 0], said
+    assert all("Verdict pass. It may ship." in out for out, _ in said)
+    assert len(experiment_folders(assay_home)) == 1
