@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -10,6 +11,12 @@ from pathlib import Path
 
 import pytest
 from assay.storage.owners import process_start
+
+# A suite started in the background by a script (``nohup pytest &``) inherits SIGINT ignored, and
+# so would every assay process it starts: the tests that Ctrl-C one would see it ignore them. A
+# handler of our own is reset to the default in each child, which then takes Ctrl-C as users do.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 FAKES = Path(__file__).parent / "fakes"
 

@@ -405,7 +405,7 @@ def print_result(exp: Any, outcome: str, verdict: dict | None) -> None:
     ])
     typer.echo("")
     if verdict:
-        typer.echo(verdict_line(verdict, exp.id))
+        typer.echo(verdict_line(verdict, exp.id, one_look=bar.look_rule == "one-look"))
     else:
         typer.echo(f"Experiment {exp.id} {outcome}: run the same command again to resume.")
     typer.echo(f"Results: {exp.path}")
@@ -481,7 +481,7 @@ def _show(data: dict) -> None:
             if look["verdict"] and look["interval"] else (look["verdict"] or "running")
         typer.echo(f"Look {look['number']} ({look['at'][:16]}, {look['tasks']} Eval tasks): {shown}")
     if data["verdict"]:
-        typer.echo(verdict_line(data["verdict"], data["id"]))
+        typer.echo(verdict_line(data["verdict"], data["id"], one_look=data["bar"]["look_rule"] == "one-look"))
 
 
 def _recheck_command(plugins: plugin_loading.Plugins):
@@ -513,7 +513,7 @@ def _recheck_command(plugins: plugin_loading.Plugins):
                        "interval": result.interval, "final": result.final, "waiting": waiting})
             return
         typer.echo(f"Rechecked {trial}: {'pass' if passed else 'fail'}.")
-        typer.echo(verdict_line(results.read_verdict(exp), exp.id))
+        typer.echo(verdict_line(results.read_verdict(exp), exp.id, one_look=exp.bar().look_rule == "one-look"))
         typer.echo("The Verdict is final." if result.final else f"Still to recheck: {', '.join(waiting) or 'none'}"
                    + ("; pending Scores: " + ", ".join(result.pending) if result.pending else ""))
 

@@ -10,8 +10,9 @@ from assay.hooks import plugin_manager as plugin_loading
 from assay.storage.home import AssayHome
 
 
-def verdict_line(verdict: dict, exp_id: str) -> str:
-    """The Verdict in a few lines, with its look and whatever still keeps it from being final."""
+def verdict_line(verdict: dict, exp_id: str, *, one_look: bool = False) -> str:
+    """The Verdict in a few lines, with its look and whatever still keeps it from being final.
+    ``one_look``: the Bar's look rule refuses extensions, so "how many more" plans a new Experiment."""
     look = verdict.get("look", 1)
     text = f"Verdict: {verdict['verdict']}"
     if verdict.get("interval"):
@@ -23,7 +24,12 @@ def verdict_line(verdict: dict, exp_id: str) -> str:
     for group in verdict.get("groups", []):
         if group.get("reason"):
             text += f"\n  {group['reason']}"
-        if group.get("more_tasks") is not None and group.get("more_tasks_over_cap"):
+        if group.get("more_tasks") is not None and one_look:
+            over = "more than " if group.get("more_tasks_over_cap") else "about "
+            text += (f"\n  With {over}{group['more_tasks']} more Eval tasks it would likely settle "
+                     f"(a {group['more_tasks_chance']:.2f} chance); this Experiment's Bar allows one look, "
+                     "so plan a new Experiment with them.")
+        elif group.get("more_tasks") is not None and group.get("more_tasks_over_cap"):
             text += (f"\n  More looks are unlikely to settle it: even {group['more_tasks']} more Eval tasks give a "
                      f"{group['more_tasks_chance']:.2f} chance of a clear Verdict at look {look + 1}.")
         elif group.get("more_tasks") is not None:

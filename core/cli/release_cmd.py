@@ -179,7 +179,7 @@ def _wait_for_rechecks(exp: Any, result: Any, *, no_wait: bool, poll: float) -> 
         _sleep(poll, "the Experiment is kept: run this command again to wait.")
         result = formats.read(exp.verdict_file, ExperimentVerdict)
     typer.echo("\nEvery listed Score is rechecked.")
-    typer.echo(verdict_line(formats.unstructure(result), exp.id))
+    typer.echo(verdict_line(formats.unstructure(result), exp.id, one_look=exp.bar().look_rule == "one-look"))
     return result
 
 

@@ -93,7 +93,7 @@ def _review_command(plugins: plugin_loading.Plugins):
             return
         _print_review(exp, pair, record, revealed)
         if result is not None:
-            typer.echo(verdict_line(read_verdict(exp) or {}, exp.id))
+            typer.echo(verdict_line(read_verdict(exp) or {}, exp.id, one_look=exp.bar().look_rule == "one-look"))
 
     return review
 

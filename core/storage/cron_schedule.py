@@ -2,7 +2,7 @@
 
 Read as Vixie cron (the cron Debian ships) reads it: five fields (minute, hour, day of month,
 month, day of week), each ``*``, a number, a range ``a-b``, a step ``*/n`` or ``a-b/n``, or a
-comma list of these; month and weekday names (``jan``, ``mon``); 0 and 7 are both Sunday; and
+comma list of these (``5/10`` is refused: crons differ on it); month and weekday names (``jan``, ``mon``); 0 and 7 are both Sunday; and
 the macros ``@hourly`` … ``@yearly`` and ``@reboot``. When neither day field starts with ``*``, a
 day matching either runs (cron's own rule, easy to forget). Times are the machine's local time, as
 cron's are.
@@ -50,9 +50,9 @@ class Schedule:
         text = " ".join(text.split())
         if text == "@reboot":
             return cls(text, reboot=True)
-        fields = MACROS.get(text.lower(), text).split()
-        if text.startswith("@") and text.lower() not in MACROS:
+        if text.startswith("@") and text not in MACROS:  # cron compares them as written: @DAILY is not one
             raise ScheduleError(f"unknown macro {text} (known: @reboot, {', '.join(MACROS)})")
+        fields = MACROS.get(text, text).split()
         if len(fields) != 5:
             raise ScheduleError(f"expected five fields (minute hour day-of-month month day-of-week), got {len(fields)}")
         minutes, hours, days, months, weekdays = (_field(f, *spec) for f, spec in zip(fields, _FIELDS))
@@ -104,8 +104,11 @@ def _field(text: str, name: str, lo: int, hi: int, names: tuple[str, ...]) -> fr
             first, last = lo, hi
         else:
             first_text, dash, last_text = span.partition("-")
+            if slash and not dash:
+                raise ScheduleError(f"{name} '{text}': a step needs * or a range before it "
+                                    f"(write {first_text}-{hi}/{step_text}): crons differ on {part}")
             first = _value(first_text, name, text, lo, hi, names)
-            last = _value(last_text, name, text, lo, hi, names) if dash else (hi if slash else first)
+            last = _value(last_text, name, text, lo, hi, names) if dash else first
             if last < first:
                 raise ScheduleError(f"{name} '{text}': the range {span} runs backwards")
         out.update(range(first, last + 1, step))

@@ -2,9 +2,9 @@
 
 The Scoring run is meant to be started weekly by cron (docs/scoring.md), and a release check or
 an Experiment may be too. A cron job that silently stopped running is the failure nobody sees,
-so each line is shown with the newest Command record of what it runs, and is marked **late** when
-it was due more than :data:`GRACE` ago and no run of its kind has started since, though one had
-before (a line added after its last due time is not late, only never run yet). The crontab is
+so each line is shown with the newest Command record of what it runs. A Scoring run line is
+marked **late** when it was due :data:`GRACE` or more ago and no Scoring run has started since,
+though one had before (a line added after its last due time is not late, only never run yet). The crontab is
 this user's (``crontab -l``), read as it is; nothing here changes it.
 """
 
@@ -26,6 +26,10 @@ from assay.storage.records import CommandRecord
 
 GRACE = dt.timedelta(minutes=15)
 """How long after it is due a job may take to show up as a Command before it counts as late."""
+
+WATCHED = "score"
+"""The one command whose every run leaves a Command record, so the one a line can be late for: a
+release-check that touches no suite, or an Experiment already finished, leaves none."""
 
 RECORDED: dict[str, Callable[[CommandRecord], bool]] = {
     "score": lambda r: r.kind == "scoring",
@@ -99,23 +103,25 @@ def cron_jobs(home: AssayHome, crontab: str, now: dt.datetime) -> list[CronJob]:
         env = _ENV.match(line)  # a schedule starts with a digit, * or @, never a name
         if env:
             if env.group(1) == "ASSAY_HOME":
-                env_home = _unquote(env.group(2))
+                env_home = _env_value(env.group(2))
             continue
         schedule_text, command = _split(line)
         found = _ASSAY.search(command)
         if not found:
             continue
         runs = found.group(1)
-        inline = re.search(r"(?:^|\s)ASSAY_HOME=(\S+)", command[:found.start(1)])
-        assay_home = _unquote(inline.group(1)) if inline else env_home
-        other = _expand(assay_home or "~/.assay") != home.root.resolve()  # assay's own default, unset
+        inline = _inline_home(command[:found.start(1)])
+        assay_home = inline if inline is not None else env_home
+        where = _home_path(assay_home or "~/.assay", shell=inline is not None)  # unset: assay's own default
+        other = where != home.root.resolve()
         try:
             schedule, problem = Schedule.parse(schedule_text), ""
         except ScheduleError as e:
             schedule, problem = None, str(e)
         due = schedule.last_due(local_now - GRACE) if schedule else None
         last = _last_run(records, runs)
-        late = not other and due is not None and last is not None and last["started_at"] < _aware(due)
+        late = (runs == WATCHED and not other and due is not None and last is not None
+                and last["started_at"] < _aware(due))
         jobs.append(CronJob(
             number, schedule_text, command, runs, assay_home, other,
             _aware(schedule.next_after(local_now)) if schedule else None, _aware(due) if due else None,
@@ -125,9 +131,11 @@ def cron_jobs(home: AssayHome, crontab: str, now: dt.datetime) -> list[CronJob]:
 
 def _split(line: str) -> tuple[str, str]:
     """(schedule, command): a macro takes one field, a clock schedule five."""
-    parts = line.split(None, 1 if line.startswith("@") else 5)
     fields = 1 if line.startswith("@") else 5
-    return " ".join(parts[:fields]), (parts[fields] if len(parts) > fields else "").split("%")[0].strip()
+    parts = line.split(None, fields)
+    command = parts[fields] if len(parts) > fields else ""
+    # cron ends the command at the first % not escaped (the rest is its stdin), and unescapes \%
+    return " ".join(parts[:fields]), re.split(r"(?<!\\)%", command)[0].replace("\\%", "%").strip()
 
 
 def _last_run(records: list[CommandRecord], runs: str) -> dict[str, Any] | None:
@@ -144,17 +152,39 @@ def _shown(last: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _aware(moment: dt.datetime) -> dt.datetime:
-    return moment.astimezone()
+    """A local wall-clock time as an aware one. In a fall-back hour cron runs at the first of the
+    two; in a spring-forward gap the time doesn't exist and cron runs the job just after the jump."""
+    first = moment.replace(fold=0).astimezone()
+    if first.replace(tzinfo=None) == moment:
+        return first
+    return max(first, moment.replace(fold=1).astimezone())
 
 
-def _unquote(text: str) -> str:
+def _env_value(text: str) -> str:
+    """An environment line's value as cron sets it: outer matching quotes dropped, nothing expanded."""
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
+def _inline_home(prefix: str) -> str | None:
+    """The ASSAY_HOME a shell command sets before running assay (``ASSAY_HOME=… assay``), unquoted."""
+    lexer = shlex.shlex(prefix, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
     try:
-        words = shlex.split(text)
-    except ValueError:
-        return text
-    return words[0] if words else ""
+        words = list(lexer)
+    except ValueError:  # unbalanced quotes: the shell would refuse the line too
+        return None
+    values = [w.split("=", 1)[1] for w in words if w.startswith("ASSAY_HOME=")]
+    return values[-1] if values else None
 
 
-def _expand(path: str) -> Path:
-    return Path(path.replace("$HOME", str(Path.home()))).expanduser().resolve()
+def _home_path(value: str, *, shell: bool) -> Path:
+    """Where a job's runs are recorded: assay expands ``~`` (and a shell expands ``$HOME`` in the
+    command, where cron's own environment lines expand nothing); relative to cron's HOME."""
+    if shell:
+        value = value.replace("${HOME}", "$HOME").replace("$HOME", str(Path.home()))
+    path = Path(value).expanduser()
+    return (path if path.is_absolute() else Path.home() / path).resolve()
 

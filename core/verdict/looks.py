@@ -44,7 +44,7 @@ def verdict_at_look(
 ) -> Verdict:
     """The Verdict at ``look`` (1 = before any extension); ``added_at`` maps a task to the look
     that added it (a task it doesn't name was there from the start); the confidence sequence
-    decides from look ``sequence_from`` (1 or 2) on. ``advise=False`` skips the "how many more"
+    decides from look ``sequence_from`` on (the Bar's rules give 1 or 2). ``advise=False`` skips the "how many more"
     search, for callers that want only the outcome."""
     for name, value in (("look", look), ("sequence_from", sequence_from)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
