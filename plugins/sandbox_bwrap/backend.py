@@ -155,7 +155,8 @@ class BwrapBackend(Supervisor):
             "--ro-bind", str(RELAY), str(INSIDE / RELAY.name), "--ro-bind", str(sockets), str(INSIDE / "proxy"),
             "--chdir", str(invocation.cwd), "--",
             os.path.realpath(sys.executable), "-I", "-S", str(INSIDE / RELAY.name), str(handshake.report_relay),
-            str(handshake.go_read), str(INSIDE / "proxy" / SOCKET), str(RELAY_PORT), "--", *invocation.argv,
+            str(handshake.go_read), str(INSIDE / "proxy" / SOCKET), str(RELAY_PORT), str(seccomp.keyctl_number() or "-"),
+            "--", *invocation.argv,
         ]
 
     def _limit(self) -> int:
