@@ -158,6 +158,11 @@ def copy_user_files(source: Path, dest: Path, names: Iterable[str]) -> None:
             _read_only(dest / name)
 
 
+def allowed_keys(table: Mapping[str, object], keys: Iterable[str]) -> dict[str, object]:
+    """``table`` with only the named keys: user config reaches a Trial by an allowlist, never whole."""
+    return {key: table[key] for key in keys if key in table}
+
+
 def copy_factory_skills(factory: Path | None, dest: Path) -> None:
     """Copy the Arm's Factory skills (its ``assay.toml`` ``[paths] skills``, default ``skills/``) into ``dest``."""
     if factory is None:

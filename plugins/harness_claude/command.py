@@ -8,7 +8,7 @@ from pathlib import Path
 
 from assay.hooks.protocols import ProviderRoute, SessionRequest
 from assay.sessions import credentials
-from assay.sessions.harnesskit import copy_factory_skills, copy_user_files, session_env
+from assay.sessions.harnesskit import allowed_keys, copy_factory_skills, copy_user_files, session_env
 from assay.storage.home import AssayHome
 
 # Unattended and fully trusted: the sandbox around the session is the boundary, not Claude's prompts.
@@ -17,10 +17,11 @@ PERMISSION_MODE = "bypassPermissions"
 DENIED_TOOLS = ("WebSearch", "WebFetch")
 # What a production session reads from ~/.claude besides its memory, history and login.
 USER_FILES = ("CLAUDE.md", "rules", "hooks", "agents", "commands", "output-styles")
-# Settings that carry a login, a credential or an endpoint (``env`` sets any variable, bypassing the
-# environment's allow-list): a session gets only the login assay gives it.
-CREDENTIAL_SETTINGS = ("env", "apiKeyHelper", "awsAuthRefresh", "awsCredentialExport", "otelHeadersHelper",
-                       "forceLoginMethod", "forceLoginOrgUUID")
+# The user's settings.json reaches a Trial by these keys only: how the model works and what the
+# session's tools may do. Anything else may carry a login, a credential or an endpoint (``env`` sets
+# any variable, ``apiKeyHelper`` runs a command for a key…), so the whole file is never copied.
+SETTINGS = ("model", "effortLevel", "alwaysThinkingEnabled", "outputStyle", "language", "includeCoAuthoredBy",
+            "permissions", "hooks", "disableAllHooks")
 
 
 def argv(request: SessionRequest) -> tuple[str, ...]:
@@ -63,15 +64,15 @@ def fill_home(request: SessionRequest) -> None:
 
 
 def copy_settings(source: Path, dest: Path) -> None:
-    """The user's settings without :data:`CREDENTIAL_SETTINGS`, read-only; settings that don't read
-    as a JSON object are left out (they can't be filtered)."""
+    """The user's settings by :data:`SETTINGS`, read-only; settings that don't read as a JSON object
+    are left out (they can't be filtered)."""
     try:
         settings = json.loads(source.read_text())
     except (OSError, ValueError):
         return
     if not isinstance(settings, dict):
         return
-    dest.write_text(json.dumps({k: v for k, v in settings.items() if k not in CREDENTIAL_SETTINGS}, indent=2))
+    dest.write_text(json.dumps(allowed_keys(settings, SETTINGS), indent=2))
     dest.chmod(0o444)
 
 

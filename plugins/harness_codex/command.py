@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import json
 import os
+import tomllib
 from pathlib import Path
 
+import tomli_w
 from assay.hooks.protocols import ProviderRoute, SessionRequest
-from assay.sessions.harnesskit import copy_factory_skills, copy_user_files, session_env
+from assay.sessions.harnesskit import allowed_keys, copy_factory_skills, copy_user_files, session_env
 
-# What a production session reads from CODEX_HOME besides its login, sessions and state.
-USER_FILES = ("AGENTS.md", "AGENTS.override.md", "config.toml", "hooks.json", "rules", "prompts")
+# What a production session reads from CODEX_HOME besides its login, config, sessions and state.
+USER_FILES = ("AGENTS.md", "AGENTS.override.md", "hooks.json", "rules", "prompts")
+# The user's config.toml reaches a Trial by these keys only: the model, its effort and the providers
+# it runs on. Anything else (MCP servers and their env, a shell environment policy, a provider's
+# headers or bearer token…) may hold a token, so a whole file is never copied.
+MODEL_KEYS = ("model", "model_provider", "model_reasoning_effort", "model_reasoning_summary", "model_verbosity",
+              "model_context_window", "model_auto_compact_token_limit")
+CONFIG_KEYS = (*MODEL_KEYS, "profile", "profiles", "model_providers", "project_doc_max_bytes",
+               "project_doc_fallback_filenames")
+PROVIDER_KEYS = ("name", "base_url", "wire_api", "env_key", "requires_openai_auth", "request_max_retries",
+                 "stream_max_retries", "stream_idle_timeout_ms")
 # Web search defaults to live when Codex runs with full access; updates are ours to pin.
 FIXED_CONFIG = ('web_search="disabled"', "check_for_update_on_startup=false")
 # The custom provider a routed session uses, and the variable its stand-in key is read from.
@@ -71,12 +82,30 @@ def fill_home(request: SessionRequest, *, login: bool = True) -> Path | None:
     home.mkdir(parents=True, exist_ok=True)
     real = user_codex_home()
     copy_user_files(real, home, USER_FILES)
+    copy_config(real / "config.toml", home / "config.toml")
     copy_factory_skills(request.factory, home / "skills")
     auth = real_auth() if login else None
     if auth is None:
         return None
     (home / "auth.json").symlink_to(auth)
     return auth
+
+
+def copy_config(source: Path, dest: Path) -> None:
+    """The user's ``config.toml`` by :data:`CONFIG_KEYS` (profiles by :data:`MODEL_KEYS`, providers by
+    :data:`PROVIDER_KEYS`), read-only; a config that doesn't parse is left out (it can't be filtered)."""
+    try:
+        config = tomllib.loads(source.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return
+    kept = allowed_keys(config, CONFIG_KEYS)
+    if isinstance(kept.get("profiles"), dict):
+        kept["profiles"] = {name: allowed_keys(p, MODEL_KEYS) for name, p in kept["profiles"].items() if isinstance(p, dict)}
+    if isinstance(kept.get("model_providers"), dict):
+        kept["model_providers"] = {name: allowed_keys(p, PROVIDER_KEYS) for name, p in kept["model_providers"].items()
+                                   if isinstance(p, dict)}
+    dest.write_text(tomli_w.dumps(kept))
+    dest.chmod(0o444)
 
 
 def real_auth() -> Path | None:
