@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import attrs
-from assay.hooks.protocols import HarnessBinary, Invocation, ProviderRoute
+from assay.hooks.protocols import CredentialBroker, HarnessBinary, Invocation, ProviderRoute
 
 # Passed through from the caller when set; everything else is left behind.
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME")
@@ -125,6 +125,11 @@ def parse_version(text: str) -> str:
     """``2.1.197`` from ``2.1.197 (Claude Code)``, ``0.171.0`` from ``codex-cli 0.171.0``."""
     match = _VERSION.search(text)
     return match.group(0) if match else text.strip()
+
+
+def brokers(backend: object) -> bool:
+    """Whether ``backend`` runs a credential broker, so a session there gets stand-ins only."""
+    return isinstance(backend, CredentialBroker) and backend.brokers_credentials
 
 
 def session_env(home: Path, extra: Mapping[str, str]) -> dict[str, str]:

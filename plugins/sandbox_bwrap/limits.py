@@ -13,7 +13,7 @@ import resource
 
 import attrs
 from assay.hooks.protocols import Limit
-from assay.plugins.sandbox_bwrap import disk, memory, pids, seccomp
+from assay.plugins.sandbox_bwrap import broker, disk, memory, pids, seccomp
 
 FILE_SIZE_ENV = "ASSAY_TRIAL_FILE_SIZE"
 DEFAULT_FILE_SIZE = 4 << 30
@@ -74,4 +74,5 @@ def in_force(memory_caps: memory.MemoryCaps, memory_limit: int, pids_caps: pids.
         Limit("disk", disk_caps.in_force,
               f"{disk_caps.describe(disk_limit)}; each file at most {file_size / (1 << 30):.2f} GiB (rlimit fsize)"),
         Limit("seccomp", seccomp.supported(), seccomp.describe() if seccomp.supported() else seccomp.why_not()),
+        Limit("broker", True, broker.DESCRIPTION),
     )
