@@ -174,10 +174,12 @@ class Broker:
         inside = trio.SSLStream(_Replayed(client, early), self.ca.server_context(host), server_side=True)
         outside = trio.SSLStream(upstream, self.upstream, server_hostname=host)
         try:
-            await inside.do_handshake()
-            await outside.do_handshake()
+            async with trio.open_nursery() as handshakes:  # side by side: the second costs no extra round trip
+                handshakes.start_soon(inside.do_handshake)
+                handshakes.start_soon(outside.do_handshake)
             await _Exchange(self, inside, outside, host).run()
-        except (trio.BrokenResourceError, h11.ProtocolError) as e:
+        except* (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError, OSError, ValueError) as group:
+            e = group.exceptions[0]  # the tunnel ends; the proxy, and the Trial's other tunnels, go on
             on_error(f"broker: {type(e).__name__}: {e.__cause__ or e}")
         finally:
             for stream in (inside, outside):
@@ -233,12 +235,7 @@ class _Exchange:
             return await self._response(refreshing)
 
     async def _request_body(self) -> None:
-        while True:
-            event = await _next(self.client, self.inbound)
-            if isinstance(event, (h11.Data, h11.EndOfMessage)):
-                await _send(self.upstream, self.outbound, event)
-            if not isinstance(event, h11.Data):
-                return
+        await _pump(self.client, self.inbound, self.upstream, self.outbound, lambda data: data)
 
     async def _response(self, refreshing: bool) -> bool:
         swaps = self.broker.swaps
@@ -265,18 +262,8 @@ class _Exchange:
         await _send(self.client, self.inbound, h11.Response(status_code=event.status_code, headers=headers,
                                                             reason=event.reason))
         scrubber = swaps.scrubber()
-        while True:
-            part = await _next(self.upstream, self.outbound)
-            if isinstance(part, h11.Data):
-                if clean := scrubber.feed(part.data):
-                    await _send(self.client, self.inbound, h11.Data(data=clean))
-            elif isinstance(part, h11.EndOfMessage):
-                if rest := scrubber.flush():
-                    await _send(self.client, self.inbound, h11.Data(data=rest))
-                await _send(self.client, self.inbound, h11.EndOfMessage(headers=part.headers))
-                return False
-            else:
-                return False
+        await _pump(self.upstream, self.outbound, self.client, self.inbound, scrubber.feed, scrubber.flush)
+        return False
 
     def _refreshed(self, body: bytes, status: int) -> bytes:
         """A refresh's answer: new real tokens kept outside and swapped for new stand-ins."""
@@ -343,6 +330,30 @@ async def _next(stream: trio.abc.Stream, conn: h11.Connection) -> object:
         if event is not h11.NEED_DATA:
             return event
         conn.receive_data(await stream.receive_some(CHUNK))
+
+
+async def _pump(source: trio.abc.Stream, reading: h11.Connection, sink: trio.abc.Stream, writing: h11.Connection,
+                change: Callable[[bytes], bytes], rest: Callable[[], bytes] = lambda: b"") -> None:
+    """Copy one message's body from ``source`` to ``sink``, each piece through ``change`` (``rest``:
+    what it held back, at the end). What one read brings goes out in one write."""
+    out = b""
+    while True:
+        event = reading.next_event()
+        if event is h11.NEED_DATA:
+            if out:
+                await sink.send_all(out)
+                out = b""
+            reading.receive_data(await source.receive_some(CHUNK))
+        elif isinstance(event, h11.Data):
+            if data := change(event.data):
+                out += writing.send(h11.Data(data=data)) or b""
+        elif isinstance(event, h11.EndOfMessage):
+            if data := rest():
+                out += writing.send(h11.Data(data=data)) or b""
+            await sink.send_all(out + (writing.send(h11.EndOfMessage(headers=event.headers)) or b""))
+            return
+        else:
+            raise h11.LocalProtocolError("the connection ended inside a message")
 
 
 async def _send(stream: trio.abc.Stream, conn: h11.Connection, event: object) -> None:

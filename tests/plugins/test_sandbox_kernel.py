@@ -114,6 +114,7 @@ def test_the_refused_system_calls_fail_with_eperm(bwrap: BwrapBackend, trial: Pa
 # --- keyrings ----------------------------------------------------------------------------------------
 
 KEY_SPEC_SESSION_KEYRING = -3
+LEFT = f"assay-left-{os.getpid()}-{os.urandom(4).hex()}"  # the key a Trial tries to leave behind
 KEYCTL_GET_KEYRING_ID, KEYCTL_UNLINK, KEYCTL_READ, KEYCTL_SEARCH = 0, 9, 11, 10
 
 
@@ -124,6 +125,16 @@ def _keyctl(*args: int | bytes | None) -> int:
     if result < 0:
         raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
     return result
+
+
+def _left_a_key(ring: int) -> bool:
+    """Whether the host's keyring ``ring`` holds the key the probe tries to leave."""
+    try:
+        _keyctl(KEYCTL_SEARCH, ring, b"user", LEFT.encode(), 0)
+    except OSError as e:
+        assert e.errno == errno.ENOKEY
+        return False
+    return True
 
 
 @pytest.fixture
@@ -149,15 +160,15 @@ KEYRING_PROBE = """
                        os.environ["NAME"].encode(), 0))):
         print(what, libc.syscall(keyctl, *(ctypes.c_long(a) if isinstance(a, int) else a for a in args)),
               ctypes.get_errno(), flush=True)
-    print("add", libc.syscall(add_key, b"user", b"left", b"for later", 9, ctypes.c_long(-3)), ctypes.get_errno(),
-          flush=True)
+    print("add", libc.syscall(add_key, b"user", os.environ["LEFT"].encode(), b"for later", 9, ctypes.c_long(-3)),
+          ctypes.get_errno(), flush=True)
 """
 
 
 def _probe_keyrings(backend: BwrapBackend, trial: Path, host_key: tuple[int, int]) -> list[str]:
     ring, key = host_key
     env = {"KEYCTL": str(seccomp.keyctl_number()), "ADD_KEY": str(248 if os.uname().machine == "x86_64" else 217),
-           "RING": str(ring), "KEY": str(key), "NAME": f"assay-test-{os.getpid()}"}
+           "RING": str(ring), "KEY": str(key), "NAME": f"assay-test-{os.getpid()}", "LEFT": LEFT}
     code = f"import os; os.environ.update({env!r})\n" + textwrap.dedent(KEYRING_PROBE)
     result, lines = attack(backend, trial, code)
     assert result.exit_code == 0, result.stderr_tail
@@ -172,8 +183,8 @@ def test_a_trial_can_neither_read_the_hosts_keyring_nor_leave_a_key(bwrap: Bwrap
     lines = _probe_keyrings(bwrap, trial, host_key)
     assert lines == [f"session -1 {errno.EPERM}", f"read -1 {errno.EPERM}", f"search -1 {errno.EPERM}",
                      f"add -1 {errno.EPERM}"]
+    assert not _left_a_key(ring)
     buffer = ctypes.create_string_buffer(64)
-    assert _keyctl(KEYCTL_READ, ring, buffer, 64) == 4  # still the one key: nothing was left
     assert _keyctl(KEYCTL_READ, key, buffer, 64) == 11 and buffer.value == b"host secret"
 
 
@@ -200,7 +211,7 @@ def test_each_trial_starts_in_a_fresh_empty_session_keyring(bwrap: BwrapBackend,
     assert read[1:] == ["-1", str(errno.EACCES)]  # the host's key: not possessed, so not readable
     assert search[1:] == ["-1", str(errno.EACCES)]  # nor searched
     assert int(add[1]) > 0  # it may fill its own keyring…
-    assert _keyctl(KEYCTL_READ, ring, ctypes.create_string_buffer(64), 64) == 4  # …which is not the host's
+    assert not _left_a_key(ring)  # …which is not the host's
 
 
 def test_a_trial_inherits_no_host_descriptor_and_no_terminal(bwrap: BwrapBackend, trial: Path) -> None:
