@@ -68,7 +68,7 @@ class RoutedHarness:
         return self.harness.locate()
 
     def login_present(self, assay_home: Path) -> bool:
-        return True  # the route's stand-in credential is the login
+        return self.route.api_key is not None or self.harness.login_present(assay_home)  # the route's key is one
 
     def invocation(self, request: SessionRequest) -> Invocation:
         return self.harness.routed_invocation(request, self.route)

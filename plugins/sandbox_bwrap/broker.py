@@ -164,9 +164,6 @@ class Broker:
     def __attrs_post_init__(self) -> None:
         self.swaps = Swaps(self.brokered)
 
-    def serves(self, host: str, port: int) -> bool:
-        return any(_host_port(entry) == (host, port) for entry in self.brokered.hosts)
-
     async def relay(self, client: trio.abc.Stream, upstream: trio.abc.Stream, host: str, early: bytes = b"",
                     on_error: Callable[[str], None] = lambda why: None) -> None:
         """Serve one tunnel to ``host``: TLS on both sides, HTTP between, until either side is done
@@ -365,11 +362,6 @@ async def _send(stream: trio.abc.Stream, conn: h11.Connection, event: object) ->
 def _with_length(headers: list[tuple[bytes, bytes]], length: int) -> list[tuple[bytes, bytes]]:
     kept = [(n, v) for n, v in headers if n.lower() not in (b"content-length", b"transfer-encoding")]
     return [*kept, (b"content-length", str(length).encode())]
-
-
-def _host_port(entry: str) -> tuple[str, int]:
-    host, colon, port = entry.rpartition(":")
-    return (host.lower(), int(port)) if colon and port.isdigit() else (entry.lower(), 443)
 
 
 class _Replayed(trio.abc.Stream):

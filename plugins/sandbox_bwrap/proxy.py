@@ -163,7 +163,7 @@ class Proxy:
         async with upstream:
             await client.send_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
             host, port = _split(target, default_port=None)
-            if self.broker is not None and self.broker.serves(host, port):
+            if self.broker is not None and Allowlist.of(self.broker.brokered.hosts).allows(host, port):
                 await self.broker.relay(client, upstream, host, early,
                                         on_error=lambda why: self._log(target, 502, address=address, reason=why))
                 return

@@ -72,7 +72,8 @@ for root in (os.environ["HOME"], os.getcwd(), "/tmp", "/run/assay"):
 json.dump({"read": read, "seen": sorted(seen), "env": {k: sorted(v) for k, v in env.items()}}, open("probe.json", "w"))
 print("probed", read)
 EOF"""
-SCRIPT = Script(turns=(Turn(calls=(Call(shell=PROBE),)), Turn(text="Probed.")))
+# Codex hands a command still running after its yield time (10 s) back to the model: wait for the probe.
+CALLS = {"claude": Call(shell=PROBE), "codex": Call(name="exec_command", input={"cmd": PROBE, "yield_time_ms": 120000})}
 
 
 @pytest.fixture
@@ -99,7 +100,8 @@ def trial(harness: RoutableHarness, folder: Path) -> Session:
         with ScriptedProviders(BwrapBackend(), api_key=None) as providers:
             bench = Bench(harness, harness.locate(), providers, folder / "trials", timeout=90,
                           assay_home=Path(os.environ["ASSAY_HOME"]))
-            return await bench.run("probe", SCRIPT, "Run the probe.")
+            script = Script(turns=(Turn(calls=(CALLS[harness.name],)), Turn(text="Probed.")))
+            return await bench.run("probe", script, "Run the probe.")
 
     session = trio.run(run)
     assert session.outcome is not None and session.outcome.final_message == "Probed.", session.outcome
