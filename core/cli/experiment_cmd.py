@@ -1,8 +1,9 @@
 """``assay experiment``, ``assay experiments``, ``assay stop`` and ``assay inbox``.
 
-Exit codes of ``assay experiment``: 0 the Experiment ended with a Verdict (read it: pass, fail
-or inconclusive); 1 it errored; 2 bad input, refused before any Trial; 3 paused (plan limit) or
-stopped — run the same command again to resume.
+Exit codes of ``assay experiment`` (docs/experiments.md): 0 the Experiment ended with a final
+Verdict (read it: pass, fail or inconclusive); 1 it errored; 2 bad input, refused before any Trial;
+3 paused (plan limit) or stopped — run the same command again to resume; 5 it ended with a
+provisional Verdict that waits on something (a recheck, people's reviews, pending Scores): it says what.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from assay.storage.home import AssayHome
 from assay.storage.records import ARMS, Bar, PanelSeat
 
 EXIT_PAUSED = 3
+EXIT_NOT_FINAL = 5
 
 
 def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
@@ -380,7 +382,9 @@ def _conclude(exp: Any, outcome: str, json_: bool) -> None:
     if json_:
         line = {"id": exp.id, "outcome": outcome,
                 "verdict": verdict["verdict"] if verdict else None,
-                "interval": verdict["interval"] if verdict else None}
+                "interval": verdict["interval"] if verdict else None,
+                "final": verdict["final"] if verdict else False,
+                "waiting": verdict["waiting"] if verdict else []}
         if verdict and (verdict["look"] > 1 or verdict["decided_by"] != "credible interval"):
             # a one-look Experiment's line stays as it always was
             line |= {"look": verdict["look"], "decided_by": verdict["decided_by"]}
@@ -389,6 +393,8 @@ def _conclude(exp: Any, outcome: str, json_: bool) -> None:
         print_result(exp, outcome, verdict)
     if outcome in ("paused", "stopped"):
         raise typer.Exit(EXIT_PAUSED)
+    if verdict and not verdict["final"]:
+        raise typer.Exit(EXIT_NOT_FINAL)
 
 
 def print_result(exp: Any, outcome: str, verdict: dict | None) -> None:
@@ -400,7 +406,8 @@ def print_result(exp: Any, outcome: str, verdict: dict | None) -> None:
     table(["TASK", "BASELINE", "CANDIDATE", ""], [
         (r.task, f"{r.baseline}/{r.trials}" if r.baseline is not None else "-",
          f"{r.candidate}/{r.trials}" if r.candidate is not None else "-",
-         "dropped (void)" if r.dropped else "" if r.complete else "not finished")
+         "dropped (void)" if r.dropped else "" if r.complete else
+         "waits on people's reviews" if r.waits_on == "people" else "waits on its Scores")
         for r in task_results(exp, setup, bar, grading_config(AssayHome.from_env().root).families)
     ])
     typer.echo("")
@@ -444,11 +451,20 @@ def experiments(
     if json_:
         emit_json(rows)
         return
-    table(["ID", "STATE", "VERDICT", "BASELINE", "CANDIDATE", "SUITES", "RELEASE"], [
-        (r["id"], r["state"], r["verdict"]["verdict"] if r["verdict"] else "-", r["baseline"], r["candidate"],
+    table(["ID", "STARTED", "STATE", "VERDICT", "FINAL", "BASELINE", "CANDIDATE", "SUITES", "RELEASE"], [
+        (r["id"], _when(r["created_at"]), r["state"], r["verdict"]["verdict"] if r["verdict"] else "-",
+         "-" if r["final"] is None else "yes" if r["final"] else "no: " + "; ".join(w["on"] for w in r["waiting"] if w["blocks"]),
+         r["baseline"], r["candidate"],
          ",".join(r["suites"]), f"{r['release']['commit'][:10]} since {r['release']['tag']}" if r["release"] else "")
         for r in rows
     ], empty="No Experiments yet. Start one with `assay experiment`.")
+
+
+def _when(iso: str) -> str:
+    """A recorded time as a person reads it: local, to the minute."""
+    import datetime as dt
+
+    return dt.datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
 
 
 def _show(data: dict) -> None:
@@ -508,14 +524,16 @@ def _recheck_command(plugins: plugin_loading.Plugins):
         except NotALockFile as e:
             fail(str(e))
         waiting = [item["trial"] for item in result.recheck if not item["rechecked"]]
+        shown = results.read_verdict(exp)
         if json_:
             emit_json({"id": exp.id, "trial": trial, "passed": passed, "verdict": result.verdict,
-                       "interval": result.interval, "final": result.final, "waiting": waiting})
+                       "interval": result.interval, "final": shown["final"], "waiting": waiting,
+                       "waiting_on": shown["waiting"]})
             return
         typer.echo(f"Rechecked {trial}: {'pass' if passed else 'fail'}.")
-        typer.echo(verdict_line(results.read_verdict(exp), exp.id, one_look=exp.bar().look_rule == "one-look"))
-        typer.echo("The Verdict is final." if result.final else f"Still to recheck: {', '.join(waiting) or 'none'}"
-                   + ("; pending Scores: " + ", ".join(result.pending) if result.pending else ""))
+        typer.echo(verdict_line(shown, exp.id, one_look=exp.bar().look_rule == "one-look"))
+        if shown["final"]:
+            typer.echo("The Verdict is final.")
 
     return recheck
 
@@ -539,15 +557,23 @@ def stop(
 
 def inbox(json_: bool = JsonOpt) -> None:
     """Commands that need you (failed, inconclusive, paused, stopped, errored) and those done."""
-    box = commands.inbox(AssayHome.from_env())
-    needs, done = box["needs_you"], box["done"]
+    from assay.engine.results import inbox as read_inbox
+
+    box = read_inbox(AssayHome.from_env())
     if json_:
         emit_json(box)
         return
-    for title, rows in (("Needs you", needs), ("Done", done)):
+    typer.echo("Running:")
+    table(["KIND", "ID", "STARTED", "STOP"], [
+        (r["kind"], r["id"], _when(r["started_at"]), r["stop"]) for r in box["running"]])
+    typer.echo("")
+    for title, rows in (("Needs you", box["needs_you"]), ("Done", box["done"])):
         typer.echo(f"{title}:")
         table(["KIND", "ID", "OUTCOME", "SUMMARY"], [
             (r["kind"], r["id"], r["outcome"] or r["state"],
              f"{r['release']['commit'][:10]} since {r['release']['tag']}: {r['summary']}" if r["release"] else r["summary"])
             for r in rows])
+        for r in rows:
+            for wait in r["waiting"]:
+                typer.echo(f"  {r['id']} {'not final' if wait['blocks'] else 'note'}: {wait['text']}")
         typer.echo("")

@@ -14,7 +14,8 @@ def verdict_line(verdict: dict, exp_id: str, *, one_look: bool = False) -> str:
     """The Verdict in a few lines, with its look and whatever still keeps it from being final.
     ``one_look``: the Bar's look rule refuses extensions, so "how many more" plans a new Experiment."""
     look = verdict.get("look", 1)
-    text = f"Verdict: {verdict['verdict']}"
+    final = verdict.get("final", True)
+    text = f"Verdict: {verdict['verdict']}" if final else f"Provisional Verdict (not final): {verdict['verdict']}"
     if verdict.get("interval"):
         lo, hi = verdict["interval"]
         text += f", interval [{lo:+.3f}, {hi:+.3f}] (Candidate − Baseline pass share)"
@@ -37,11 +38,6 @@ def verdict_line(verdict: dict, exp_id: str, *, one_look: bool = False) -> str:
                      f"(a {group['more_tasks_chance']:.2f} chance): assay experiment {exp_id} --add-tasks SUITE/TASK,…")
     for group in verdict.get("wrong_findings", []):
         text += f"\n  Wrong findings: {group['verdict']}, interval [{group['interval'][0]:+.3f}, {group['interval'][1]:+.3f}]"
-    waiting = [item["trial"] for item in verdict.get("recheck", []) if not item["rechecked"]]
-    if waiting:
-        text += "\n  Not final: recheck " + ", ".join(waiting) + " (assay recheck ID TRIAL --pass|--fail --why …)"
-    if verdict.get("pending"):
-        text += "\n  Not final: Scores pending for " + ", ".join(verdict["pending"])
     for pair in verdict.get("panel", []):
         call = pair.get("call")
         said = "calls missing" if call is None else "merge " + ", ".join(
@@ -50,10 +46,8 @@ def verdict_line(verdict: dict, exp_id: str, *, one_look: bool = False) -> str:
         text += f"\n  Grader panel on {pair['pair']} ({'counted' if pair.get('counted') else 'beside'}): {said}"
     if verdict.get("why"):
         text += f"\n  Inconclusive: {verdict['why']}"
-    if verdict.get("waiting_on_people"):
-        text += "\n  Waiting on people: " + ", ".join(verdict["waiting_on_people"]) + " (assay review ID PAIR)"
-    if verdict.get("panel_missing"):
-        text += "\n  Not final: Grader panel calls missing for " + ", ".join(verdict["panel_missing"])
+    for wait in verdict.get("waiting", []):
+        text += f"\n  {'Not final' if wait['blocks'] else 'Note'}: {wait['text']}"
     return text
 
 

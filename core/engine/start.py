@@ -403,7 +403,8 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
                 command.log("Stop received (SIGINT) before the run could take it: cutting work short")
                 outcome = "stopped"
             state = {"paused": "paused", "stopped": "stopped"}.get(outcome, "done")
-            waiting = results.waiting_text(formats.read(exp.verdict_file, results.ExperimentVerdict)) if state == "done" else ""
+            waiting = results.waiting_text(formats.read(exp.verdict_file, results.ExperimentVerdict), exp.id) \
+                if state == "done" else ""
             command.finish(state, outcome, _summary(exp, outcome), waiting)
             return exp, outcome
     except Locked:
@@ -486,12 +487,7 @@ def _prompts(plugins: Plugins, plan: Plan, runtime: ArmRuntime) -> dict[str, str
 def _summary(exp: ExperimentDir, outcome: str) -> str:
     if outcome in ("paused", "stopped"):
         return f"{outcome}; run the same command again to resume"
-    result = formats.read(exp.verdict_file, results.ExperimentVerdict)
-    if result.interval is None:
-        return f"Verdict {result.verdict}"
-    lo, hi = result.interval
-    look = f" at look {result.look}" if result.look > 1 else ""
-    return f"Verdict {result.verdict}{look}, interval [{lo:+.3f}, {hi:+.3f}]"
+    return results.summary(formats.read(exp.verdict_file, results.ExperimentVerdict))
 
 
 def prepare_arms(home: AssayHome, plan: Plan) -> dict[str, dict]:
