@@ -22,6 +22,12 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise UserError(message, code)
 
 
+def print_error(message: str) -> None:
+    """``assay: error: …`` on stderr, one line per line of ``message`` (several problems, several lines)."""
+    for line in message.splitlines() or [""]:
+        print(f"assay: error: {line}", file=sys.stderr)
+
+
 def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
