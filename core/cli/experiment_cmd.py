@@ -16,7 +16,7 @@ from typing import Annotated, Any, Optional
 import attrs
 import typer
 from assay.cli.experiment_records import command_record, find_experiment, verdict_line
-from assay.cli.output import JsonOpt, emit_json, fail, table
+from assay.cli.output import JsonOpt, emit_json, fail, say, table
 from assay.engine.results import listing, read_verdict
 from assay.hooks import plugin_manager as plugin_loading
 from assay.storage import commands
@@ -343,7 +343,7 @@ def _announce(plan: Any, bar: Bar, json_: bool) -> None:
     if plan.chosen_because:
         typer.echo("  Suites chosen from the change:")
         for line in plan.chosen_because:
-            typer.echo(f"    {line}")
+            say(f"    {line}")
     if k is not None:
         chance = verdicts.chance_of_clear_first_look(len(setup.tasks), k, bar, sequence_from=bar.sequence_from or 2)
         typer.echo(
@@ -484,9 +484,9 @@ def _show(data: dict) -> None:
     typer.echo(f"  Bar: margin {bar['margin']}, level {bar['level']}, seed {bar['seed']}, draws {bar['draws']}, "
                f"timeout {bar['timeout_seconds']}s")
     typer.echo("")
-    table(["TASK", "ARM", "#", "ATTEMPT", "OUTCOME", "VOID CAUSE", "SCORE"], [
+    table(["TASK", "ARM", "#", "ATTEMPT", "OUTCOME", "VOID CAUSE", "SCORE", "WHY"], [
         (t["task"], t["arm"], t["index"], t["attempt"], t["outcome"], t["void_cause"] or "",
-         ("pass" if t["score"]["passed"] else "fail") if t["score"] else "")
+         ("pass" if t["score"]["passed"] else "fail") if t["score"] else "", _why(t))
         for t in data["trials"]
     ], empty="No Trials yet.")
     typer.echo("")
@@ -498,6 +498,17 @@ def _show(data: dict) -> None:
         typer.echo(f"Look {look['number']} ({look['at'][:16]}, {look['tasks']} Eval tasks): {shown}")
     if data["verdict"]:
         typer.echo(verdict_line(data["verdict"], data["id"], one_look=data["bar"]["look_rule"] == "one-look"))
+
+
+WHY_SHOWN = 100  # characters of a Trial's diagnostic or Score reason in its table row
+
+
+def _why(trial: dict) -> str:
+    """The first line of why a Trial ended as it did: its diagnostic when it didn't deliver, else the Score's why."""
+    text = trial["diagnostic"] if trial["outcome"] != "delivered" and trial.get("diagnostic") else \
+        (trial["score"] or {}).get("why") or ""
+    line = text.strip().split("\n")[0]
+    return line if len(line) <= WHY_SHOWN else line[:WHY_SHOWN - 1] + "…"
 
 
 def _recheck_command(plugins: plugin_loading.Plugins):
@@ -575,5 +586,5 @@ def inbox(json_: bool = JsonOpt) -> None:
             for r in rows])
         for r in rows:
             for wait in r["waiting"]:
-                typer.echo(f"  {r['id']} {'not final' if wait['blocks'] else 'note'}: {wait['text']}")
+                say(f"  {r['id']} {'not final' if wait['blocks'] else 'note'}: {wait['text']}")
         typer.echo("")

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.cli.output import fail
+from assay.cli.output import fail, untrusted
 from assay.hooks import plugin_manager as plugin_loading
 from assay.storage.home import AssayHome
 
 
 def verdict_line(verdict: dict, exp_id: str, *, one_look: bool = False) -> str:
-    """The Verdict in a few lines, with its look and whatever still keeps it from being final.
+    """The Verdict in a few lines, with its look and whatever still keeps it from being final (escaped
+    for a terminal).
     ``one_look``: the Bar's look rule refuses extensions, so "how many more" plans a new Experiment."""
     look = verdict.get("look", 1)
     final = verdict.get("final", True)
@@ -48,7 +49,7 @@ def verdict_line(verdict: dict, exp_id: str, *, one_look: bool = False) -> str:
         text += f"\n  Inconclusive: {verdict['why']}"
     for wait in verdict.get("waiting", []):
         text += f"\n  {'Not final' if wait['blocks'] else 'Note'}: {wait['text']}"
-    return text
+    return untrusted(text)  # it names tasks and Trials
 
 
 def find_experiment(home: AssayHome, ref: str) -> Any:

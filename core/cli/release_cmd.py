@@ -30,7 +30,7 @@ from typing import Any, NoReturn
 import typer
 from assay.cli.experiment_cmd import EXIT_NOT_FINAL, EXIT_PAUSED, FactoryOpt, execute, make_plan, print_result
 from assay.cli.experiment_records import verdict_line
-from assay.cli.output import table
+from assay.cli.output import say, table
 from assay.engine.results import read_verdict, waiting_text
 from assay.hooks import plugin_manager as plugin_loading
 from assay.storage import formats
@@ -110,7 +110,7 @@ def _paused(exp: Any, outcome: str, pause: Any) -> NoReturn:
                    "run this command again then.")
     else:
         said = f" (the session said: {pause.said})" if pause.said else ""
-        typer.echo(f"It can resume once the plan's limit resets{said}: run this command again then.")
+        say(f"It can resume once the plan's limit resets{said}: run this command again then.")  # a session's words
     raise typer.Exit(EXIT_PAUSED)
 
 
