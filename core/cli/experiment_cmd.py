@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -138,6 +140,12 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         people_reader: list[str] = typer.Option([], "--people-reader", help="Bar: a reader of pairs (repeatable)."),
         people_sample: float = typer.Option(None, "--people-sample", help="Bar: the share of pairs given to readers, drawn from the seed (default 1)."),
         people_overlap: int = typer.Option(None, "--people-overlap", help="Bar: readers per sampled pair (default 0: every reader)."),
+        label: str = typer.Option(
+            None, "--label", metavar="NAME",
+            help="Start (or, the same command again, resume) an Experiment of its own beside the one these Arms "
+                 "and suites name: after a changed Bar or an edited Eval task. Listed with its label."),
+        new: bool = typer.Option(False, "--new", help="Start afresh beside it under the next free label (2, 3, …)."),
+        yes: bool = typer.Option(False, "--yes", "-y", help="Start without asking (on a terminal it asks after the estimate)."),
         workers: int = typer.Option(2, min=1, help="Trials running at once."),
         sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap where it works, else none)."),
         unsandboxed_grader: bool = typer.Option(
@@ -170,11 +178,20 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         if add_tasks:
             _extend(plugins, home, candidate, add_tasks, given, workers=workers, json_=json_)
             return
+        if new and label:
+            fail("--new starts afresh under the next free label; --label names one: give one of them")
         bar = _bar(**given)
         plan = make_plan(plugins, home, bar, trials_per_task, sandbox, factory, suite, arm_flags(locals()),
                          scripts=_arm_scripts(scripted_provider), unsandboxed_grader=unsandboxed_grader,
                          release=release)
-        run_plan(home, plugins, plan, workers=workers, json_=json_)
+        if new or label:
+            from assay.engine import start as experiments_core
+
+            try:
+                plan = experiments_core.labelled(plan, label or experiments_core.free_label(home, plan))
+            except experiments_core.PlanError as e:
+                fail(str(e))
+        run_plan(home, plugins, plan, workers=workers, json_=json_, confirm=not yes, fresh=True)
 
     return experiment
 
@@ -255,23 +272,33 @@ def _arm_scripts(values: list[str]) -> dict[str, Path]:
     return scripts
 
 
-def run_plan(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, workers: int, json_: bool) -> None:
-    """Announce, run with live progress, and print the result (shared with ``assay demo``)."""
-    exp, outcome = execute(home, plugins, plan, workers=workers, json_=json_)
+def run_plan(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, workers: int, json_: bool,
+             confirm: bool = False, fresh: bool = False) -> None:
+    """Announce, run with live progress, and print the result (shared with ``assay demo``, which
+    never asks). ``confirm``: on a terminal, ask before the first Trial; ``fresh``: a refused
+    changed Bar or task list names the command that starts afresh (``--label``)."""
+    exp, outcome = execute(home, plugins, plan, workers=workers, json_=json_, confirm=confirm, fresh=fresh)
     _conclude(exp, outcome, json_)
 
 
 def execute(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, workers: int,
-            json_: bool, raise_if_running: bool = False) -> tuple[Any, str]:
+            json_: bool, raise_if_running: bool = False, confirm: bool = False, fresh: bool = False) -> tuple[Any, str]:
     """Announce and run (or resume) the Experiment with live progress; its folder and outcome.
     Bad input exits 2, a broken run 1 (shared with ``assay release-check``, which asks for
     :class:`~assay.engine.start.AlreadyRunning` to be raised, not refused, so it can wait)."""
     from assay.cli.progress import reporter
     from assay.engine import start as experiments_core
+    from assay.engine.folder import ExperimentDir
 
     _announce(plan, plan.bar, json_)
-    if plan.bar.panel != "off":
+    started = ExperimentDir(home.experiments / plan.id).verdict_file.exists()
+    if plan.bar.panel != "off" or not json_ and not started:
         _estimate(home, plan, json_)
+    if confirm and not json_ and not started and sys.stdin.isatty() and sys.stdout.isatty():
+        trials = sum(t.trials for t in plan.setup.tasks) * 2
+        if typer.prompt(f"Start {trials} Trials? [y/N]", default="", show_default=False).strip().lower() not in ("y", "yes"):
+            typer.echo(f"Not started; nothing recorded. (Scripts: --yes starts without asking.)")
+            raise typer.Exit(0)
     report, close = reporter(quiet=json_)
     try:
         exp, outcome = experiments_core.start(home, plugins, plan, workers=workers, report=report)
@@ -279,6 +306,11 @@ def execute(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, work
         if raise_if_running:
             raise
         fail(str(e))
+    except experiments_core.Refused as e:
+        if not fresh:
+            fail(str(e))
+        fail(f"{e}. It stands as it ran; to start a fresh Experiment beside it, run: "
+             f"{fresh_command(experiments_core.free_label(home, plan))}")
     except experiments_core.PlanError as e:
         fail(str(e))
     except experiments_core.ExperimentErrored as e:
@@ -288,6 +320,19 @@ def execute(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, work
     finally:
         close()
     return exp, outcome
+
+
+def fresh_command(label: str) -> str:
+    """The command the user typed, with ``--label LABEL`` in place of any ``--label``/``--new``."""
+    args, skip = [], False
+    for arg in sys.argv[1:]:
+        if skip:
+            skip = False
+        elif arg == "--label":
+            skip = True
+        elif arg != "--new" and not arg.startswith("--label="):
+            args.append(arg)
+    return shlex.join(["assay", *args, "--label", label])
 
 
 def _evals_app(plugins: plugin_loading.Plugins) -> typer.Typer:
@@ -330,7 +375,7 @@ def _announce(plan: Any, bar: Bar, json_: bool) -> None:
     from assay import verdict as verdicts
 
     setup = plan.setup
-    typer.echo(f"Experiment {setup.id}")
+    typer.echo(f"Experiment {setup.id}" + (f" (label {setup.label}, beside the one these Arms name)" if setup.label else ""))
     if setup.release:
         typer.echo(f"  Release   {setup.release.commit[:10]}, since the last release {setup.release.tag} "
                    f"({setup.release.tag_commit[:10]})")
@@ -362,11 +407,15 @@ def _estimate(home: AssayHome, plan: Any, json_: bool) -> None:
     if json_:
         typer.echo(json.dumps({"id": plan.id, "estimate": est}))
         return
-    money = lambda v: "unknown" if v is None else f"${v:.2f}"  # noqa: E731
-    typer.echo("  Expected spend:")
+    money = lambda v: "cost unknown" if v is None else f"${v:.2f}"  # noqa: E731
+    typer.echo("  Expected spend (from earlier Trials of the same Harness and Model, or runner):")
     for arm, e in est["arms"].items():
-        typer.echo(f"    {arm.title():9} {e['sessions']:g} session(s), {money(e['cost_usd'])}"
-                   f" (from {_plural(e['history_trials'], 'earlier Trial')})")
+        minutes = "minutes unknown" if e["minutes"] is None else f"about {e['minutes']:g} min"
+        tokens = "tokens unknown" if e["tokens"] is None else f"{e['tokens']:,} tokens"
+        typer.echo(f"    {arm.title():9} {_plural(e['trials'], 'Trial')}, {e['sessions']:g} session(s), {minutes}, "
+                   f"{tokens}, {money(e['cost_usd'])} (from {_plural(e['history_trials'], 'earlier Trial')})")
+    if plan.bar.panel == "off":
+        return
     for seat, e in est["panel"].items():
         typer.echo(f"    panel {seat}: {_plural(e['sessions'], 'session')} x {money(e['price_usd'])} = {money(e['cost_usd'])}")
     limit = est["panel_spending_limit"]
@@ -451,8 +500,8 @@ def experiments(
     if json_:
         emit_json(rows)
         return
-    table(["ID", "STARTED", "STATE", "VERDICT", "FINAL", "BASELINE", "CANDIDATE", "SUITES", "RELEASE"], [
-        (r["id"], _when(r["created_at"]), r["state"], r["verdict"]["verdict"] if r["verdict"] else "-",
+    table(["ID", "LABEL", "STARTED", "STATE", "VERDICT", "FINAL", "BASELINE", "CANDIDATE", "SUITES", "RELEASE"], [
+        (r["id"], r["label"] or "", _when(r["created_at"]), r["state"], r["verdict"]["verdict"] if r["verdict"] else "-",
          "-" if r["final"] is None else "yes" if r["final"] else "no: " + "; ".join(w["on"] for w in r["waiting"] if w["blocks"]),
          r["baseline"], r["candidate"],
          ",".join(r["suites"]), f"{r['release']['commit'][:10]} since {r['release']['tag']}" if r["release"] else "")
@@ -468,7 +517,8 @@ def _when(iso: str) -> str:
 
 
 def _show(data: dict) -> None:
-    typer.echo(f"Experiment {data['id']}: {data['state']}" + (f" ({data['outcome']})" if data["outcome"] else ""))
+    typer.echo(f"Experiment {data['id']}" + (f" (label {data['label']})" if data["label"] else "")
+               + f": {data['state']}" + (f" ({data['outcome']})" if data["outcome"] else ""))
     if data["release"]:
         release = data["release"]
         typer.echo(f"  Release   {release['commit'][:10]}, since the last release {release['tag']} "
