@@ -16,7 +16,8 @@ def verdict_line(verdict: dict, exp_id: str, *, one_look: bool = False) -> str:
     ``one_look``: the Bar's look rule refuses extensions, so "how many more" plans a new Experiment."""
     look = verdict.get("look", 1)
     final = verdict.get("final", True)
-    text = f"Verdict: {verdict['verdict']}" if final else f"Provisional Verdict (not final): {verdict['verdict']}"
+    text = "".join(broken_text(b, exp_id) + "\n" for b in verdict.get("broken_arms", []))
+    text += f"Verdict: {verdict['verdict']}" if final else f"Provisional Verdict (not final): {verdict['verdict']}"
     if verdict.get("interval"):
         lo, hi = verdict["interval"]
         text += f", interval [{lo:+.3f}, {hi:+.3f}] (Candidate − Baseline pass share)"
@@ -50,6 +51,14 @@ def verdict_line(verdict: dict, exp_id: str, *, one_look: bool = False) -> str:
     for wait in verdict.get("waiting", []):
         text += f"\n  {'Not final' if wait['blocks'] else 'Note'}: {wait['text']}"
     return untrusted(text)  # it names tasks and Trials
+
+
+def broken_text(broken: dict, exp_id: str) -> str:
+    """A broken Arm, said before its Verdict: how many Trials failed the same way, and the first cause."""
+    every = "every" if broken["failed"] == broken["trials"] else f"{broken['failed']} of {broken['trials']}"
+    return (f"Broken Arm: {every} Trial of the {broken['arm'].title()} failed the same way; first cause "
+            f"({broken['trial']}): {broken['cause']}. This Verdict measures that breakage, not the "
+            f"{broken['arm'].title()}: fix it (assay experiments {exp_id} shows each Trial's reason).")
 
 
 def find_experiment(home: AssayHome, ref: str) -> Any:

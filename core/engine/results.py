@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
+import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -24,9 +25,10 @@ from assay.pairs.votes import Call
 from assay.storage import commands, formats
 from assay.storage.files import exclusive_lock
 from assay.storage.home import AssayHome
-from assay.storage.records import ARMS, Bar, CommandRecord, Look, Looks, Recheck, Setup
+from assay.storage.records import ARMS, Bar, CommandRecord, Look, Looks, Outcome, Recheck, Setup
 
 MEMORY_CAP_FINDING = 2  # memory-cap voids of one Arm that make a finding: it keeps hitting the cap
+BROKEN_SHARE = 0.75  # of an Arm's Trials (2 or more) failing the same way: the Arm is broken, not measured
 
 
 @attrs.frozen
@@ -84,6 +86,7 @@ class ExperimentVerdict:
     people: Mapping[str, Any] = attrs.field(factory=dict)  # people's queues, calls and agreement
     waiting_on_people: tuple[str, ...] = ()  # pairs (and readers) still to call
     pending_on_people: tuple[str, ...] = ()  # of ``pending``: the tasks that wait only on people's calls
+    broken_arms: tuple[Mapping[str, Any], ...] = ()  # Arms most of whose Trials failed the same way (:func:`broken_arms`)
     why: str = ""  # why the Verdict is inconclusive when no group says so (people-panel agreement)
 
 
@@ -283,8 +286,42 @@ def experiment_verdict(
         panel=tuple(_panel_report(p, bar.panel == "counted") for p in decisions.panels), panel_missing=missing,
         people=decisions.people, waiting_on_people=decisions.waiting, why=decisions.inconclusive_because,
         pending_on_people=tuple(r.task for r in results if r.waits_on == "people"),
+        broken_arms=tuple(broken_arms(exp, setup, bar)),
     )
     return attrs.evolve(result, final=not any(w.blocks for w in waits(attrs.asdict(result, recurse=False), exp.id)))
+
+
+def broken_arms(exp: ExperimentDir, setup: Setup, bar: Bar) -> list[dict[str, Any]]:
+    """Each Arm whose Trials (2 or more) failed the same way at least :data:`BROKEN_SHARE` of the
+    time — a runner's wrong path, a missing login: its Verdict measures the breakage, not the Arm.
+    The cause shown is the first such Trial's own (its void cause, else its diagnostic's first line)."""
+    out = []
+    for arm in ARMS:
+        last = [state.last for slot in exp.slots(setup.tasks) if slot.arm == arm
+                and (state := exp.slot_state(slot, bar)).last is not None]
+        causes: dict[str, list[Any]] = {}
+        for record in last:
+            if record.outcome is not Outcome.DELIVERED:
+                causes.setdefault(_cause_key(record), []).append(record)
+        if not causes or len(last) < 2:
+            continue
+        same = max(causes.values(), key=len)
+        if len(same) >= BROKEN_SHARE * len(last):
+            first = same[0]
+            out.append({"arm": arm, "failed": len(same), "trials": len(last), "outcome": first.outcome.value,
+                        "cause": _cause(first), "trial": f"{first.task}:{first.arm}-{first.index}"})
+    return out
+
+
+def _cause(record: Any) -> str:
+    said = record.diagnostic.strip().split("\n")[0][:300] if record.diagnostic.strip() else ""
+    void = f"void: {record.void_cause.value}" if record.void_cause else record.outcome.value
+    return f"{void}: {said}" if said else void
+
+
+def _cause_key(record: Any) -> str:
+    """Two Trials fail "the same way" when their causes differ only in numbers and paths."""
+    return re.sub(r"\d+", "N", re.sub(r"(/[^\s/:'\"]+)+", "/…", _cause(record)))
 
 
 def _provisional(group: Any, results: Sequence[TaskResult]) -> Any:
@@ -402,8 +439,10 @@ def finality(verdict: Mapping[str, Any], exp_id: str) -> dict[str, Any]:
 
 
 def summary(result: ExperimentVerdict) -> str:
-    """The Verdict in the Inbox's one line; a Verdict that isn't final says so first."""
+    """The Verdict in the Inbox's one line; a broken Arm, then a Verdict that isn't final, says so first."""
     text = f"Verdict {result.verdict}" if result.final else f"Provisional Verdict {result.verdict} (not final)"
+    for broken in result.broken_arms:
+        text = f"Broken {broken['arm'].title()} ({broken['failed']}/{broken['trials']} Trials: {broken['cause'][:80]}); " + text
     if result.look > 1:
         text += f" at look {result.look}"
     if result.interval is not None:
@@ -599,7 +638,8 @@ def inbox(home: AssayHome) -> dict[str, list[dict[str, Any]]]:
             except (formats.FormatError, OSError):
                 pass
         row = {**row, "final": verdict["final"] if verdict else None, "waiting": verdict["waiting"] if verdict else []}
-        (needs if needed or row["final"] is False else done).append(row)
+        row["broken_arms"] = verdict.get("broken_arms", []) if verdict else []
+        (needs if needed or row["final"] is False or row["broken_arms"] else done).append(row)
     needs.sort(key=lambda r: r["started_at"], reverse=True)
     return {"running": box["running"], "needs_you": needs, "done": done}
 

@@ -145,3 +145,33 @@ def test_a_running_experiment_is_in_the_inbox_with_its_stop(assay_home, tmp_path
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_broken_arm_is_said_first_with_its_first_cause_and_needs_you(assay_home, tmp_path):
+    """Finding: a Custom runner that failed every Trial gave "inconclusive, about 125 more Eval
+    tasks would settle it", nothing warned, and the Trial table showed no reason. Now the Verdict
+    says first that the Arm is broken, with the first cause; the Trial table shows each reason;
+    the Inbox lists it under Needs you; the Console says it above the Verdict."""
+    from tests.experiment_fixtures import make_process_suite, make_runner
+
+    make_process_suite(assay_home, tasks=3)
+    good = make_runner(tmp_path / "good", "good", {"*": "fix"})
+    broken = make_runner(tmp_path / "broken", "broken", {"*": "noresult"})
+    result = run_cli(assay_home, "experiment", "--suite", "proc", "--baseline-runner", str(good),
+                     "--candidate-runner", str(broken), "--trials-per-task", "1", "--sandbox", "none",
+                     plugins=PLUGINS, cwd=tmp_path)
+    assert result.returncode in (0, 5), result.stderr
+    said = result.stdout[result.stdout.index("Broken Arm:"):]
+    assert said.startswith("Broken Arm: every Trial of the Candidate failed the same way; first cause (proc/p")
+    assert "the runner wrote no result.json" in said.splitlines()[0]
+    assert said.splitlines()[1].startswith(("Verdict: ", "Provisional Verdict")), "said first, right before the Verdict"
+    exp_id = json.loads(cli(assay_home, "experiments", "--json").stdout)[0]["id"]
+    shown = cli(assay_home, "experiments", exp_id).stdout
+    assert "the runner wrote no result.json" in shown.split("Broken Arm")[0], "the Trial table shows the reason"
+    [broken_arm] = json.loads(cli(assay_home, "experiments", exp_id, "--json").stdout)["verdict"]["broken_arms"]
+    assert broken_arm["arm"] == "candidate" and broken_arm["failed"] == broken_arm["trials"] == 3
+    box = json.loads(cli(assay_home, "inbox", "--json").stdout)
+    assert [r["id"] for r in box["needs_you"]] == [exp_id] and box["needs_you"][0]["broken_arms"] == [broken_arm]
+    assert box["needs_you"][0]["summary"].startswith("Broken Candidate (3/3 Trials: failed: the runner wrote no result.json")
+    html = console(assay_home).get(f"/experiments/{exp_id}").text
+    assert html.index("Broken Arm:") < html.index("Verdict")
