@@ -25,9 +25,10 @@ from assay.hooks.loaded import Plugins
 from assay.scoring import origins, yours
 from assay.scoring.github import GitHub, GitHubError
 from assay.scoring.store import CRITERIA, ScoringStore
-from assay.storage import commands, cronjobs
+from assay.storage import commands, cronjobs, formats
 from assay.storage.files import Locked
 from assay.storage.home import AssayHome
+from assay.storage.records import CommandRecord
 from assay.storage.userconfig import UserConfigError, scoring_config
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
@@ -149,12 +150,21 @@ class Console:
             exp = results.find(self.home, request.path_params["id"])
         except ValueError as e:
             return self.error(request, 404, str(e))
-        record = results.command_of(self.home, exp.id)
+        return self._stop(request, "experiment", exp.id, f"Experiment {exp.id}", f"/experiments/{quote(exp.id)}")
+
+    async def stop_command(self, request: Request) -> Response:
+        """``assay stop ID`` from the Inbox: any running Command (an Experiment, a Scoring run)."""
+        kind, id = request.path_params["kind"], request.path_params["id"]
+        return self._stop(request, kind, id, f"{kind.title()} {id}", "/")
+
+    def _stop(self, request: Request, kind: str, id: str, what: str, back: str) -> Response:
+        path = commands.record_path(self.home, kind, id)
+        record = formats.read(path, CommandRecord) if "/" not in kind + id and path.is_file() else None
         if record is None or not commands.runs(record):
-            return self.error(request, 409, f"Experiment {exp.id} is not running")
+            return self.error(request, 409, f"{what} is not running")
         if not commands.stop(record, STOP_WAIT):
-            return self.error(request, 504, f"Experiment {exp.id} did not stop within {STOP_WAIT:.0f}s")
-        return RedirectResponse(f"/experiments/{quote(exp.id)}", status_code=303)
+            return self.error(request, 504, f"{what} did not stop within {STOP_WAIT:.0f}s")
+        return RedirectResponse(back, status_code=303)
 
     async def proposals(self, request: Request) -> Response:
         return self.page(request, "proposals", views.proposals(self.home, self.plugins))
@@ -276,6 +286,7 @@ def make_app(home: AssayHome, plugins: Plugins, *, token: str | None = None, loo
         Route("/experiments", console.experiments),
         Route("/experiments/{id}", console.experiment),
         Route("/experiments/{id}/stop", console.stop, methods=["POST"]),
+        Route("/commands/{kind}/{id}/stop", console.stop_command, methods=["POST"]),
         Route("/experiments/{id}/recheck", console.recheck, methods=["POST"]),
         Route("/experiments/{id}/pairs/{pair}", console.pair),
         Route("/experiments/{id}/pairs/{pair}/review", console.review, methods=["POST"]),
