@@ -19,7 +19,7 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
     ) -> None:
         """Start a Scoring run: sample the window's merged pull requests and grade each blind."""
         from assay.scoring.github import GitHub, GitHubError
-        from assay.scoring.run import ScoringRunner
+        from assay.scoring.run import INCOMPLETE, ScoringRunner
         from assay.storage.home import AssayHome
         from assay.storage.userconfig import UserConfigError, scoring_config
 
@@ -59,17 +59,21 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
             message = "skipped: another Scoring run is running"
             output.emit_json({"skipped": True, "why": message}) if json_out else typer.echo(message)
             return
-        shown = {"id": result.run.id, "window": [result.run.window_start, result.run.window_end],
+        shown = {"id": result.run.id, "outcome": result.outcome,
+                 "window": [result.run.window_start, result.run.window_end],
                  "seed": result.run.seed, "sample": [p.key for p in result.run.sample],
                  "scored": list(result.scored), "left": list(result.left), "stopped": result.stopped or None,
+                 "not_graded": dict(result.failed), "dropped": dict(result.dropped),
                  "bug_origins_proposed": result.traced}
         if json_out:
             output.emit_json(shown)
         else:
-            typer.echo(f"Scoring run {result.run.id}: {len(result.scored)} scored, {len(result.left)} left for the "
-                       f"next run, {result.traced} Bug origins proposed" + (f" ({result.stopped})" if result.stopped else ""))
+            typer.echo(f"Scoring run {result.run.id} {result.outcome}: {result.summary()}"
+                       + (f" ({result.stopped})" if result.stopped else ""))
         if result.stopped:
             raise typer.Exit(3)
+        if result.outcome == INCOMPLETE:
+            raise typer.Exit(4)
 
     @app.command("scores")
     def scores(

@@ -64,22 +64,6 @@ def test_a_run_samples_across_setups_grades_blind_from_another_family_and_lists_
     assert "Honest" in shown_one.stdout and "fail" in shown_one.stdout and "graded by fake-scorer:gpt-9" in shown_one.stdout
 
 
-def test_a_packet_names_nothing_that_built_it_and_holds_the_issue_as_work_began(assay_home, world):
-    assert score(assay_home, world, *RUN).returncode == 0
-    seen = list(assay_home.glob("evals/scoring/pulls/*/session-0/home/seen"))
-    assert len(seen) == 5
-    for folder in seen:
-        texts = {name: (folder / name).read_text() for name in ("issue.md", "pull.md", "diff.patch", "checks.md")}
-        everything = "\n".join(texts.values())
-        for identifying in ("Built with", "Generated with", "claude-opus-5", "gpt-5.5", "Co-Authored-By"):
-            assert identifying not in everything, (folder, identifying)
-        assert "The pager drops the last page" in texts["issue.md"] and "EDITED LATER" not in texts["issue.md"]
-        assert "RENAMED LATER" not in texts["issue.md"] and texts["issue.md"].startswith("# Pager bug")
-        assert "FIXED" in texts["diff.patch"] and texts["checks.md"] == "- lint: failure\n- tests: success\n"
-        assert (folder / "repo-log.txt").read_text() == ".git\npager.py"
-    assert oct(stat.S_IMODE((assay_home / "evals" / "scoring").stat().st_mode)) == "0o700"
-
-
 def test_a_second_window_scores_nothing_twice(assay_home, world):
     assert score(assay_home, world, *RUN).returncode == 0
     again = score(assay_home, world, *RUN)
@@ -102,7 +86,9 @@ def test_a_plan_limit_stops_the_run_and_the_rest_carries_over(assay_home, world)
     assert any(r["kind"] == "scoring" for r in inbox["needs_you"])
     seats(assay_home)
     resumed = json.loads(score(assay_home, world, *RUN).stdout)
-    assert sorted(resumed["scored"]) == sorted(shown["left"])
+    # no new pull request merged since: carried ones fill the sample (size 4), oldest first, the fifth waits
+    assert resumed["scored"] == shown["left"][:4] and resumed["left"] == []
+    assert json.loads(score(assay_home, world, *RUN).stdout)["scored"] == shown["left"][4:]
 
 
 def test_a_pull_request_whose_packet_cant_be_built_is_left_and_the_others_are_scored(assay_home, world):
@@ -111,11 +97,14 @@ def test_a_pull_request_whose_packet_cant_be_built_is_left_and_the_others_are_sc
         if p["number"] % 2:
             p["merge_commit_sha"] = "0" * 40  # the Claude-built ones name a commit the repository doesn't have
     world["path"].write_text(json.dumps(data))
-    shown = json.loads(score(assay_home, world, *RUN).stdout)
+    result = score(assay_home, world, *RUN)
+    shown = json.loads(result.stdout)
     odd = [k for k in shown["sample"] if int(k.rsplit("#", 1)[1]) % 2]
     assert odd and sorted(shown["left"]) == sorted(odd) and sorted(shown["scored"]) == sorted(set(shown["sample"]) - set(odd))
     log = next(assay_home.glob("logs/scoring/*.log")).read_text()
     assert all(f"{k}: its packet could not be built" in log for k in odd)
+    # it graded less than it sampled, and says so (issue 31: "the run still said `done`")
+    assert result.returncode == 4 and shown["outcome"] == "incomplete" and sorted(shown["not_graded"]) == sorted(odd)
 
 
 def test_your_scores_hide_the_models_until_all_five_are_in(assay_home, world):
@@ -233,7 +222,7 @@ def test_assay_stop_stops_a_scoring_run_and_the_next_takes_up_the_rest(assay_hom
     assert [r["state"] for r in inbox["needs_you"] if r["id"] == record["id"]] == ["stopped"]
     seats(assay_home)
     resumed = json.loads(score(assay_home, world, *RUN).stdout)
-    assert len(resumed["scored"]) == 5
+    assert len(resumed["scored"]) == 4 and len(json.loads(score(assay_home, world, *RUN).stdout)["scored"]) == 1
 
 
 def test_on_a_terminal_mine_asks_for_each_criterion_then_shows_the_models(assay_home, world):
