@@ -23,7 +23,7 @@ from assay.evaltasks.timesafe import TimeSafeError
 from assay.hooks.protocols import Harness, SandboxBackend
 from assay.scoring import builtwith, origins, packet, sample
 from assay.scoring.github import GitHub, GitHubError, Issue, PullRequest
-from assay.scoring.store import Failure, PullScores, SampledPull, ScoringRun, ScoringStore
+from assay.scoring.store import KIND, Failure, PullScores, SampledPull, ScoringRun, ScoringStore
 from assay.sessions.grader_session import grader_session
 from assay.storage import files
 from assay.storage.files import Locked, exclusive_lock
@@ -33,7 +33,6 @@ from assay.storage.home import AssayHome
 from assay.storage.records import Outcome, VoidCause
 from assay.storage.userconfig import ScoringConfig, grading_config
 
-KIND = "scoring"
 STOPPED = "stopped"
 INCOMPLETE = "incomplete"  # the run graded less than it sampled, not for a Stop or a plan limit
 ATTEMPTS = 2  # Grader sessions per pull request when the answer is unusable

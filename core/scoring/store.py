@@ -19,6 +19,7 @@ import attrs
 from assay.storage import files, formats
 from assay.storage.home import AssayHome
 
+KIND = "scoring"  # the Command's kind: its records and logs are under logs/scoring/
 CRITERIA = ("Correct", "Scoped", "Tested", "Honest", "Standards")
 
 

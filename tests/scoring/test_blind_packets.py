@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 import subprocess
 import unicodedata
 from pathlib import Path
 
-import pytest
-
 from tests.experiment_fixtures import git
-from tests.sandbox_fixtures import bwrap_unavailable
 from tests.scoring_fixtures import CLAUDE, RUN, score, stamp, world  # noqa: F401 - world is a fixture
 
 # Every spelling of a family, a Harness, a Model or an attribution, read as the scrub should:
@@ -102,6 +100,7 @@ def test_a_packet_names_nothing_that_built_it_in_its_texts_history_or_objects(as
     assert git(repo, "rev-parse", "HEAD~1^{tree}") == git(source, "rev-parse", f"{commits[1]}^{{tree}}")
     stored = set(git(repo, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)").split())
     assert stored == set(git(repo, "rev-list", "--objects", "--no-object-names", "--all").split())
+    assert oct(stat.S_IMODE((assay_home / "evals" / "scoring").stat().st_mode)) == "0o700"
 
 
 def test_the_packet_holds_the_issue_as_it_stood_when_the_pull_request_merged(assay_home, world):
@@ -114,16 +113,6 @@ def test_the_packet_holds_the_issue_as_it_stood_when_the_pull_request_merged(ass
         assert inside["Issue 1"].startswith(f"```text\n# Pager bug {n}\n\nThe pager drops the last page ({n}).")
         assert "As opened" not in inside["Issue 1"] and "EDITED LATER" not in inside["Issue 1"]
         assert "RENAMED LATER" not in inside["Issue 1"]
-
-
-def test_the_grader_cannot_change_the_packet_under_bwrap(assay_home, world):
-    """Issue 31: the repository is "read-only for the Grader (today the packet folder is bound read-write)"."""
-    if reason := bwrap_unavailable():
-        pytest.skip(reason)
-    done = score(assay_home, world, "score", "--seed", "7", "--json")
-    assert done.returncode == 0, done.stderr
-    for seen in packets(assay_home).values():
-        assert (seen / "repo-writable.txt").read_text() == "no: Read-only file system"
 
 
 DISGUISES = [
