@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from assay.plugins.demo.scoring import gh_on_path
+
 from tests.conftest import cli_env, run_cli
 from tests.experiment_fixtures import PLUGINS, git
 
-FAKE_GH = Path(__file__).parent / "fakes" / "fake_gh.py"
 CLAUDE = "Built with claude 2.1.197 · claude-opus-5 · high"
 CODEX = "Built with codex · gpt-5.5 · medium"  # an older line, without the Harness version
 SEATS = '["fake-scorer:claude-sonnet-9", "fake-scorer:gpt-9"]'
@@ -91,17 +92,13 @@ def world(tmp_path: Path, assay_home: Path) -> dict:
     data = {"logged_in": True, "repos": {"acme/app": {"clone_url": str(repo)}}, "pulls": pulls, "issues": issues,
             "commit_diffs": {commits[2]: git(repo, "diff", commits[1], commits[2])}, "commits": commits}
     (tmp_path / "world.json").write_text(json.dumps(data))
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "gh").write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE_GH} \"$@\"\n")
-    (bin_dir / "gh").chmod(0o755)
+    bin_dir = gh_on_path(tmp_path / "bin", tmp_path / "world.json", tmp_path / "gh.log")  # the fake gh assay ships
     seats(assay_home)
     return {"path": tmp_path / "world.json", "bin": bin_dir, "data": data, "log": tmp_path / "gh.log"}
 
 
 def score(assay_home: Path, world: dict, *args: str, **env: str):
-    return run_cli(assay_home, *args, plugins=PLUGINS, PATH=f"{world['bin']}{os.pathsep}{os.environ['PATH']}",
-                   FAKE_GH_WORLD=str(world["path"]), FAKE_GH_LOG=str(world["log"]), **env)
+    return run_cli(assay_home, *args, plugins=PLUGINS, PATH=f"{world['bin']}{os.pathsep}{os.environ['PATH']}", **env)
 
 
 RUN = ("score", "--sandbox", "none", "--unsandboxed-grader", "--seed", "7", "--json")
@@ -115,7 +112,6 @@ def seats(assay_home: Path, *seated: str) -> None:
 
 def score_in_background(assay_home: Path, world: dict, **popen) -> subprocess.Popen:
     """`assay score` (RUN) as a process of its own, for a test that kills or stops it."""
-    env = cli_env(assay_home, PLUGINS, PATH=f"{world['bin']}{os.pathsep}{os.environ['PATH']}",
-                  FAKE_GH_WORLD=str(world["path"]))
+    env = cli_env(assay_home, PLUGINS, PATH=f"{world['bin']}{os.pathsep}{os.environ['PATH']}")
     return subprocess.Popen([sys.executable, "-m", "assay", *RUN], env=env, **popen)
 

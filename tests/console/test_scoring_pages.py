@@ -48,9 +48,8 @@ def test_the_scores_form_hides_the_models_until_all_five_then_shows_both(assay_h
     assert c.get(url, headers=JSON).json() == json.loads(score(assay_home, world, "scores", "acme/app#9", "--json").stdout)
 
 
-def test_the_bug_origin_form_confirms_or_rejects_as_the_cli_does(assay_home, world, monkeypatch):  # noqa: F811
+def test_the_bug_origin_form_confirms_or_rejects_as_the_cli_does(assay_home, world):  # noqa: F811
     assert score(assay_home, world, *RUN).returncode == 0
-    monkeypatch.setenv("FAKE_GH_WORLD", str(world["path"]))  # the Console asks the same gh
     c = console(assay_home, world)
     assert c.get("/bug-origins", headers=JSON).json() == json.loads(score(assay_home, world, "bug-origins", "--json").stdout)
     url = "/bug-origins/acme%2Fapp%23120"
@@ -66,11 +65,10 @@ def test_the_bug_origin_form_confirms_or_rejects_as_the_cli_does(assay_home, wor
     assert c.get("/bug-origins/acme%2Fapp%23999").status_code == 404
 
 
-def test_a_confirmed_bug_origins_eval_task_is_approved_from_the_console(assay_home, world, monkeypatch):  # noqa: F811
+def test_a_confirmed_bug_origins_eval_task_is_approved_from_the_console(assay_home, world):  # noqa: F811
     """`assay proposals` and `assay approve` from the Console: listed with their problems, approved
     only once valid (a missing suite is refused, nothing moved)."""
     assert score(assay_home, world, *RUN).returncode == 0
-    monkeypatch.setenv("FAKE_GH_WORLD", str(world["path"]))
     c = console(assay_home, world)
     token = csrf(c, "/bug-origins/acme%2Fapp%23120")
     c.post("/bug-origins/acme%2Fapp%23120", data={"csrf": token, "action": "confirm"})

@@ -249,7 +249,7 @@ def test_on_a_terminal_mine_asks_for_each_criterion_then_shows_the_models(assay_
     answers = [(f"{name} (pass/fail)".encode(), verdict) for name, verdict in
                (("Correct", "pass"), ("Scoped", "pass"), ("Tested", "fail"), ("Honest", "fail"), ("Standards", "pass"))]
     answers = [step for prompt, verdict in answers for step in ((prompt, verdict), (b"why", f"my reason {verdict}"))]
-    env = cli_env(assay_home, PLUGINS, FAKE_GH_WORLD=str(world["path"]))
+    env = cli_env(assay_home, PLUGINS)
     code, text = on_terminal([sys.executable, "-m", "assay", "scores", "acme/app#9", "--mine"], env, answers)
     assert code == 0, text
     assert text.index("Standards (pass/fail)") < text.index("Correct judged by")  # shown only after all five

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""A fake ``gh`` for the Scoring run's tests: ``gh auth status`` and the ``gh api`` calls
-assay.scoring.github makes, served from a JSON world at $FAKE_GH_WORLD; each call is appended to
-$FAKE_GH_LOG. The world: {"logged_in": bool, "repos": {"o/r": {"clone_url": ...}},
+"""A fake ``gh`` for the Scoring run's demo (``assay demo scoring``) and its tests: ``gh auth
+status`` and the ``gh api`` calls assay.scoring.github makes (docs/scoring.md lists them), served
+from a JSON world at $FAKE_GH_WORLD; each call is appended to $FAKE_GH_LOG. The world: {"logged_in": bool, "repos": {"o/r": {"clone_url": ...}},
 "pulls": [{repo, number, title, body, created_at, merged_at, merge_commit_sha, labels,
 commits: [date...], checks: [[name, conclusion]...], closes: [N or "o/r#N"...]}], "issues":
 [{repo, number, title, body, labels, edits: [[editedAt, text]...], renames: [[createdAt, previous,
