@@ -76,6 +76,7 @@ class EvalTask:
     change: str | None = None
     inputs: Mapping[str, Path] = attrs.field(factory=dict)
     criteria: Mapping[str, Any] = attrs.field(factory=dict)
+    issue_url: str | None = None  # the issue's link, where the task has one (a Custom runner's request.json)
     # A process task's Pair evidence: ``new_tests`` globs and the ``command`` that runs one ("{file}").
     process_grading: Mapping[str, Any] = attrs.field(factory=dict)
 
