@@ -92,7 +92,7 @@ class FakeJudgeHarness(FakeAgentHarness):
 
     def invocation(self, request) -> Invocation:
         return Invocation(
-            argv=(request.binary.path, str(JUDGE), request.model or ""), cwd=request.repository,
+            argv=(request.binary.path, str(JUDGE), request.model or "", request.prompt), cwd=request.repository,
             env={"PATH": os.environ.get("PATH", ""), "HOME": str(request.home)}, read_only=(JUDGE,),
             read_write=(request.repository, request.home), hosts=self.provider_hosts,
         )

@@ -11,7 +11,7 @@ As a Grader panel seat (a pair.md in its folder) it writes call.json: a Model na
 merges the change that makes add() add and prefers it, "…contrary…" the opposite, "…first…" merges
 both and always prefers Change 1 (so its preference flips with the order), and
 "…broken-until-fixed…" answers badly until a file .judge-fixed is in its folder. Each session
-adds a line to asked.txt there.
+adds a line to asked.txt there. The prompt it was given (its second argument) is its first output line.
 """
 
 import json
@@ -46,6 +46,8 @@ def panel(model: str) -> int:
 
 def main() -> int:
     model = sys.argv[1]
+    if len(sys.argv) > 2:  # the prompt it was given, for its session.log
+        print(json.dumps({"type": "prompt", "text": sys.argv[2]}), flush=True)
     if Path("pair.md").exists():
         return panel(model)
     packet = Path("packet.md").read_text()
