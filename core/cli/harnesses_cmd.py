@@ -86,6 +86,9 @@ def _show_checks(reports: list[Any]) -> None:
                 typer.echo(f"\n{report.harness} {check.name}: {check.summary}\n  what to do: {check.fix}")
                 for line in check.evidence:
                     typer.echo(f"  - {line}")
+        if report.memory_peak:
+            typer.echo(f"\n{report.harness}: its sessions held at most {report.memory_peak / (1 << 20):.0f} MiB "
+                       "(its footprint, from which the Trials' default memory cap is set)")
         if report.folder:
             typer.echo(f"\n{report.harness}: the sessions' logs are in {report.folder}")
 

@@ -42,7 +42,8 @@ from assay.harnesscheck.checks import (
 from assay.hooks.loaded import Plugins
 from assay.hooks.protocols import HarnessBinary, RoutableHarness, SandboxBackend, UpstreamRouting
 from assay.scripted_provider.routing import ScriptedProviders
-from assay.storage import files
+from assay.storage import files, footprints
+from assay.storage.commands import now
 from assay.storage.home import AssayHome
 
 BACKEND = "bwrap"
@@ -57,6 +58,7 @@ class HarnessReport:
     version: str | None
     folder: str | None
     checks: tuple[Check, ...]
+    memory_peak: int | None = None  # the largest peak of its sessions (bytes): its footprint
 
     @property
     def failed(self) -> bool:
@@ -87,20 +89,24 @@ def check_harnesses(plugins: Plugins, home: AssayHome, names: Sequence[str] = ()
         folder = home.logs / "harness-check" / name
         files.remove_tree(folder)
         run = partial(check_harness, harness, binary, backend, folder, timeout=timeout, assay_home=home.root)
+        peak = None
         try:
-            checks = trio.run(run)
+            checks, peak = trio.run(run)
         except Exception as e:  # one Harness breaking the check must not hide the others' reports
             why = f"the check itself broke: {type(e).__name__}: {e}"
             first, *rest = CHECKS
             checks = (failed(first, why, fix="see the session logs in " + str(folder)),
                       *(skipped(check, why) for check in rest))
-        reports.append(HarnessReport(name, binary.version, str(folder), checks))
+        if peak is not None and checks[0].status == "pass":  # a whole session ran: its peak is a footprint
+            footprints.record(home, name, footprints.Footprint(peak, binary.version, now()))
+        reports.append(HarnessReport(name, binary.version, str(folder), checks, peak))
     return reports
 
 
 async def check_harness(harness: RoutableHarness, binary: HarnessBinary, backend: SandboxBackend, folder: Path,
-                        *, timeout: float, assay_home: Path) -> tuple[Check, ...]:
-    """Run the check sessions of one Harness in ``folder`` and judge every check."""
+                        *, timeout: float, assay_home: Path) -> tuple[tuple[Check, ...], int | None]:
+    """Run the check sessions of one Harness in ``folder``: every check judged, and the largest
+    memory peak of its sessions (None where the sandbox counts none)."""
     first_nonce, second_nonce, marker, other = (f"assay-check-{secrets.token_hex(4)}" for _ in range(4))
     with ScriptedProviders(backend) as providers:
         bench = Bench(harness, binary, providers, folder, timeout=timeout, assay_home=assay_home)
@@ -109,7 +115,7 @@ async def check_harness(harness: RoutableHarness, binary: HarnessBinary, backend
         if not first.provider.model_requests():
             why = "the first session never reached the scripted provider (see the session and hosts checks)"
             found = {"session": judge_session(first, first_nonce), "hosts": judge_hosts(harness, [first])}
-            return tuple(found.get(name) or skipped(name, why) for name in CHECKS)
+            return tuple(found.get(name) or skipped(name, why) for name in CHECKS), None
         sessions = [first]
         for name, later, prompt, options in (
             ("second", hello_script(), _prompt(second_nonce, "say hello"), {}),
@@ -119,11 +125,12 @@ async def check_harness(harness: RoutableHarness, binary: HarnessBinary, backend
         ):
             sessions.append(await bench.run(name, later, prompt, **options))
     _, second, stop, limit, error = sessions
+    peaks = [s.memory_peak for s in sessions if s.memory_peak is not None]
     return (
         judge_session(first, first_nonce), judge_stream(first, script, first_nonce), judge_web_tools(first),
         judge_fresh_home(first, second, first_nonce), judge_stop(stop, getattr(backend, "grace", DEFAULT_GRACE)),
         judge_plan_limit(limit), judge_server_error(error), judge_hosts(harness, sessions),
-    )
+    ), max(peaks, default=None)
 
 
 def _prompt(nonce: str, task: str) -> str:

@@ -108,6 +108,7 @@ class ProcessResult:
     timed_out: bool = False
     stderr_tail: str = ""
     void_cause: VoidCause | None = None
+    memory_peak: int | None = None  # the most memory it held at once (bytes), where the sandbox counts it
 
 
 @attrs.frozen

@@ -92,11 +92,12 @@ class BwrapBackend(Supervisor):
 
         It runs a trio loop of its own, so call it outside one.
         """
-        described = self._caps().describe(self._limit())
+        limit, source = (self.memory_limit, "set for this backend") if self.memory_limit else memory.default_and_source()
+        described = f"{self._caps().describe(limit)}; {source}"
         limits_here = limits.in_force(
-            self._caps(), self._limit(), self.pids_caps or pids.detect(), self.pids_limit or pids.default_limit(),
+            self._caps(), limit, self.pids_caps or pids.detect(), self.pids_limit or pids.default_limit(),
             self.disk_caps or disk.detect(), self.disk_limit or disk.default_limit(),
-            self.file_size or limits.file_size_limit())
+            self.file_size or limits.file_size_limit(), memory_source=source)
         if shutil.which(self.executable) is None:
             return SandboxCheck(False, f"{self.executable} is not installed (apt-get install bubblewrap)", described,
                                 limits_here)
@@ -145,7 +146,7 @@ class BwrapBackend(Supervisor):
                         reports.cancel_scope.deadline = trio.current_time() + self.drain  # the last reports
                     nursery.cancel_scope.cancel()
             notes = cap.notes() + await trio.to_thread.run_sync(staged.finish)
-            result = attrs.evolve(result, stderr_tail=result.stderr_tail + notes)
+            result = attrs.evolve(result, stderr_tail=result.stderr_tail + notes, memory_peak=cap.peak())
             return hostkills.judge(_reading(result, handshake, capped=cap.killed()), oom_before)
         finally:
             handshake.close()

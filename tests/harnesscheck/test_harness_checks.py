@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import trio
+from assay.plugins.sandbox_bwrap import memory
 from assay.plugins.sandbox_bwrap.backend import BwrapBackend
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, resolver, upstream_table
 from assay.scripted_provider import ProviderLog
@@ -86,6 +87,9 @@ def test_both_real_clis_pass_every_check(assay_home: Path) -> None:
         assert "(the provider saw the same)" in checks["stream"]["evidence"][3]
     folder = assay_home / "logs" / "harness-check" / "claude"
     assert {p.name for p in folder.iterdir()} == {"first", "second", "stop", "plan-limit", "server-error"}
+    if memory.detect().parent is not None:  # a cgroup keeps a Trial's peak: each CLI's footprint is recorded
+        measured = json.loads((assay_home / "footprints.json").read_text())["harnesses"]
+        assert set(measured) == {"claude", "codex"} and all(m["peak_bytes"] > 1 << 20 for m in measured.values())
     for harness in ("claude", "codex"):
         first = assay_home / "logs" / "harness-check" / harness / "first"
         assert ProviderLog(first / "provider.jsonl").credentials() == {fingerprint(API_KEY)}

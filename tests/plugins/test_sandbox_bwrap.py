@@ -320,6 +320,67 @@ def test_past_its_memory_cap_a_trial_is_killed_and_void(bwrap: BwrapBackend, wor
     assert own(caps.parent, "assay-trial-") <= before  # the Trial's cgroup went with it
 
 
+def test_a_trial_slows_at_a_soft_limit_below_its_cap_and_its_peak_is_kept(bwrap: BwrapBackend, world: World) -> None:
+    """977 D39: 'Memory: each Trial runs in a systemd-run --user --scope of its own, with MemoryHigh,
+    MemoryMax and MemorySwapMax'; issue 38: 'a soft limit (memory.high a little below the hard cap, so
+    a session slows before it is killed)'. The Trial's own cgroup holds it while the Trial runs,
+    and the most memory the Trial held comes back with its result."""
+    caps = cgroup_caps()
+    before = own(caps.parent, "assay-trial-")
+    soft_file = "memory.high" if caps.kind == "cgroup v2" else "memory.soft_limit_in_bytes"
+    seen: list[str] = []
+
+    def look(line: str) -> None:
+        [folder] = own(caps.parent, "assay-trial-") - before
+        seen.append((folder / soft_file).read_text().strip())
+
+    code = "held = bytearray(64 << 20); print('holding', flush=True)"
+    result, lines = run(attrs.evolve(bwrap, memory_limit=512 << 20), world, code, on_line=look)
+    assert lines == ["holding"] and result.exit_code == 0
+    assert int(seen[0]) == memory.soft_limit(512 << 20) == int((512 << 20) * memory.SOFT_SHARE) // 4096 * 4096
+    assert memory.soft_limit(512 << 20) < 512 << 20
+    assert result.memory_peak is not None and 64 << 20 <= result.memory_peak < 512 << 20
+
+
+def test_a_cgroup_v2_cap_sets_memory_high_below_memory_max(tmp_path: Path) -> None:
+    """The same soft limit on cgroup v2, where it is memory.high (a throttle, not a kill)."""
+    cap = memory.MemoryCaps("cgroup v2", tmp_path).start(1 << 30)
+    assert isinstance(cap, memory.Cgroup)
+    assert int((cap.path / "memory.max").read_text()) == 1 << 30
+    assert int((cap.path / "memory.high").read_text()) == memory.soft_limit(1 << 30) < 1 << 30
+    (cap.path / "memory.peak").write_text("123456\n")
+    assert cap.peak() == 123456
+
+
+def test_the_default_cap_comes_from_the_measured_footprint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """977 D39: 'The caps' defaults are set once a Trial's footprint is measured'; issue 38: 'a default
+    measured from the Harness's real footprint (the live checks measure a session's peak) instead of
+    half the machine'. Before any measurement the default is half the machine; after, it is
+    HEADROOM times the largest measured peak, within [FLOOR, half the machine], and the check says why."""
+    from assay.storage import footprints
+    from assay.storage.commands import now
+    from assay.storage.home import AssayHome
+
+    monkeypatch.delenv(memory.MEMORY_ENV, raising=False)
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    (proc / "meminfo").write_text(f"MemTotal:       {64 << 20} kB\n")  # 64 GiB
+    home = AssayHome(tmp_path / "home")
+    home.root.mkdir()
+    assert memory.default_and_source(proc, home) == (32 << 30, "half this machine: no footprint measured yet "
+                                                               "(assay harnesses check)")
+    footprints.record(home, "claude", footprints.Footprint(700 << 20, "2.1.197", now()))
+    footprints.record(home, "codex", footprints.Footprint(50 << 20, "0.171.0", now()))
+    limit, source = memory.default_and_source(proc, home)
+    assert limit == memory.HEADROOM * (700 << 20) and "claude: 700 MiB" in source
+    footprints.record(home, "claude", footprints.Footprint(10 << 20, "2.1.198", now()))
+    assert memory.default_and_source(proc, home)[0] == memory.FLOOR
+    footprints.record(home, "claude", footprints.Footprint(10 << 30, "2.1.199", now()))
+    assert memory.default_and_source(proc, home)[0] == 32 << 30, "never more than half the machine"
+    monkeypatch.setenv(memory.MEMORY_ENV, "3G")
+    assert memory.default_and_source(proc, home) == (3 << 30, "from $ASSAY_TRIAL_MEMORY")
+
+
 def test_without_a_cgroup_each_process_gets_the_data_limit(bwrap: BwrapBackend, world: World) -> None:
     code = """
         import resource
