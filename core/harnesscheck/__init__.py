@@ -13,9 +13,10 @@ evidence.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import attrs
 import trio
@@ -48,6 +49,10 @@ from assay.storage.home import AssayHome
 
 BACKEND = "bwrap"
 DEFAULT_GRACE = 10.0  # a backend's seconds per stop signal, where it does not say
+# The check sessions, in the order they run, with what each does.
+SESSIONS = {"first": "commit a file, then answer", "second": "a fresh home says hello",
+            "stop": "a background job, then a Stop", "plan-limit": "work until the plan runs out",
+            "server-error": "a server error before any work"}
 
 
 @attrs.frozen
@@ -65,11 +70,20 @@ class HarnessReport:
         return any(check.status == "fail" for check in self.checks)
 
 
+Report = Callable[[str, bool], None]  # (what, finished): a step starting, or one ended and what it found
+
+
+def _quiet(text: str, done: bool) -> None:
+    return None
+
+
 def check_harnesses(plugins: Plugins, home: AssayHome, names: Sequence[str] = (), *,
-                    timeout: float = 60.0) -> list[HarnessReport]:
-    """Check the named Harnesses (default: every installed one). Runs trio loops of its own."""
+                    timeout: float = 60.0, report: Report = _quiet) -> list[HarnessReport]:
+    """Check the named Harnesses (default: every installed one), telling ``report`` each session as
+    it starts and each check as it is judged. Runs trio loops of its own."""
     harnesses = plugins.harnesses()
     chosen = list(names) or sorted(harnesses)
+    report(f"checking that {BACKEND} runs Trials here", False)
     backend, unusable = _backend(plugins)
     reports = []
     for name in chosen:
@@ -84,11 +98,14 @@ def check_harnesses(plugins: Plugins, home: AssayHome, names: Sequence[str] = ()
             except Exception as e:  # a missing or broken binary is a reason to skip, not a crash
                 why = str(e)
         if why is not None or binary is None or backend is None:
+            report(f"{name}: every check skipped: {why}", True)
             reports.append(HarnessReport(name, None, None, tuple(skipped(check, why or "") for check in CHECKS)))
             continue
+        report(f"{name} {binary.version}: {len(SESSIONS)} sessions in the sandbox against a scripted provider", True)
         folder = home.logs / "harness-check" / name
         files.remove_tree(folder)
-        run = partial(check_harness, harness, binary, backend, folder, timeout=timeout, assay_home=home.root)
+        run = partial(check_harness, harness, binary, backend, folder, timeout=timeout, assay_home=home.root,
+                      report=report)
         peak = None
         try:
             checks, peak = trio.run(run)
@@ -97,6 +114,8 @@ def check_harnesses(plugins: Plugins, home: AssayHome, names: Sequence[str] = ()
             first, *rest = CHECKS
             checks = (failed(first, why, fix="see the session logs in " + str(folder)),
                       *(skipped(check, why) for check in rest))
+        for check in checks:
+            report(f"{name} {check.name}: {check.status}, {check.summary}", True)
         if peak is not None and checks[0].status == "pass":  # a whole session ran: its peak is a footprint
             footprints.record(home, name, footprints.Footprint(peak, binary.version, now()))
         reports.append(HarnessReport(name, binary.version, str(folder), checks, peak))
@@ -104,14 +123,25 @@ def check_harnesses(plugins: Plugins, home: AssayHome, names: Sequence[str] = ()
 
 
 async def check_harness(harness: RoutableHarness, binary: HarnessBinary, backend: SandboxBackend, folder: Path,
-                        *, timeout: float, assay_home: Path) -> tuple[tuple[Check, ...], int | None]:
+                        *, timeout: float, assay_home: Path, report: Report = _quiet,
+                        ) -> tuple[tuple[Check, ...], int | None]:
     """Run the check sessions of one Harness in ``folder``: every check judged, and the largest
     memory peak of its sessions (None where the sandbox counts none)."""
     first_nonce, second_nonce, marker, other = (f"assay-check-{secrets.token_hex(4)}" for _ in range(4))
     with ScriptedProviders(backend) as providers:
         bench = Bench(harness, binary, providers, folder, timeout=timeout, assay_home=assay_home)
+
+        async def run(name: str, *args: Any, **options: Any) -> Session:
+            number = list(SESSIONS).index(name) + 1
+            report(f"{harness.name}: session {number}/{len(SESSIONS)}, {name}: {SESSIONS[name]}", False)
+            started = trio.current_time()
+            session = await bench.run(name, *args, **options)
+            report(f"{harness.name}: session {number}/{len(SESSIONS)}, {name}, ended after "
+                   f"{trio.current_time() - started:.1f} s", True)
+            return session
+
         script = commit_script(first_nonce)
-        first = await bench.run("first", script, _prompt(first_nonce, f"commit {first_nonce}"))
+        first = await run("first", script, _prompt(first_nonce, f"commit {first_nonce}"))
         if not first.provider.model_requests():
             why = "the first session never reached the scripted provider (see the session and hosts checks)"
             found = {"session": judge_session(first, first_nonce), "hosts": judge_hosts(harness, [first])}
@@ -123,7 +153,7 @@ async def check_harness(harness: RoutableHarness, binary: HarnessBinary, backend
             ("plan-limit", plan_limit_script(), _prompt(other, "work until the plan runs out"), {}),
             ("server-error", server_error_script(), _prompt(other, "meet a server error"), {}),
         ):
-            sessions.append(await bench.run(name, later, prompt, **options))
+            sessions.append(await run(name, later, prompt, **options))
     _, second, stop, limit, error = sessions
     peaks = [s.memory_peak for s in sessions if s.memory_peak is not None]
     return (
