@@ -627,6 +627,9 @@ def inbox(json_: bool = JsonOpt) -> None:
     typer.echo("Running:")
     table(["KIND", "ID", "STARTED", "STOP"], [
         (r["kind"], r["id"], _when(r["started_at"]), r["stop"]) for r in box["running"]])
+    for r in box["running"]:
+        for finding in r.get("findings", ()):
+            say(f"  {r['id']} finding: {finding}")
     typer.echo("")
     for title, rows in (("Needs you", box["needs_you"]), ("Done", box["done"])):
         typer.echo(f"{title}:")
@@ -635,6 +638,8 @@ def inbox(json_: bool = JsonOpt) -> None:
              f"{r['release']['commit'][:10]} since {r['release']['tag']}: {r['summary']}" if r["release"] else r["summary"])
             for r in rows])
         for r in rows:
+            for finding in r.get("findings", ()):
+                say(f"  {r['id']} finding: {finding}")
             for wait in r["waiting"]:
                 say(f"  {r['id']} {'not final' if wait['blocks'] else 'note'}: {wait['text']}")
         typer.echo("")

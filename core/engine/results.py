@@ -17,6 +17,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any, ClassVar
 
 import attrs
+from assay.engine.findings import findings
 from assay.engine.folder import ExperimentDir, Slot
 from assay.pairs import people
 from assay.pairs.panel import PairPanel, arms_families, pair_panel
@@ -27,7 +28,6 @@ from assay.storage.files import exclusive_lock
 from assay.storage.home import AssayHome
 from assay.storage.records import ARMS, Bar, CommandRecord, Look, Looks, Outcome, Recheck, Setup
 
-MEMORY_CAP_FINDING = 2  # memory-cap voids of one Arm that make a finding: it keeps hitting the cap
 BROKEN_SHARE = 0.75  # of an Arm's Trials (2 or more) failing the same way: the Arm is broken, not measured
 
 
@@ -553,11 +553,7 @@ def describe(exp: ExperimentDir, command: Any | None,
         "tokens": tokens,
         "cost_usd": cost,
         "void_causes": voids,
-        "findings": [
-            f"The {arm.title()} hit its memory cap {voids[arm]['memory_cap']} times: Runs have no cap, "
-            "so its sessions may need more memory than a Trial allows (ASSAY_TRIAL_MEMORY)"
-            for arm in ARMS if voids[arm].get("memory_cap", 0) >= MEMORY_CAP_FINDING
-        ],
+        "findings": findings(exp, setup, bar, voids),
         "outcomes": outcomes,
         "looks": [formats.unstructure(look) for look in exp.looks()],
         "verdict": verdict,

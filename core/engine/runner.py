@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 import trio
-from assay.engine import blinding, results
+from assay.engine import blinding, findings, results
 from assay.engine.folder import ExperimentDir, Slot, SlotState, task_dirname
 from assay.evaltasks import manifests, timesafe
 from assay.hooks.loaded import Plugins
@@ -45,6 +45,7 @@ SELF_EVIDENT_FAILS = {Outcome.FAILED, Outcome.TIMEOUT, Outcome.STOPPED_TO_ASK}
 PLAN_LIMIT_CAUSES = {VoidCause.PLAN_LIMIT, VoidCause.USAGE_LIMIT}
 # Void causes that mean the provider is failing: a re-run waits first (the Bar's backoff).
 PROVIDER_FAILING = {VoidCause.SERVER_ERROR, VoidCause.PROVIDER_UNREACHABLE}
+FINDING_CAUSES = {VoidCause.MEMORY_CAP, VoidCause.PROVIDER_UNREACHABLE}  # voids that may make a finding
 
 
 class SlotQueue:
@@ -167,7 +168,19 @@ class ExperimentRun:
     def states(self) -> list[SlotState]:
         return [self.exp.slot_state(s, self.bar) for s in self.exp.slots(self.setup.tasks)]
 
+    def _note_findings(self) -> None:
+        """Put what the Experiment found about its set-up in its Command record, which the Inbox
+        reads (a Needs you), as soon as it is found; each new one in the log and the Activity log."""
+        found = tuple(findings.findings(self.exp, self.setup, self.bar))
+        for finding in found:
+            if finding not in self.command.record.findings:
+                self.command.log(f"finding: {finding}")
+                self.command.activity("finding", f"experiment {self.exp.id}: {finding}")
+        if found != self.command.record.findings:
+            self.command.update(findings=found)
+
     async def _trials(self) -> None:
+        self._note_findings()  # those of an earlier run, on a resume
         states = self.states()
         todo = [(s.slot, s.next_attempt) for s in states if s.next_attempt is not None]
         self.counts.total = len(states)
@@ -203,6 +216,8 @@ class ExperimentRun:
                 f"Trial {slot.key} attempt {attempt}: {record.outcome.value}"
                 + (f" ({record.void_cause.value})" if record.void_cause else "")
             )
+            if record.void_cause in FINDING_CAUSES:
+                self._note_findings()
             self.report("trial ended", self.counts)
             queue.done(again)
             if again is None:

@@ -93,6 +93,11 @@ class Invocation:
     read_only: tuple[Path, ...] = ()
     read_write: tuple[Path, ...] = ()
     hosts: tuple[str, ...] = ()
+    # The hosts of its Harness's provider (default: every host on ``hosts``). The proxy refusing one
+    # is assay's gap (an allowlist, a lookup, the network), never the Arm's: the session can't
+    # reach its provider, so it ends at once, void (provider_unreachable). Any other host an agent
+    # asks for is refused and the session goes on.
+    provider_hosts: tuple[str, ...] = attrs.field(default=attrs.Factory(lambda self: self.hosts, takes_self=True))
     stop_signals: tuple[int, ...] = (15,)
     log_dir: Path | None = None  # where a sandbox keeps its own logs (the proxy's); None: cwd's parent
     broker: Brokered | None = None  # the login whose stand-ins the session holds (SessionRequest.brokered)

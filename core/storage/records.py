@@ -21,6 +21,7 @@ Format history:
   ``panel_families``, ``panel_spending_limit``, ``panel_agreement``) and people's reviews
   (``people``, ``people_readers``, ``people_sample``, ``people_overlap``); an older Bar reads with
   both off, as it ran.
+- CommandRecord 6: ``findings`` (what an Experiment found about its own set-up; older records have none).
 """
 
 from __future__ import annotations
@@ -419,8 +420,8 @@ class Stage:
 class CommandRecord:
     """A long-running job (an Experiment, later a Scoring run), as the Inbox reads it."""
 
-    FORMAT: ClassVar[int] = 5
-    UPGRADES: ClassVar[dict] = {1: dict, 2: dict, 3: dict, 4: dict}
+    FORMAT: ClassVar[int] = 6
+    UPGRADES: ClassVar[dict] = {1: dict, 2: dict, 3: dict, 4: dict, 5: dict}
 
     kind: str
     id: str
@@ -438,3 +439,4 @@ class CommandRecord:
     runs: int = 1
     waiting: str = ""  # e.g. Scores to recheck: it stays in Needs you until done
     release: Release | None = None  # a release Experiment's tag and commit
+    findings: tuple[str, ...] = ()  # what it found about its own set-up (assay.engine.findings): it needs you

@@ -131,6 +131,7 @@ class BwrapBackend(Supervisor):
                     Allowlist.of(invocation.hosts), (invocation.log_dir or invocation.cwd.parent) / PROXY_LOG,
                     resolver(self.hosts_file), own_addresses(), upstreams=upstream_table(self.upstreams),
                     private=Allowlist.of(self.private_hosts), broker=broker,
+                    provider=Allowlist.of(invocation.provider_hosts),
                 )
                 async with trio.open_nursery() as nursery:
                     await nursery.start(proxy.serve, Path(sockets) / SOCKET)
@@ -141,13 +142,15 @@ class BwrapBackend(Supervisor):
                             env={**invocation.env, **dict.fromkeys(PROXY_ENV, f"http://127.0.0.1:{RELAY_PORT}"), **trust},
                             timeout=timeout, on_line=on_line, stop_signals=invocation.stop_signals,
                             preexec_fn=None, pass_fds=handshake.child_ends, on_start=handshake.hand_over,
-                            signal_stop=_signal_session, end_early=cap.killed,
+                            signal_stop=_signal_session,
+                            end_early=lambda: cap.killed() or bool(proxy.refused_provider),
                         )
                         reports.cancel_scope.deadline = trio.current_time() + self.drain  # the last reports
                     nursery.cancel_scope.cancel()
             notes = cap.notes() + await trio.to_thread.run_sync(staged.finish)
             result = attrs.evolve(result, stderr_tail=result.stderr_tail + notes, memory_peak=cap.peak())
-            return hostkills.judge(_reading(result, handshake, capped=cap.killed()), oom_before)
+            return hostkills.judge(_reading(result, handshake, capped=cap.killed(), refused=proxy.refused_provider),
+                                   oom_before)
         finally:
             handshake.close()
             with trio.CancelScope(shield=True):
@@ -207,11 +210,13 @@ def own_folders(invocation: Invocation) -> list[Path]:
     return [p for p in invocation.read_write if own == Path(os.path.abspath(p)) or own in Path(os.path.abspath(p)).parents]
 
 
-def _reading(result: ProcessResult, handshake: Handshake, *, capped: bool) -> ProcessResult:
+def _reading(result: ProcessResult, handshake: Handshake, *, capped: bool,
+             refused: Sequence[tuple[str, str]] = ()) -> ProcessResult:
     """The command's own exit status (not bwrap's), and the sandbox's void cause if there is one.
 
     Nothing inside can kill the relay (PID 1 of its namespace), so a sandbox that ends without its
-    exit report was killed from outside; a command that killed itself is the Arm's doing.
+    exit report was killed from outside; a command that killed itself is the Arm's doing. A host of
+    its provider the proxy refused (``refused``) means it could not reach its provider.
     """
     if handshake.exit_code() is not None:
         result = attrs.evolve(result, exit_code=handshake.exit_code())
@@ -221,6 +226,11 @@ def _reading(result: ProcessResult, handshake: Handshake, *, capped: bool) -> Pr
         return attrs.evolve(result, void_cause=VoidCause.SANDBOX_FAILED)
     if capped:
         return attrs.evolve(result, void_cause=VoidCause.MEMORY_CAP)
+    if refused:
+        target, why = refused[0]
+        return attrs.evolve(result, void_cause=VoidCause.PROVIDER_UNREACHABLE, timed_out=False, stderr_tail=(
+            f"{result.stderr_tail}assay sandbox: the proxy refused {target} ({why}), a host of the Harness's "
+            "provider: the session could not reach its provider\n"))
     if not handshake.started and not result.timed_out:  # bwrap, the cap or the relay failed to set up
         return attrs.evolve(result, void_cause=VoidCause.SANDBOX_FAILED)
     if handshake.exit_code() is None and not result.timed_out:  # the relay (PID 1) or bwrap killed from outside

@@ -24,11 +24,13 @@ behaviour is a comma-separated list of steps, e.g. "sleep:0.2,right":
   fifo_report     make ~/reports/zz.md a FIFO (a read of it would block)
   git_link:TARGET  put a symbolic link to TARGET in its .git (a repository assay won't read)
   commit:PATH=TEXT write PATH in the repository ("|" becomes a new line, "^" a comma) and commit it
+  connect:HOST    ask the sandbox's proxy ($HTTPS_PROXY) for a tunnel to HOST:443 and print its answer
 """
 
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -131,6 +133,13 @@ def main() -> int:
             reports = Path(os.environ["HOME"]) / "reports"
             reports.mkdir(parents=True, exist_ok=True)
             os.mkfifo(reports / "zz.md")
+        elif name == "connect":  # as a CLI reaching a host through the proxy
+            proxy = os.environ["HTTPS_PROXY"].removeprefix("http://").rstrip("/")
+            proxy_host, _, port = proxy.rpartition(":")
+            with socket.create_connection((proxy_host, int(port)), timeout=30) as conn:
+                conn.sendall(f"CONNECT {arg}:443 HTTP/1.1\r\nHost: {arg}:443\r\n\r\n".encode())
+                answer = conn.recv(4096).decode(errors="replace").split("\r\n", 1)[0]
+            print(json.dumps({"type": "connect", "host": arg, "answer": answer}), flush=True)
         elif name == "crash":
             return 3
         elif name == "die":
