@@ -146,7 +146,7 @@ def _experiment_command(plugins: plugin_loading.Plugins):
                  "and suites name: after a changed Bar or an edited Eval task. Listed with its label."),
         new: bool = typer.Option(False, "--new", help="Start afresh beside it under the next free label (2, 3, …)."),
         yes: bool = typer.Option(False, "--yes", "-y", help="Start without asking (on a terminal it asks after the estimate)."),
-        workers: int = typer.Option(2, min=1, help="Trials running at once."),
+        workers: int = typer.Option(2, min=1, help="Sessions running at once, Grader sessions included: at most 2 per login (two Arms on different logins: 4)."),
         sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap where it works, else none)."),
         unsandboxed_grader: bool = typer.Option(
             False, "--unsandboxed-grader",

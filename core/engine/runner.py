@@ -30,6 +30,7 @@ from assay.hooks.protocols import (
 from assay.pairs.evidence import pair_evidence
 from assay.pairs.panel import ORDERS, Panel, saved_calls
 from assay.pairs.spend import Budget
+from assay.sessions.slots import arm_login, login_slot
 from assay.storage import files, formats
 from assay.storage.commands import Command, now
 from assay.storage.git import GitError
@@ -268,7 +269,8 @@ class ExperimentRun:
                 writable=tuple(p for p in [timesafe.origin_path(repository)] if p.exists()),
             )
             try:
-                outcome, process = await self.runtimes[slot.arm].run(ctx)
+                async with login_slot(arm_login(self.setup.arm(slot.arm), self.plugins.harnesses())):  # two at once per login
+                    outcome, process = await self.runtimes[slot.arm].run(ctx)
             except OSError as e:  # the session's process never started: the sandbox's fault, not the Arm's
                 outcome = SessionOutcome(Outcome.VOID, VoidCause.SANDBOX_FAILED, diagnostic=f"{type(e).__name__}: {e}")
                 process = ProcessResult(exit_code=None, backend=self.backend.name, duration=0.0)

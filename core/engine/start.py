@@ -381,7 +381,10 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
     """Run (or resume) the Experiment; returns its folder and outcome."""
     import trio
     from assay.engine.runner import ExperimentRun
+    from assay.sessions.slots import workers_refusal
 
+    if why := workers_refusal(workers, arms_summary(plan.setup).values(), plugins.harnesses()):
+        raise PlanError(why)
     try:
         preflight.probe_arms(plan.sources, arms_summary(plan.setup), plan.backend, home.root)
     except preflight.ArmCannotStart as e:

@@ -159,7 +159,12 @@ class CheckedDecoder(Protocol):
 
 @runtime_checkable
 class Harness(Protocol):
-    """An adapter for one agent CLI."""
+    """An adapter for one agent CLI.
+
+    It may name the ``login`` its sessions spend (a string attribute, default: its ``name``):
+    Harnesses that share one provider login name it alike, so their sessions share its two slots
+    (:mod:`assay.sessions.slots`).
+    """
 
     name: str
     provider_hosts: tuple[str, ...]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A fake agent session: does what the scenario says for its Model and task, printing JSON lines.
 
-Scenario (JSON file named by FAKE_SCENARIO): {"<model>": {"<task>" or "*": "<behaviour>"}} where a
+Its first and last lines carry the time (``at``) it started and ended. Scenario (JSON file named by FAKE_SCENARIO): {"<model>": {"<task>" or "*": "<behaviour>"}} where a
 behaviour is a comma-separated list of steps, e.g. "sleep:0.2,right":
   right / wrong   commit answer.txt with that word
   sleep:S         sleep S seconds
@@ -46,7 +46,7 @@ def main() -> int:
     steps = behaviour.get(task, behaviour.get("*", "right")).split(",")
     with open(f"{scenario_path}.pids", "a") as f:
         f.write(f"{os.getpid()}\n")
-    print(json.dumps({"type": "start", "task": task, "model": model}), flush=True)
+    print(json.dumps({"type": "start", "task": task, "model": model, "at": time.time()}), flush=True)
     for step in steps:
         name, _, arg = step.partition(":")
         if name == "sleep":
@@ -149,7 +149,7 @@ def main() -> int:
             held = bytearray(int(arg) << 20)  # zero-filled, so every page is touched
             print(json.dumps({"type": "allocated", "bytes": len(held)}), flush=True)
     print("not json at all", flush=True)
-    print(json.dumps({"type": "result", "session": f"s-{task}-{model}"}), flush=True)
+    print(json.dumps({"type": "result", "session": f"s-{task}-{model}", "at": time.time()}), flush=True)
     return 0
 
 

@@ -85,6 +85,11 @@ class FakeJudgeHarness(FakeAgentHarness):
 
     name = "fake-judge"
 
+    @property
+    def login(self) -> str:
+        """The login its sessions spend: ``FAKE_JUDGE_LOGIN`` names another Harness's, to share it."""
+        return os.environ.get("FAKE_JUDGE_LOGIN") or self.name
+
     def locate(self) -> HarnessBinary:
         if os.environ.get("FAKE_JUDGE_MISSING"):  # as if its CLI were not installed
             raise FileNotFoundError("'fake-judge' is not on PATH")
