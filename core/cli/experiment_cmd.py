@@ -122,6 +122,7 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         trials_per_task: int = typer.Option(None, help="Bar: Trials per Arm per Eval task (default by suite kind: 3, or 1 for spec-review)."),
         timeout: float = typer.Option(None, help="Bar: per-Trial timeout in seconds (a timeout is a fail)."),
         void_backoff: float = typer.Option(None, help="Bar: seconds before re-running a Trial the provider failed; doubles each time (default 30)."),
+        usage_warning: float = typer.Option(None, "--usage-warning", help="Bar: the share of a plan window used (Codex's rate-limit reports) at which no new Trial starts and the Experiment pauses, as at Claude's warning (default 0.9)."),
         model_grader: list[str] = typer.Option([], "--model-grader", help="Bar: a model Grader seat HARNESS:MODEL (repeatable; the first from neither Arm's family grades)."),
         look_rule: str = typer.Option(None, "--look-rule", help="Bar: how looks are judged: confidence-sequence (default; --add-tasks may extend an inconclusive Experiment, later looks judged by an interval valid at every look), confidence-sequence-only (that interval at the first look too, so false passes stay within the level whatever the looks) or one-look (no extension)."),
         add_tasks: list[str] = typer.Option(
@@ -169,7 +170,7 @@ def _experiment_command(plugins: plugin_loading.Plugins):
                                    candidate_runner=candidate_runner)
         home = AssayHome.from_env()
         given = dict(margin=margin, level=level, seed=seed, draws=draws, prior_weight=prior_weight,
-                     timeout_seconds=timeout, void_backoff_seconds=void_backoff,
+                     timeout_seconds=timeout, void_backoff_seconds=void_backoff, usage_warning=usage_warning,
                      model_graders=tuple(model_grader) or None, look_rule=look_rule,
                      panel_spending_limit=panel_spending_limit, panel_agreement=panel_agreement,
                      people=people or ("beside" if people_reader else None), people_readers=tuple(people_reader) or None,

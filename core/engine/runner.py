@@ -266,6 +266,7 @@ class ExperimentRun:
                 task=task, prompt=self.prompts[slot.arm][task.id], folder=folder, repository=repository, home=home,
                 backend=self.backend, timeout=self.bar.timeout_seconds, assay_home=self.home.root,
                 log=log, on_plan_limit=self._pause, provider_error_limit=self.bar.void_provider_errors,
+                usage_warning=self.bar.usage_warning,
                 writable=tuple(p for p in [timesafe.origin_path(repository)] if p.exists()),
             )
             try:

@@ -158,6 +158,16 @@ class CheckedDecoder(Protocol):
 
 
 @runtime_checkable
+class ReportDecoder(Protocol):
+    """The optional part of the StreamDecoder API for a CLI whose usage reports are not in its
+    stream: a line of one of the files its Harness names (:class:`ReportingHarness`)."""
+
+    def feed_report(self, line: str, warn_at: float) -> None:
+        """Read one line; a window of the plan used at or past ``warn_at`` (a share, the Bar's) is
+        a plan-limit warning (``plan_limit``), as a CLI's own warning is."""
+
+
+@runtime_checkable
 class Harness(Protocol):
     """An adapter for one agent CLI.
 
@@ -180,6 +190,17 @@ class Harness(Protocol):
 
     def decoder(self) -> StreamDecoder:
         """A fresh decoder for one session's event stream."""
+
+
+@runtime_checkable
+class ReportingHarness(Protocol):
+    """The optional part of the Harness API for a CLI that writes its usage reports to files in
+    its home rather than to its stream (Codex's rollouts); they are read as the session runs
+    (:mod:`assay.sessions.reports`) by a decoder that is a :class:`ReportDecoder`."""
+
+    def usage_reports(self, home: Path) -> Sequence[Path]:
+        """The files under the session's ``home`` holding its usage reports so far (listed without
+        following a link: the session may have made them)."""
 
 
 @attrs.frozen
@@ -297,6 +318,7 @@ class TrialContext:
     on_plan_limit: Callable[[], None]  # start nothing new
     writable: tuple[Path, ...] = ()  # more the session may write, e.g. a spec-review's local origin
     provider_error_limit: int = 10  # provider errors before any work that stop a session (the Bar's)
+    usage_warning: float = 0.9  # the share of a plan window used that warns, as a CLI's warning (the Bar's)
 
 
 class ArmRuntime(Protocol):

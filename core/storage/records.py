@@ -21,7 +21,8 @@ Format history:
   ``panel_families``, ``panel_spending_limit``, ``panel_agreement``) and people's reviews
   (``people``, ``people_readers``, ``people_sample``, ``people_overlap``); an older Bar reads with
   both off, as it ran.
-- CommandRecord 6: ``findings`` (what an Experiment found about its own set-up; older records have none).
+- Bar 6: ``usage_warning`` (the share of a plan window used at which no new Trial starts; an older Bar
+  reads with the default, 0.9, which never paused it: no report was read). CommandRecord 6: ``findings`` (what an Experiment found about its own set-up; older records have none).
 """
 
 from __future__ import annotations
@@ -156,9 +157,9 @@ class Bar:
     2k+1 values a task's difference can take.
     """
 
-    FORMAT: ClassVar[int] = 5
+    FORMAT: ClassVar[int] = 6
     UPGRADES: ClassVar[dict] = {1: dict, 2: lambda d: {**d, "void_provider_errors": 10, "void_backoff_seconds": 30.0},
-                                3: lambda d: {**d, "look_rule": LOOK_RULES[0]}, 4: dict}
+                                3: lambda d: {**d, "look_rule": LOOK_RULES[0]}, 4: dict, 5: dict}
 
     margin: float = attrs.field(default=0.10, validator=_SHARE)
     level: float = attrs.field(default=0.95, validator=_rule(lambda v: 0.0 < v < 1.0, "strictly between 0 and 1"))
@@ -176,6 +177,9 @@ class Bar:
     # The wait before re-running a Trial the provider failed (server error, unreachable); doubles each time.
     void_backoff_seconds: float = attrs.field(default=30.0, validator=_rule(lambda v: v >= 0, "0 or more seconds"))
     max_dropped_share: float = attrs.field(default=0.10, validator=_SHARE)
+    # The share of a plan window used, by a Harness's usage reports (Codex's), at which no new Trial
+    # starts: as at Claude's own warning, which it gives past 0.9.
+    usage_warning: float = attrs.field(default=0.9, validator=_rule(lambda v: 0 < v <= 1, "above 0 and at most 1"))
     model_graders: tuple[str, ...] = ()  # "harness:model" seats, tried in order
     # How looks are judged (docs/verdict.md, "More looks"): "confidence-sequence" lets --add-tasks
     # extend an inconclusive Experiment, later looks judged by the confidence sequence;
