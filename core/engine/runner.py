@@ -411,7 +411,7 @@ class ExperimentRun:
         result = results.experiment_verdict(self.exp, self.setup, self.bar, results.wrong_finding_kinds(self.plugins),
                                             families=grading_config(self.home.root).families)
         results.record_verdict(self.exp, result)
-        return result.verdict
+        return results.outcome(result)
 
 
 def _repository_state(repository: Any) -> tuple[str, str]:

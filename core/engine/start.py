@@ -445,7 +445,7 @@ def _finished(exp: ExperimentDir) -> str | None:
     if not exp.verdict_file.exists():
         return None
     done = formats.read(exp.verdict_file, results.ExperimentVerdict)
-    return None if done.pending or done.panel_missing or done.look < len(exp.looks()) else done.verdict
+    return None if done.pending or done.panel_missing or done.look < len(exp.looks()) else results.outcome(done)
 
 
 def eval_tasks(home: AssayHome, plugins: Plugins, setup: Setup) -> dict[str, EvalTask]:

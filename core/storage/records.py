@@ -22,7 +22,9 @@ Format history:
   (``people``, ``people_readers``, ``people_sample``, ``people_overlap``); an older Bar reads with
   both off, as it ran.
 - Bar 6: ``usage_warning`` (the share of a plan window used at which no new Trial starts; an older Bar
-  reads with the default, 0.9, which never paused it: no report was read). CommandRecord 6: ``findings`` (what an Experiment found about its own set-up; older records have none).
+  reads with the default, 0.9, which never paused it: no report was read), ``efficiency`` and
+  ``efficiency_margin`` (a saving the change is meant to make, judged beside the pass share; an older
+  Bar reads with none, as it ran). CommandRecord 6: ``findings`` (what an Experiment found about its own set-up; older records have none).
 """
 
 from __future__ import annotations
@@ -112,6 +114,8 @@ def _rule(test, expected: str):
     return check
 
 
+EFFICIENCY_MEASURES = ("time", "tokens", "cost")
+"""What a change may be meant to save, each judged paired per task (docs/verdict.md, "Efficiency")."""
 LOOK_RULES = ("confidence-sequence", "one-look", "confidence-sequence-only")
 """The Bar's look rules (docs/verdict.md, "More looks"); the first is the default."""
 _SHARE = _rule(lambda v: 0.0 <= v <= 1.0, "between 0 and 1")
@@ -180,6 +184,12 @@ class Bar:
     # The share of a plan window used, by a Harness's usage reports (Codex's), at which no new Trial
     # starts: as at Claude's own warning, which it gives past 0.9.
     usage_warning: float = attrs.field(default=0.9, validator=_rule(lambda v: 0 < v <= 1, "above 0 and at most 1"))
+    # What the change is meant to save, if it is meant to save any: "time", "tokens" or "cost". The
+    # Verdict then also judges the saving against ``efficiency_margin``, the share it is meant to save
+    # (docs/verdict.md, "Efficiency"); left out, efficiency is shown and never judged.
+    efficiency: str | None = attrs.field(default=None, validator=_rule(
+        lambda v: v in (None, *EFFICIENCY_MEASURES), f"one of {', '.join(EFFICIENCY_MEASURES)}"))
+    efficiency_margin: float = attrs.field(default=0.10, validator=_rule(lambda v: 0 < v < 1, "strictly between 0 and 1"))
     model_graders: tuple[str, ...] = ()  # "harness:model" seats, tried in order
     # How looks are judged (docs/verdict.md, "More looks"): "confidence-sequence" lets --add-tasks
     # extend an inconclusive Experiment, later looks judged by the confidence sequence;
@@ -209,6 +219,9 @@ class Bar:
         return {"confidence-sequence": 2, "confidence-sequence-only": 1}.get(self.look_rule)
 
     def __attrs_post_init__(self) -> None:
+        if self.efficiency is None and self.efficiency_margin != 0.10:
+            raise ValueError("bar.efficiency_margin is set, but bar.efficiency names nothing the change is meant "
+                             "to save (--efficiency time|tokens|cost)")
         if self.panel != "off" and not self.panel_seats:
             raise ValueError(f"bar.panel is {self.panel} but the panel has no seat (--panel-seat harness=…,model=…)")
         if self.people != "off" and not self.people_readers:

@@ -525,3 +525,40 @@ def test_grader_sessions_share_the_two_slots_of_their_login_with_the_trials(assa
     spans = trials + graders
     peak = max(sum(1 for s, e in spans if s <= t < e) for t, _ in spans)
     assert peak == 2
+
+
+def test_efficiency_in_the_bar_is_judged_paired_per_task_beside_the_pass_share(world, assay_home: Path, tmp_path: Path):
+    """977 US11: 'efficiency shown beside accuracy but kept out of the Bar, unless a change is meant to
+    save time or cost, so that a faster, worse change never passes on speed'; D59: 'It stays out of
+    the Bar unless the Bar says the change is meant to save time or cost.' With --efficiency time the
+    Verdict also judges the saving and says both; the pass-share Verdict is the one without it; a
+    Candidate as right but slower fails the Experiment on what it was meant to save."""
+    factory, _ = world
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "sleep:1.2,right"}, "quick": {"*": "sleep:0.1,right"},
+                                        "slow": {"*": "sleep:2,right"}})
+    plain = experiment(assay_home, factory, sc, "--candidate-model", "quick", "--json", "--label", "plain")
+    assert plain.returncode == 0, plain.stderr
+    saving = experiment(assay_home, factory, sc, "--candidate-model", "quick", "--json", "--label", "saving",
+                        "--efficiency", "time", "--efficiency-margin", "0.2")
+    assert saving.returncode == 0, saving.stderr
+    line, plain_line = last_json(saving.stdout), last_json(plain.stdout)
+    assert "efficiency" not in plain_line
+    assert (line["verdict"], line["interval"]) == (plain_line["verdict"], plain_line["interval"])
+    assert line["efficiency"]["measure"] == "time" and line["efficiency"]["verdict"] == "pass"
+    assert line["efficiency"]["interval"][0] > 0.2 and line["outcome"] == line["verdict"], "a saving alone changes nothing"
+    verdicts = {p.parent.name: json.loads(p.read_text()) for p in assay_home.glob("evals/experiments/*/verdict.json")}
+    judged = verdicts[line["id"]]["efficiency"]
+    assert judged["measured"] == 4 and judged["margin"] == 0.2
+    assert verdicts[plain_line["id"]]["efficiency"] is None
+    assert {k: v for k, v in verdicts[line["id"]].items() if k not in ("efficiency", "computed_at")} == \
+        {k: v for k, v in verdicts[plain_line["id"]].items() if k not in ("efficiency", "computed_at")}
+    shown = run_cli(assay_home, "experiments", line["id"], plugins=PLUGINS).stdout
+    assert f"Verdict: {line['verdict']}" in shown and "Efficiency (time, meant to save 20%): pass, saving [+" in shown
+
+    slower = experiment(assay_home, factory, sc, "--candidate-model", "slow", "--json", "--efficiency", "time")
+    assert slower.returncode == 0, slower.stderr
+    worse = last_json(slower.stdout)
+    assert worse["verdict"] != "fail" and worse["efficiency"]["verdict"] == "fail" and worse["outcome"] == "fail"
+    inbox = json.loads(run_cli(assay_home, "inbox", "--json", plugins=PLUGINS).stdout)
+    [row] = [r for r in inbox["needs_you"] if r["id"] == worse["id"]]
+    assert "efficiency (time, meant to save 10%): fail, saving [-" in row["summary"]
