@@ -235,6 +235,7 @@ def test_a_stop_reaches_codex_with_sigint_then_sigterm_and_kills_its_command_gro
 # --- the real binary -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_real_codex_with_an_empty_home_and_no_network_is_void_provider_unreachable(
     tmp_path: Path, user_home: Path
 ) -> None:
@@ -243,8 +244,9 @@ def test_the_real_codex_with_an_empty_home_and_no_network_is_void_provider_unrea
     binary = CodexHarness().locate()
     reported = subprocess.run([binary.path, "--version"], capture_output=True, text=True, check=True).stdout
     assert binary.version == parse_version(reported) and binary.version[0].isdigit()
-    # Codex retries a dead network for good, so the Trial ends at its timeout.
-    outcome, process, seen = run_session(CodexHarness(), request(tmp_path, binary), timeout=10,
+    # Codex retries a dead network for good, so the Trial ends at its timeout: long enough for its
+    # first retries to show even on a busy machine.
+    outcome, process, seen = run_session(CodexHarness(), request(tmp_path, binary), timeout=30,
                                          backend=NoneBackend(grace=2, poll=0.2), adjust=offline)
     assert process.timed_out
     assert (outcome.outcome, outcome.void_cause) == (Outcome.VOID, VoidCause.PROVIDER_UNREACHABLE), seen
