@@ -14,11 +14,12 @@ import re
 import shutil
 import subprocess
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import attrs
-from assay.hooks.protocols import HarnessBinary, Invocation, ProviderRoute
+from assay.hooks.protocols import HarnessBinary, Invocation, ProviderRoute, SessionRequest
 
 # Passed through from the caller when set; everything else is left behind.
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME")
@@ -136,6 +137,16 @@ def session_env(home: Path, extra: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
+def session_invocation(request: SessionRequest, argv: tuple[str, ...], env: Mapping[str, str], *,
+                       hosts: tuple[str, ...], stop_signals: Iterable[int], logins: tuple[Path, ...] = ()) -> Invocation:
+    """A session's process as every Harness describes it: run in the Trial's repository with the
+    binary's installation read-only, the repository and fresh home (and any login files bound in
+    place, ``logins``) read-write, and only ``hosts`` reachable."""
+    return Invocation(argv=argv, cwd=request.repository, env=dict(env), read_only=install_paths(request.binary.path),
+                      read_write=(request.repository, request.home, *logins), hosts=hosts,
+                      stop_signals=tuple(int(s) for s in stop_signals))
+
+
 def routed(invocation: Invocation, route: ProviderRoute, env: Mapping[str, str]) -> Invocation:
     """``invocation`` with ``env`` (the CLI's settings for ``route``) added and the route's CA
     file bound read-only, so the CLI can read the certificate it is told to trust."""
@@ -156,6 +167,20 @@ def copy_user_files(source: Path, dest: Path, names: Iterable[str]) -> None:
             dest.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / name)
             _read_only(dest / name)
+
+
+def copy_settings(source: Path, dest: Path, keep: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    """The user's JSON settings file as ``keep`` filters it (dropping what carries a login or a
+    credential), read-only; settings that don't read as a JSON object are left out (they can't be
+    filtered)."""
+    try:
+        settings = json.loads(source.read_text())
+    except (OSError, ValueError):
+        return
+    if not isinstance(settings, dict):
+        return
+    dest.write_text(json.dumps(keep(settings), indent=2))
+    dest.chmod(0o444)
 
 
 def copy_factory_skills(factory: Path | None, dest: Path) -> None:

@@ -14,7 +14,7 @@ from assay import hookimpl
 from assay.hooks.protocols import HarnessBinary, Invocation, ProviderRoute, SessionRequest
 from assay.plugins.harness_claude import command
 from assay.plugins.harness_claude.stream import ClaudeDecoder
-from assay.sessions.harnesskit import install_paths, locate_binary, routed
+from assay.sessions.harnesskit import locate_binary, routed, session_invocation
 
 
 class ClaudeHarness:
@@ -30,12 +30,8 @@ class ClaudeHarness:
 
     def invocation(self, request: SessionRequest) -> Invocation:
         command.fill_home(request)
-        return Invocation(
-            argv=command.argv(request), cwd=request.repository, env=command.environment(request),
-            read_only=install_paths(request.binary.path), read_write=(request.repository, request.home),
-            hosts=self.provider_hosts,
-            stop_signals=(int(signal.SIGTERM),),
-        )
+        return session_invocation(request, command.argv(request), command.environment(request),
+                                  hosts=self.provider_hosts, stop_signals=(signal.SIGTERM,))
 
     def routed_invocation(self, request: SessionRequest, route: ProviderRoute) -> Invocation:
         return routed(self.invocation(request), route, command.route_environment(route))

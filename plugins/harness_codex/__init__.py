@@ -15,7 +15,7 @@ from assay import hookimpl
 from assay.hooks.protocols import HarnessBinary, Invocation, ProviderRoute, SessionRequest
 from assay.plugins.harness_codex import command
 from assay.plugins.harness_codex.stream import CodexDecoder
-from assay.sessions.harnesskit import install_paths, locate_binary, routed
+from assay.sessions.harnesskit import locate_binary, routed, session_invocation
 
 
 class CodexHarness:
@@ -43,12 +43,9 @@ class CodexHarness:
 
     def _invocation(self, request: SessionRequest, *, login: bool, settings: tuple[str, ...] = ()) -> Invocation:
         auth = command.fill_home(request, login=login)
-        return Invocation(
-            argv=command.argv(request, settings), cwd=request.repository, env=command.environment(request),
-            read_only=install_paths(request.binary.path),
-            read_write=(request.repository, request.home, *((auth,) if auth else ())),
-            hosts=self.provider_hosts, stop_signals=(int(signal.SIGINT), int(signal.SIGTERM)),
-        )
+        return session_invocation(request, command.argv(request, settings), command.environment(request),
+                                  hosts=self.provider_hosts, stop_signals=(signal.SIGINT, signal.SIGTERM),
+                                  logins=(auth,) if auth else ())
 
     def decoder(self) -> CodexDecoder:
         return CodexDecoder()

@@ -1,0 +1,58 @@
+"""The Kimi Code Harness (``kimi``): ``kimi -p --output-format stream-json``.
+
+Implements ``assay_harnesses``. The login is a Moonshot API key from ``credentials.toml``
+(``[kimi] api_key``), given as the in-memory Model of ``KIMI_MODEL_*``; web search and fetch are
+disabled; a Stop sends SIGINT, then SIGTERM. Kimi Code runs on Node.js 22.19 or later (the
+``node`` on PATH). It can be routed to a scripted provider
+(:class:`assay.hooks.protocols.RoutableHarness`).
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+from assay import hookimpl
+from assay.hooks.protocols import HarnessBinary, Invocation, ProviderRoute, SessionRequest
+from assay.plugins.harness_kimi import command
+from assay.plugins.harness_kimi.stream import KimiDecoder
+from assay.sessions.harnesskit import HarnessNotInstalled, locate_binary, routed, session_invocation
+
+
+class KimiHarness:
+    name = "kimi"
+    provider_hosts = ("api.moonshot.ai",)
+    api_host = "api.moonshot.ai"
+    logins = (("kimi", "api_key"),)  # the credentials.toml entry its login is read from
+    reports_tokens = False  # its stream carries no usage
+
+    def locate(self) -> HarnessBinary:
+        try:
+            return locate_binary("kimi", install="npm install -g @moonshot-ai/kimi-code")
+        except HarnessNotInstalled as e:
+            raise HarnessNotInstalled(f"{e} (Kimi Code needs Node.js 22.19 or later as the node on PATH)") from None
+
+    def login_present(self, assay_home: Path) -> bool:
+        return command.api_key(assay_home) is not None
+
+    def decoder(self) -> KimiDecoder:
+        return KimiDecoder()
+
+    def invocation(self, request: SessionRequest) -> Invocation:
+        return self._invocation(request, command.environment(request, api_key=command.api_key(request.assay_home)))
+
+    def routed_invocation(self, request: SessionRequest, route: ProviderRoute) -> Invocation:
+        """Kimi Code with its in-memory Model at ``route`` and the route's stand-in key."""
+        env = command.environment(request, api_key=route.api_key, base_url=f"{route.url}/v1",
+                                  extra=command.route_environment(route))
+        return routed(self._invocation(request, env), route, {})
+
+    def _invocation(self, request: SessionRequest, env: dict[str, str]) -> Invocation:
+        command.fill_home(request)
+        return session_invocation(request, command.argv(request), env, hosts=self.provider_hosts,
+                                  stop_signals=(signal.SIGINT, signal.SIGTERM))
+
+
+@hookimpl
+def assay_harnesses() -> list[KimiHarness]:
+    return [KimiHarness()]
