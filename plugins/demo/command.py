@@ -13,6 +13,7 @@ from assay.storage.records import Bar
 def demo_command(plugins: Plugins):
     def demo(
         workers: int = typer.Option(2, min=1, help="Trials running at once."),
+        sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap where it works, else none)."),
         json_: bool = JsonOpt,
     ) -> None:
         """Run a complete Experiment offline on the bundled demo suite (scripted runners, not AI).
@@ -30,12 +31,12 @@ def demo_command(plugins: Plugins):
         try:
             suite = install_demo_suite(home)
             plan = start.plan(
-                home, plugins, factory_path=None, suites=[suite], bar=Bar(), sandbox_fallback=True,
+                home, plugins, factory_path=None, suites=[suite], bar=Bar(), sandbox=sandbox, sandbox_fallback=sandbox is None,
                 candidate=ArmFlags(runner=CAREFUL), baseline=ArmFlags(runner=HASTY),
             )
         except (start.PlanError, OSError, RuntimeError) as e:
             fail(str(e))
-        if plan.setup.sandbox != "bwrap" and not json_:
+        if sandbox is None and plan.setup.sandbox != "bwrap" and not json_:
             typer.echo("warning: bwrap can't run here, so the demo's Trials run without a sandbox "
                        "(`assay sandbox check` says why)", err=True)
         if not json_:
