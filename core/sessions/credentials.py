@@ -63,11 +63,28 @@ def provider_keys(path: Path, table: str) -> dict[str, str]:
     return {name: value.strip() for name, value in keys.items() if isinstance(value, str) and value.strip()}
 
 
-def put(path: Path, entry: tuple[str, str], value: str) -> None:
-    """Set one credential, keeping the others; the file is rewritten atomically with mode 0600."""
+def stored(path: Path, entries: tuple[tuple[str, str], ...]) -> list[str]:
+    """Which of a Harness's login ``entries`` are set, by name, never by value (``[opencode] api_key``,
+    ``[opencode.keys] fireworks-ai``), for ``assay harnesses`` to show."""
+    names = []
+    for table, key in entries:
+        if key == KEYS:
+            names += [f"[{table}.{KEYS}] {provider}" for provider in provider_keys(path, table)]
+        elif get(path, (table, key)):
+            names.append(f"[{table}] {key}")
+    return names
+
+
+def put(path: Path, entry: tuple[str, str], value: str, *, provider: str | None = None) -> None:
+    """Set one credential (with ``provider``: that provider's key in ``[TABLE.keys]``), keeping the
+    others; the file is rewritten atomically with mode 0600."""
     data = read(path)
     table, key = entry
-    data.setdefault(table, {})[key] = value
+    if provider is None:
+        data.setdefault(table, {})[key] = value
+    else:
+        keys = data.setdefault(table, {}).setdefault(KEYS, {})
+        keys[provider] = value
     files.write_text(path, _dump(data), mode=0o600)
 
 

@@ -16,6 +16,7 @@ from assay import hookimpl
 from assay.hooks.protocols import HarnessBinary, Invocation, ProviderRoute, SessionRequest
 from assay.plugins.harness_kimi import command
 from assay.plugins.harness_kimi.stream import KimiDecoder
+from assay.sessions import credentials
 from assay.sessions.harnesskit import HarnessNotInstalled, locate_binary, routed, session_invocation
 
 
@@ -23,7 +24,7 @@ class KimiHarness:
     name = "kimi"
     provider_hosts = ("api.moonshot.ai",)
     api_host = "api.moonshot.ai"
-    logins = (("kimi", "api_key"),)  # the credentials.toml entry its login is read from
+    logins = (credentials.KIMI_KEY,)  # the credentials.toml entry its login is read from
     reports_tokens = False  # its stream carries no usage
 
     def locate(self) -> HarnessBinary:

@@ -17,6 +17,7 @@ from assay import hookimpl
 from assay.hooks.protocols import HarnessBinary, Invocation, ProviderRoute, SessionRequest
 from assay.plugins.harness_opencode import command
 from assay.plugins.harness_opencode.stream import OpenCodeDecoder
+from assay.sessions import credentials
 from assay.sessions.harnesskit import locate_binary, routed, session_invocation
 
 
@@ -25,7 +26,7 @@ class OpenCodeHarness:
     provider_hosts = tuple(command.PROVIDER_HOSTS.values())
     api_host = command.PROVIDER_HOSTS["anthropic"]
     # The credentials.toml entries its login is read from (a table of keys by provider, and a fallback).
-    logins = (("opencode", "keys"), ("opencode", "api_key"))
+    logins = (("opencode", credentials.KEYS), credentials.OPENCODE_KEY)
 
     def locate(self) -> HarnessBinary:
         return locate_binary("opencode", install="npm install -g opencode-ai")
