@@ -14,7 +14,7 @@ from typing import Annotated, Any, Optional
 
 import attrs
 import typer
-from assay.cli.experiment_records import command_record, find_experiment, verdict_line
+from assay.cli.experiment_records import command_record, find_experiment, shared_family_note, verdict_line
 from assay.cli.output import JsonOpt, emit_json, fail, table
 from assay.engine.results import listing, read_verdict
 from assay.hooks import plugin_manager as plugin_loading
@@ -337,6 +337,8 @@ def _announce(plan: Any, bar: Bar, json_: bool) -> None:
     counts = {t.trials for t in setup.tasks}
     k = counts.pop() if len(counts) == 1 else None
     typer.echo(f"  Eval tasks: {len(setup.tasks)} in {', '.join(setup.suites)}; sandbox: {setup.sandbox}")
+    if bar.model_grader_shared_family:
+        typer.echo(f"  {shared_family_note(bar.model_grader_shared_family)}")
     tasks = _plural(len(setup.tasks), "task")
     if plan.chosen_because:
         typer.echo("  Suites chosen from the change:")

@@ -63,8 +63,8 @@ class ExperimentVerdict:
     flip would change the Verdict) still waits for a person's recheck.
     """
 
-    FORMAT: ClassVar[int] = 4
-    UPGRADES: ClassVar[dict] = {1: lambda d: {**d, "final": True}, 2: dict, 3: dict}
+    FORMAT: ClassVar[int] = 5
+    UPGRADES: ClassVar[dict] = {1: lambda d: {**d, "final": True}, 2: dict, 3: dict, 4: dict}
 
     verdict: str
     interval: tuple[float, float] | None
@@ -83,6 +83,8 @@ class ExperimentVerdict:
     people: Mapping[str, Any] = attrs.field(factory=dict)  # people's queues, calls and agreement
     waiting_on_people: tuple[str, ...] = ()  # pairs (and readers) still to call
     why: str = ""  # why the Verdict is inconclusive when no group says so (people-panel agreement)
+    # The Arms' family the model Grader shared, no seat from a third family being configured (format 5)
+    model_grader_shares_family: str | None = None
 
 
 WAITING_ON_PEOPLE = "waiting on people"
@@ -279,6 +281,7 @@ def experiment_verdict(
         final=not pending and not missing and all(item["rechecked"] for item in listed),
         panel=tuple(_panel_report(p, bar.panel == "counted") for p in decisions.panels), panel_missing=missing,
         people=decisions.people, waiting_on_people=decisions.waiting, why=decisions.inconclusive_because,
+        model_grader_shares_family=bar.model_grader_shared_family,
     )
 
 

@@ -29,7 +29,7 @@ from assay.pairs.votes import voting_families
 from assay.sessions.harness_arm import HarnessArm
 from assay.storage import formats
 from assay.storage.commands import Command, now
-from assay.storage.families import arm_family, family_of, other_family_seats, seat_model
+from assay.storage.families import arm_family, family_of, grader_seats, seat_model
 from assay.storage.files import Locked, NotALockFile, exclusive_lock, private_folder
 from assay.storage.home import AssayHome
 from assay.storage.records import ARMS, Arm, ArmSetup, Bar, EvalTask, Release, Setup, Suite, TaskSetup
@@ -138,7 +138,8 @@ def plan(
         kinds = plugins.suite_kinds()
         _check_seats(plugins, bar.model_graders, seats_from)
         if graded_by_model:
-            _seat_from_another_family(bar.model_graders, (base_arm, cand_arm), config, seats_from)
+            shared = _grader_family(bar.model_graders, (base_arm, cand_arm), config, seats_from)
+            bar = attrs.evolve(bar, model_grader_shared_family=shared)
         _graders_can_sit(plugins, {g for s in loaded for g in kinds[s.kind].graders}, bar, backend, unsandboxed_grader)
         if bar.panel != "off":
             _panel_can_sit(plugins, bar, backend, unsandboxed_grader, (base_arm, cand_arm), config)
@@ -275,14 +276,17 @@ def _grading_config(home: AssayHome) -> GradingConfig:
         raise PlanError(str(e)) from None
 
 
-def _seat_from_another_family(seats: Sequence[str], arms: Sequence[ArmSetup], config: GradingConfig,
-                              seats_from: str) -> None:
-    """Refuse seats that are all from an Arm's family now: the model Grader would have none to sit on."""
+def _grader_family(seats: Sequence[str], arms: Sequence[ArmSetup], config: GradingConfig, seats_from: str) -> str | None:
+    """The Arms' family the model Grader will share, when no seat from a third family is configured
+    (the Bar records it; the Verdict and the Console say it); refused now when every seat is an
+    Arm's own Model, which would grade itself."""
     taken = [arm_family(a.harness, a.model, config.families) for a in arms]
-    if seats and not other_family_seats(seats, taken, config.families):
+    usable, shared = grader_seats(seats, taken, [a.model for a in arms], config.families)
+    if seats and not usable:
         named = ", ".join(f"{s} ({family_of(seat_model(s), config.families)})" for s in seats)
-        raise PlanError(f"{seats_from}: every seat is from a family an Arm runs on ({named}); a model Grader "
-                        f"must come from another family (families: docs/grading.md, 'The family rule')")
+        raise PlanError(f"{seats_from}: every seat is an Arm's own Model ({named}); no Model grades itself: "
+                        f"seat another Model, best from a family neither Arm runs on (docs/grading.md, 'The family rule')")
+    return shared
 
 
 def _backend(plugins: Plugins, name: str | None, fallback: bool) -> SandboxBackend:
