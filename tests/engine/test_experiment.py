@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli_env, wait_for
+from tests.conftest import OOM_KILLS, cli_env, wait_for
 from tests.experiment_fixtures import PLUGINS, experiment, make_factory, make_suite, scenario, start_experiment
 from tests.terminal import on_terminal
 
@@ -144,12 +144,14 @@ def test_login_failure_is_void_rerun_twice_then_drops_the_task_for_both_arms(wor
 def test_void_once_is_rerun_and_then_counts(world, assay_home: Path, tmp_path: Path):
     factory, _ = world
     sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "flaky": {"fixture/t1": "void-once:provider_unreachable,right", "*": "right"}})
-    result = experiment(assay_home, factory, sc, "--candidate-model", "flaky", "--json")
+    # The backoff before a re-run is tested apart (test_a_failing_provider_s_reruns_back_off).
+    result = experiment(assay_home, factory, sc, "--candidate-model", "flaky", "--json", "--void-backoff", "0")
     assert result.returncode == 0, result.stderr
     t1 = [t for t in trial_records(assay_home) if t["task"] == "fixture/t1" and t["arm"] == "candidate"]
     assert sorted((t["attempt"], t["outcome"]) for t in t1) == [(0, "delivered"), (0, "void"), (1, "delivered")]
 
 
+@OOM_KILLS
 def test_a_session_that_kills_itself_is_a_fail_not_a_void(world, assay_home: Path, tmp_path: Path):
     """Issue 14 finding 7: `kill -9 $$` inside the session is the Arm's fail, not re-run, never host_kill."""
     factory, _ = world

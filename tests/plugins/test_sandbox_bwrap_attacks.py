@@ -31,7 +31,7 @@ from assay.storage.records import VoidCause
 
 from tests.conftest import run_cli
 from tests.experiment_fixtures import PLUGINS, make_process_suite
-from tests.sandbox_fixtures import netns_unavailable, processes_running, remote_server
+from tests.sandbox_fixtures import netns_unavailable, own, processes_running, remote_server
 
 BACKEND = BwrapBackend(grace=0.5, poll=0.05, drain=1.0)
 
@@ -287,7 +287,7 @@ def test_a_fork_bomb_fills_the_trials_process_limit_not_the_hosts(bwrap: BwrapBa
     assert verdict == "stopped" and errno == ["11"] and 50 < int(forked) < 64  # the relay and python count too
     assert "the Trial reached its process limit" in result.stderr_tail
     assert processes_running("sleep", token) == []
-    assert set(caps.parent.glob("assay-trial-*")) == set()  # its cgroup went with it
+    assert own(caps.parent, "assay-trial-") == set()  # its cgroup went with it
 
 
 def test_odd_socket_families_are_refused_inside(bwrap: BwrapBackend, trial: Path) -> None:
@@ -375,7 +375,7 @@ def test_a_disk_fill_stops_at_the_trials_disk_cap(bwrap: BwrapBackend, trial: Pa
 
 
 def _disks() -> set[Path]:
-    return set(Path(tempfile.gettempdir()).glob(f"{disk.PREFIX}*"))
+    return own(Path(tempfile.gettempdir()), disk.PREFIX)
 
 
 def test_a_killed_runs_trial_disk_is_unmounted_by_the_next_trial(tmp_path: Path) -> None:
