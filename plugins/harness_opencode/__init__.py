@@ -38,8 +38,9 @@ class OpenCodeHarness:
         return self._invocation(request, command.environment(request), command.hosts(request.model))
 
     def routed_invocation(self, request: SessionRequest, route: ProviderRoute) -> Invocation:
-        """OpenCode with its Model's provider at ``route`` (no real key passed)."""
-        request = attrs.evolve(request, model=request.model or command.ROUTED_MODEL)
+        """OpenCode with its Model's provider at ``route`` (no real key passed); a Model that names no
+        provider (a script plays it anyway) runs as :data:`command.ROUTED_MODEL`."""
+        request = attrs.evolve(request, model=request.model if command.provider(request.model) else command.ROUTED_MODEL)
         env = command.environment(request, command.route_config(route, request.model or ""), auth={})
         return routed(self._invocation(request, env, (self.api_host,)), route, command.route_environment(route))
 
