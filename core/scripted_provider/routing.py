@@ -18,7 +18,7 @@ import shutil
 import ssl
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 
@@ -127,18 +127,32 @@ class ScriptedProviders:
     @contextlib.contextmanager
     def serve(self, harness: RoutableHarness, script: Script, log: Path) -> Iterator[Served]:
         """A provider playing ``script`` to ``harness``'s sessions, logging to ``log``, for the block."""
-        provider = ScriptedProvider(script, log)
+        with self.serve_many({harness.name: harness}, script, lambda host: log) as (routed, backend, providers):
+            yield Served(providers[harness.api_host], routed[harness.name], backend)
+
+    @contextlib.contextmanager
+    def serve_many(self, harnesses: Mapping[str, RoutableHarness], script: Script, log: Callable[[str], Path],
+                   ) -> Iterator[tuple[dict[str, RoutedHarness], SandboxBackend, dict[str, ScriptedProvider]]]:
+        """One provider per API host playing ``script`` to every one of ``harnesses``' sessions
+        (Harnesses on the same host share it), logging to ``log(host)``, for the block: the
+        Harnesses routed to them, the backend that reaches them all, and the providers by host."""
         backend = self.backend
-        with contextlib.ExitStack() as running:  # the server stops whatever fails after it started
+        providers: dict[str, ScriptedProvider] = {}
+        routes: dict[str, ProviderRoute] = {}
+        sockets: dict[str, Path] = {}
+        with contextlib.ExitStack() as running:  # the servers stop whatever fails after they started
+            for host in dict.fromkeys(h.api_host for h in harnesses.values()):
+                provider = providers[host] = ScriptedProvider(script, log(host))
+                if isinstance(backend, UpstreamRouting):
+                    sockets[host] = self.folder / f"{uuid.uuid4().hex[:12]}.sock"
+                    running.enter_context(provider.start(unix=sockets[host], tls=self._tls(host)))
+                    routes[host] = ProviderRoute(f"https://{host}", API_KEY, self.folder / "ca.pem")
+                else:
+                    running.enter_context(provider.start())
+                    routes[host] = ProviderRoute(provider.url, API_KEY)
             if isinstance(backend, UpstreamRouting):
-                socket = self.folder / f"{uuid.uuid4().hex[:12]}.sock"
-                running.enter_context(provider.start(unix=socket, tls=self._tls(harness.api_host)))
-                route = ProviderRoute(f"https://{harness.api_host}", API_KEY, self.folder / "ca.pem")
-                backend = backend.with_upstreams({harness.api_host: socket})
-            else:
-                running.enter_context(provider.start())
-                route = ProviderRoute(provider.url, API_KEY)
-            yield Served(provider, RoutedHarness(harness, route), backend)
+                backend = backend.with_upstreams(sockets)
+            yield ({name: RoutedHarness(h, routes[h.api_host]) for name, h in harnesses.items()}, backend, providers)
 
     def _tls(self, host: str) -> ssl.SSLContext:
         if self._ca is None:

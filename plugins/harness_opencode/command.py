@@ -1,7 +1,7 @@
 """The ``opencode run`` session: its command line, environment and fresh home.
 
 OpenCode reaches many providers; a Model is ``PROVIDER/MODEL`` (``anthropic/claude-sonnet-4-5``,
-``fireworks-ai/accounts/fireworks/models/kimi-k2-instruct``). Its key comes from
+``fireworks-ai/accounts/fireworks/models/kimi-k3``). Its key comes from
 ``credentials.toml`` (``[opencode.keys]`` by provider name, else ``[opencode] api_key``) and
 reaches OpenCode as the content of its auth file (``OPENCODE_AUTH_CONTENT``): the user's own
 ``auth.json`` is never read or bound.

@@ -153,6 +153,7 @@ def test_the_new_harnesses_scripted_end_to_end_in_bwrap(
     (["baseline={script}"], "a scripted Experiment scripts both Arms"),
     (["{script}"], "the Baseline can't talk to a scripted provider: only a Harness with routed_invocation can"),
     (["{script}", "candidate={script}"], "the Candidate already has a script"),
+    (["grader={script}"], "grader=SCRIPT scripts the Graders of a scripted Experiment: script both Arms too"),
 ])
 def test_a_scripted_experiment_is_refused_before_any_trial_unless_both_arms_can_be_scripted(
     tmp_path: Path, assay_home: Path, given: list[str], refusal: str
@@ -167,7 +168,17 @@ def test_a_scripted_experiment_is_refused_before_any_trial_unless_both_arms_can_
     assert not (assay_home / "evals" / "experiments").exists()
 
 
-def test_a_scripted_experiment_never_reaches_a_real_model_grader(tmp_path: Path, assay_home: Path) -> None:
+@pytest.mark.parametrize(("grading", "refusal"), [
+    (["--model-grader", "claude:opus"], "model Graders would make real model calls"),
+    (["--panel-seat", "harness=codex,model=o3", "--unsandboxed-grader"], "model Graders would make real model calls"),
+    (["--model-grader", "fake-judge:judge-5", "--scripted-provider", "grader={script}"],
+     "the Grader seat's Harness 'fake-judge' can't talk to a scripted provider"),
+], ids=["model-grader", "panel", "unroutable-seat"])
+def test_a_scripted_experiment_never_reaches_a_real_model_grader(
+    tmp_path: Path, assay_home: Path, grading: list[str], refusal: str
+) -> None:
+    """Only a grader=SCRIPT of its own lets a scripted Experiment's Grader sessions run, and only
+    on Harnesses that can be routed to it."""
     for binary in ("claude", "codex"):
         if shutil.which(binary) is None:
             pytest.skip(f"the real `{binary}` is not on PATH")
@@ -176,6 +187,7 @@ def test_a_scripted_experiment_never_reaches_a_real_model_grader(tmp_path: Path,
     (tmp_path / "fix.toml").write_text(FIX)
     done = run_cli(assay_home, "experiment", "change", "--factory", str(factory), "--suite", "proc",
                    "--baseline-harness", "codex", "--candidate-harness", "claude", "--sandbox", "none",
-                   "--scripted-provider", str(tmp_path / "fix.toml"), "--model-grader", "claude:opus")
-    assert done.returncode == 2 and "model Graders would make real model calls" in done.stderr
+                   "--scripted-provider", str(tmp_path / "fix.toml"),
+                   *[g.format(script=tmp_path / "fix.toml") for g in grading], plugins=PLUGINS)
+    assert done.returncode == 2 and refusal in done.stderr, done.stderr
     assert not (assay_home / "evals" / "experiments").exists()
