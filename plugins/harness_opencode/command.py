@@ -72,16 +72,17 @@ def environment(request: SessionRequest, config: dict[str, Any] | None = None,
     inline, and the login as OpenCode's auth content."""
     extra = {"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
              "OPENCODE_CONFIG_CONTENT": json.dumps({**FIXED_CONFIG, **(config or {})})}
-    keys = login(request.assay_home) if auth is None else auth
+    keys = login(request.assay_home, provider(request.model)) if auth is None else auth
     if keys:
         extra["OPENCODE_AUTH_CONTENT"] = json.dumps(keys)
     return session_env(request.home, extra)
 
 
-def login(assay_home: Path | None) -> dict[str, Any]:
-    """OpenCode's auth content: an API key for each provider assay has one for."""
+def login(assay_home: Path | None, only: str | None = None) -> dict[str, Any]:
+    """OpenCode's auth content: an API key for the provider ``only`` names, else for each provider
+    assay has one for (a session gets no key for a provider it can't reach)."""
     path = AssayHome(assay_home or AssayHome.from_env().root).credentials
-    names = {*PROVIDER_HOSTS, *credentials.provider_keys(path, "opencode")}
+    names = {only} if only else {*PROVIDER_HOSTS, *credentials.provider_keys(path, "opencode")}
     found = {name: credentials.provider_key(path, "opencode", name) for name in sorted(names)}
     return {name: {"type": "api", "key": key} for name, key in found.items() if key}
 

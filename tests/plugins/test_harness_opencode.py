@@ -131,12 +131,14 @@ def test_the_command_line_keys_and_hosts_follow_the_model_s_provider(tmp_path: P
     inv = OpenCodeHarness().invocation(req)
     assert inv.argv == (BINARY.path, "run", "--format", "json", "--title", "assay", "--model", model,
                         "--variant", "high", "--", "Fix the bug.")
-    auth = json.loads(inv.env["OPENCODE_AUTH_CONTENT"])
-    assert auth["fireworks-ai"] == {"type": "api", "key": "fw-own"}
-    assert auth["baseten"] == auth["anthropic"] == {"type": "api", "key": "sk-fallback"}
+    assert json.loads(inv.env["OPENCODE_AUTH_CONTENT"]) == {"fireworks-ai": {"type": "api", "key": "fw-own"}}
     assert inv.hosts == ("api.fireworks.ai",)
-    baseten = OpenCodeHarness().invocation(request(tmp_path, BINARY, model="baseten/moonshotai/Kimi-K2"))
+    baseten = OpenCodeHarness().invocation(request(tmp_path, BINARY, model="baseten/moonshotai/Kimi-K3",
+                                                   assay_home=assay_home))
     assert baseten.hosts == ("inference.baseten.co",)
+    assert json.loads(baseten.env["OPENCODE_AUTH_CONTENT"]) == {"baseten": {"type": "api", "key": "sk-fallback"}}
+    unnamed = OpenCodeHarness().invocation(request(tmp_path, BINARY, assay_home=assay_home))
+    assert set(json.loads(unnamed.env["OPENCODE_AUTH_CONTENT"])) == {"anthropic", "openai", "fireworks-ai", "baseten"}
     config = json.loads(inv.env["OPENCODE_CONFIG_CONTENT"])
     assert config["permission"] == {"*": "allow", "webfetch": "deny", "websearch": "deny"}
     assert "ANTHROPIC_API_KEY" not in inv.env and inv.env["OPENCODE_DISABLE_AUTOUPDATE"] == "1"
