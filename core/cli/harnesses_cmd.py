@@ -119,8 +119,8 @@ def _describe(name: str, harness: Harness, home: AssayHome) -> dict[str, Any]:
         row["error"] = str(e)
     try:
         row["login"] = harness.login_present(home.root)
-        # the stored entries it reads, by name only (a Harness declares them as ``logins``)
-        row["logins"] = credentials.stored(home.credentials, tuple(getattr(harness, "logins", ())))
+        # the stored entries it reads, by name only (a Harness declares them as ``stored_logins``)
+        row["logins"] = credentials.stored(home.credentials, tuple(getattr(harness, "stored_logins", ())))
     except Exception as e:
         row["error"] = row["error"] or f"login check failed: {e}"
     return row

@@ -68,7 +68,7 @@ class RoutedHarness:
         return self.harness.locate()
 
     def login_present(self, assay_home: Path) -> bool:
-        return True  # the route's stand-in credential is the login
+        return self.route.api_key is not None or self.harness.login_present(assay_home)  # the route's key is one
 
     def invocation(self, request: SessionRequest) -> Invocation:
         return self.harness.routed_invocation(request, self.route)
@@ -115,10 +115,12 @@ class Served:
 
 class ScriptedProviders:
     """Starts scripted providers for Harness sessions on ``backend``; one private folder holds
-    their sockets and CA, and goes when this does (use it as a context manager)."""
+    their sockets and CA, and goes when this does (use it as a context manager). Sessions log in
+    with ``api_key``, or with the user's own login when it is None (a test of the real login's path)."""
 
-    def __init__(self, backend: SandboxBackend) -> None:
+    def __init__(self, backend: SandboxBackend, api_key: str | None = API_KEY) -> None:
         self.backend = backend
+        self.api_key = api_key  # the sessions' login; None: the user's own (ProviderRoute.api_key)
         # Short on purpose: a Unix socket's path must fit in 108 bytes.
         owners.sweep(Path(tempfile.gettempdir()), "assay-scripted-", shutil.rmtree)  # a killed run's
         self.folder = Path(tempfile.mkdtemp(prefix=f"assay-scripted-{owners.tag()}-"))
@@ -135,31 +137,41 @@ class ScriptedProviders:
                    ) -> Iterator[tuple[dict[str, RoutedHarness], SandboxBackend, dict[str, ScriptedProvider]]]:
         """One provider per API host playing ``script`` to every one of ``harnesses``' sessions
         (Harnesses on the same host share it), logging to ``log(host)``, for the block: the
-        Harnesses routed to them, the backend that reaches them all, and the providers by host."""
+        Harnesses routed to them, the backend that reaches them all, and the providers by host.
+
+        Every provider host of a Harness reaches its provider (a login's refreshes too); a host that
+        is another Harness's API host reaches that one's.
+        """
         backend = self.backend
+        groups: dict[str, list[RoutableHarness]] = {}
+        for harness in harnesses.values():
+            groups.setdefault(harness.api_host, []).append(harness)
         providers: dict[str, ScriptedProvider] = {}
         routes: dict[str, ProviderRoute] = {}
         sockets: dict[str, Path] = {}
+        upstreams: dict[str, Path] = {}
         with contextlib.ExitStack() as running:  # the servers stop whatever fails after they started
-            for host in dict.fromkeys(h.api_host for h in harnesses.values()):
-                provider = providers[host] = ScriptedProvider(script, log(host))
+            for api, members in groups.items():
+                provider = providers[api] = ScriptedProvider(script, log(api))
                 if isinstance(backend, UpstreamRouting):
-                    sockets[host] = self.folder / f"{uuid.uuid4().hex[:12]}.sock"
-                    running.enter_context(provider.start(unix=sockets[host], tls=self._tls(host)))
-                    routes[host] = ProviderRoute(f"https://{host}", API_KEY, self.folder / "ca.pem")
+                    sockets[api] = self.folder / f"{uuid.uuid4().hex[:12]}.sock"
+                    hosts = tuple(dict.fromkeys((api, *(h for m in members for h in m.provider_hosts))))
+                    running.enter_context(provider.start(unix=sockets[api], tls=self._tls(hosts)))
+                    routes[api] = ProviderRoute(f"https://{api}", self.api_key, self.folder / "ca.pem")
+                    upstreams.update({host: sockets[api] for host in hosts if host not in groups or host == api})
                 else:
                     running.enter_context(provider.start())
-                    routes[host] = ProviderRoute(provider.url, API_KEY)
+                    routes[api] = ProviderRoute(provider.url, self.api_key)
             if isinstance(backend, UpstreamRouting):
-                backend = backend.with_upstreams(sockets)
+                backend = backend.with_upstreams(upstreams, self.folder / "ca.pem")
             yield ({name: RoutedHarness(h, routes[h.api_host]) for name, h in harnesses.items()}, backend, providers)
 
-    def _tls(self, host: str) -> ssl.SSLContext:
+    def _tls(self, hosts: tuple[str, ...]) -> ssl.SSLContext:
         if self._ca is None:
             self._ca = trustme.CA(organization_name="assay scripted provider")
             self._ca.cert_pem.write_to_path(str(self.folder / "ca.pem"))
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        self._ca.issue_cert(host).configure_cert(context)
+        self._ca.issue_cert(*hosts).configure_cert(context)
         return context
 
     def close(self) -> None:

@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import attrs
 from assay.storage import files
 
 CLAUDE_TOKEN = ("claude", "oauth_token")
@@ -103,3 +105,37 @@ def _dump(data: dict[str, dict[str, Any]]) -> str:
 
 def _key(name: str) -> str:
     return name if _BARE_KEY.fullmatch(name) else json.dumps(name)
+
+
+@attrs.frozen
+class CredentialsLogin:
+    """One table of the credentials file as a :class:`assay.hooks.protocols.Login`, its keys the slots."""
+
+    path: Path
+    table: str
+
+    def current(self) -> Mapping[str, str]:
+        values = read(self.path).get(self.table, {})
+        return {k: v.strip() for k, v in values.items() if isinstance(v, str) and v.strip()}
+
+    def refreshed(self, values: Mapping[str, str]) -> None:
+        for key, value in values.items():
+            put(self.path, (self.table, key), value)
+
+
+@attrs.frozen
+class ProviderKeysLogin:
+    """The keys a table holds for ``providers`` as a :class:`assay.hooks.protocols.Login`, one slot
+    per provider: its own ``[TABLE.keys]`` entry, else the table's ``api_key``."""
+
+    path: Path
+    table: str
+    providers: tuple[str, ...]
+
+    def current(self) -> Mapping[str, str]:
+        found = {provider: provider_key(self.path, self.table, provider) for provider in self.providers}
+        return {provider: key for provider, key in found.items() if key}
+
+    def refreshed(self, values: Mapping[str, str]) -> None:
+        for provider, value in values.items():
+            put(self.path, (self.table, "api_key"), value, provider=provider)

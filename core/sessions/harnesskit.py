@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from assay.hooks.protocols import HarnessBinary, Invocation, ProviderRoute, SessionRequest
+from assay.hooks.protocols import Brokered, CredentialBroker, HarnessBinary, Invocation, ProviderRoute, SessionRequest
 
 # Passed through from the caller when set; everything else is left behind.
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME")
@@ -128,6 +128,11 @@ def parse_version(text: str) -> str:
     return match.group(0) if match else text.strip()
 
 
+def brokers(backend: object) -> bool:
+    """Whether ``backend`` runs a credential broker, so a session there gets stand-ins only."""
+    return isinstance(backend, CredentialBroker) and backend.brokers_credentials
+
+
 def session_env(home: Path, extra: Mapping[str, str]) -> dict[str, str]:
     """The allow-listed part of the caller's environment, HOME set to the fresh home, plus ``extra``."""
     env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
@@ -138,13 +143,15 @@ def session_env(home: Path, extra: Mapping[str, str]) -> dict[str, str]:
 
 
 def session_invocation(request: SessionRequest, argv: tuple[str, ...], env: Mapping[str, str], *,
-                       hosts: tuple[str, ...], stop_signals: Iterable[int], logins: tuple[Path, ...] = ()) -> Invocation:
-    """A session's process as every Harness describes it: run in the Trial's repository with the
+                       hosts: tuple[str, ...], stop_signals: Iterable[int], logins: tuple[Path, ...] = (),
+                       broker: Brokered | None = None) -> Invocation:
+    """A session's process as a Harness describes it: run in the Trial's repository with the
     binary's installation read-only, the repository and fresh home (and any login files bound in
-    place, ``logins``) read-write, and only ``hosts`` reachable."""
+    place, ``logins``) read-write, only ``hosts`` reachable, and ``broker`` the login whose
+    stand-ins it holds (when a credential broker runs it)."""
     return Invocation(argv=argv, cwd=request.repository, env=dict(env), read_only=install_paths(request.binary.path),
                       read_write=(request.repository, request.home, *logins), hosts=hosts,
-                      stop_signals=tuple(int(s) for s in stop_signals))
+                      stop_signals=tuple(int(s) for s in stop_signals), broker=broker)
 
 
 def routed(invocation: Invocation, route: ProviderRoute, env: Mapping[str, str]) -> Invocation:
@@ -169,10 +176,15 @@ def copy_user_files(source: Path, dest: Path, names: Iterable[str]) -> None:
             _read_only(dest / name)
 
 
+def allowed_keys(table: Mapping[str, object], keys: Iterable[str]) -> dict[str, object]:
+    """``table`` with only the named keys: user config reaches a Trial by an allowlist, never whole."""
+    return {key: table[key] for key in keys if key in table}
+
+
 def copy_settings(source: Path, dest: Path, keep: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
-    """The user's JSON settings file as ``keep`` filters it (dropping what carries a login or a
-    credential), read-only; settings that don't read as a JSON object are left out (they can't be
-    filtered)."""
+    """The user's JSON settings file as ``keep`` narrows it (by an allowlist of keys: see
+    :func:`allowed_keys`), read-only; settings that don't read as a JSON object are left out (they
+    can't be narrowed)."""
     try:
         settings = json.loads(source.read_text())
     except (OSError, ValueError):

@@ -19,6 +19,9 @@ API_URL = "https://api.moonshot.ai/v1"  # Moonshot's OpenAI-compatible API (Chat
 # The Model when the Arm names none: Moonshot's coding Model.
 DEFAULT_MODEL = "kimi-k2-turbo-preview"
 FIXED_ENV = {"KIMI_DISABLE_TELEMETRY": "1"}
+KEY_SLOT = credentials.KIMI_KEY[1]
+# How Kimi Code (on Node.js) takes one more CA to trust: the credential broker's, or a route's.
+CA_VARIABLES = ("NODE_EXTRA_CA_CERTS",)
 # Web search and fetch off for every agent (the global tool switch), telemetry off: nothing leaves
 # but the model's requests. Kimi Code's terminal settings keep its self-update off.
 CONFIG = 'telemetry = false\n\n[tools]\ndisabled = ["WebSearch", "FetchURL"]\n'
@@ -39,7 +42,7 @@ def kimi_home(request: SessionRequest) -> Path:
 
 def environment(request: SessionRequest, *, api_key: str | None, base_url: str = API_URL,
                 extra: dict[str, str] | None = None) -> dict[str, str]:  # KIMI_CODE_HOME: ~/.kimi-code of the fresh home
-    """The Model as ``KIMI_MODEL_*`` (when there is a key), effort, and :data:`FIXED_ENV`."""
+    """The Model as ``KIMI_MODEL_*`` (when there is a key, or its stand-in), effort, and :data:`FIXED_ENV`."""
     env = {**FIXED_ENV, **(extra or {})}
     if api_key:
         env.update(KIMI_MODEL_NAME=request.model or DEFAULT_MODEL, KIMI_MODEL_API_KEY=api_key,
@@ -49,9 +52,10 @@ def environment(request: SessionRequest, *, api_key: str | None, base_url: str =
     return session_env(request.home, env)
 
 
-def api_key(assay_home: Path | None) -> str | None:
+def login(assay_home: Path | None) -> credentials.CredentialsLogin:
+    """The ``[kimi]`` table of ``ASSAY_HOME/credentials.toml`` (its one slot: ``api_key``)."""
     root = assay_home or AssayHome.from_env().root
-    return credentials.get(AssayHome(root).credentials, credentials.KIMI_KEY)
+    return credentials.CredentialsLogin(AssayHome(root).credentials, credentials.KIMI_KEY[0])
 
 
 def route_environment(route: ProviderRoute) -> dict[str, str]:

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from assay.hooks.protocols import ProviderRoute, SessionRequest
 from assay.sessions import credentials
-from assay.sessions.harnesskit import copy_factory_skills, copy_settings, copy_user_files, session_env
+from assay.sessions.harnesskit import allowed_keys, copy_factory_skills, copy_settings, copy_user_files, session_env
 from assay.storage.home import AssayHome
 
 # Each provider OpenCode Trials may use, and the one host its API is on.
@@ -36,9 +37,15 @@ FIXED_CONFIG: dict[str, Any] = {
 }
 # What a production session reads from ~/.config/opencode besides its login, sessions and state.
 USER_FILES = ("AGENTS.md", "agent", "agents", "command", "commands", "mode", "modes", "themes")
-# Settings that carry a credential or reach a server of their own: a session gets only assay's login.
-CREDENTIAL_SETTINGS = ("mcp", "plugin", "enterprise")
-PROVIDER_SECRETS = ("apiKey", "headers")
+# The user's opencode.json reaches a Trial by these keys only: its Models, agents, instructions and
+# what their tools may do; a provider by its package, name, Models and endpoint. Anything else (MCP
+# servers, plugins, a provider's key or headers…) may carry a credential, so the whole file never does.
+SETTINGS = ("model", "small_model", "default_agent", "agent", "mode", "instructions", "permission", "tools",
+            "provider")
+PROVIDER_SETTINGS = ("npm", "name", "models")
+PROVIDER_OPTIONS = ("baseURL", "timeout")
+# How OpenCode (a Bun binary) takes one more CA to trust: the credential broker's, or a route's.
+CA_VARIABLES = ("NODE_EXTRA_CA_CERTS",)
 # A title would cost a side request to the model; assay names the session instead.
 TITLE = "assay"
 EVENTS_PLUGIN = "assay-events.js"
@@ -66,31 +73,31 @@ def hosts(model: str | None) -> tuple[str, ...]:
     return (host,) if host else tuple(PROVIDER_HOSTS.values())
 
 
-def environment(request: SessionRequest, config: dict[str, Any] | None = None,
-                auth: dict[str, Any] | None = None) -> dict[str, str]:
+def environment(request: SessionRequest, keys: Mapping[str, str], config: dict[str, Any] | None = None) -> dict[str, str]:
     """Self-update and the models.dev fetch off (its bundled catalog is used), assay's settings
-    inline, and the login as OpenCode's auth content."""
+    inline, and ``keys`` (each provider's key, or its stand-in) as OpenCode's auth content."""
     extra = {"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
              "OPENCODE_CONFIG_CONTENT": json.dumps({**FIXED_CONFIG, **(config or {})})}
-    keys = login(request.assay_home, provider(request.model)) if auth is None else auth
     if keys:
-        extra["OPENCODE_AUTH_CONTENT"] = json.dumps(keys)
+        extra["OPENCODE_AUTH_CONTENT"] = json.dumps({name: {"type": "api", "key": key} for name, key in keys.items()})
     return session_env(request.home, extra)
 
 
-def login(assay_home: Path | None, only: str | None = None) -> dict[str, Any]:
-    """OpenCode's auth content: an API key for the provider ``only`` names, else for each provider
-    assay has one for (a session gets no key for a provider it can't reach)."""
+def providers(model: str | None) -> tuple[str, ...]:
+    """The providers a session of ``model`` gets a key for: its own, else every one a Trial may reach."""
+    own = provider(model)
+    return (own,) if own else tuple(PROVIDER_HOSTS)
+
+
+def login(assay_home: Path | None, names: tuple[str, ...]) -> credentials.ProviderKeysLogin:
+    """The stored keys of the providers ``names``: a session gets no key for a provider it can't reach."""
     path = AssayHome(assay_home or AssayHome.from_env().root).credentials
-    names = {only} if only else {*PROVIDER_HOSTS, *credentials.provider_keys(path, "opencode")}
-    found = {name: credentials.provider_key(path, "opencode", name) for name in sorted(names)}
-    return {name: {"type": "api", "key": key} for name, key in found.items() if key}
+    return credentials.ProviderKeysLogin(path, "opencode", names)
 
 
 def route_config(route: ProviderRoute, model: str) -> dict[str, Any]:
-    """The Model's provider pointed at ``route`` (OpenCode adds each API's own path to ``/v1``),
-    with the route's stand-in key."""
-    return {"provider": {provider(model): {"options": {"baseURL": f"{route.url}/v1", "apiKey": route.api_key}}}}
+    """The Model's provider pointed at ``route`` (OpenCode adds each API's own path to ``/v1``)."""
+    return {"provider": {provider(model): {"options": {"baseURL": f"{route.url}/v1"}}}}
 
 
 def route_environment(route: ProviderRoute) -> dict[str, str]:
@@ -102,7 +109,7 @@ def fill_home(request: SessionRequest) -> None:
     config.mkdir(parents=True, exist_ok=True)
     real = user_config_dir()
     copy_user_files(real, config, USER_FILES)
-    copy_settings(real / "opencode.json", config / "opencode.json", _without_credentials)
+    copy_settings(real / "opencode.json", config / "opencode.json", _allowed)
     copy_factory_skills(request.factory, config / "skills")
     plugins = config / "plugin"
     plugins.mkdir(exist_ok=True)
@@ -111,20 +118,21 @@ def fill_home(request: SessionRequest) -> None:
     events.chmod(0o444)
 
 
-def _without_credentials(settings: dict[str, Any]) -> dict[str, Any]:
-    """The user's settings without :data:`CREDENTIAL_SETTINGS`, and each provider's options
-    without a key or headers (its custom models and endpoints stay)."""
-    kept = {k: v for k, v in settings.items() if k not in CREDENTIAL_SETTINGS}
-    providers = kept.get("provider")
-    if isinstance(providers, dict):
-        kept["provider"] = {name: _provider_without_secrets(entry) for name, entry in providers.items()}
+def _allowed(settings: dict[str, Any]) -> dict[str, Any]:
+    """The user's settings by :data:`SETTINGS`; each provider by :data:`PROVIDER_SETTINGS` and its
+    options by :data:`PROVIDER_OPTIONS`."""
+    kept = allowed_keys(settings, SETTINGS)
+    if isinstance(kept.get("provider"), dict):
+        kept["provider"] = {name: _allowed_provider(entry) for name, entry in kept["provider"].items()
+                            if isinstance(entry, dict)}
     return kept
 
 
-def _provider_without_secrets(entry: Any) -> Any:
-    if not isinstance(entry, dict) or not isinstance(entry.get("options"), dict):
-        return entry
-    return {**entry, "options": {k: v for k, v in entry["options"].items() if k not in PROVIDER_SECRETS}}
+def _allowed_provider(entry: dict[str, Any]) -> dict[str, Any]:
+    kept = allowed_keys(entry, PROVIDER_SETTINGS)
+    if isinstance(entry.get("options"), dict):
+        kept["options"] = allowed_keys(entry["options"], PROVIDER_OPTIONS)
+    return kept
 
 
 def user_config_dir() -> Path:

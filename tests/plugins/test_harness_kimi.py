@@ -7,6 +7,7 @@ import os
 import signal
 from pathlib import Path
 
+import attrs
 import pytest
 from assay.hooks.protocols import HarnessBinary, ProcessResult, ProviderRoute
 from assay.plugins.harness_kimi import KimiHarness
@@ -154,6 +155,21 @@ def test_a_routed_session_uses_the_route_and_never_retries(tmp_path: Path, user_
     inv = KimiHarness().routed_invocation(request(tmp_path, BINARY), ProviderRoute("http://127.0.0.1:9", "sk-stand-in"))
     assert inv.env["KIMI_MODEL_BASE_URL"] == "http://127.0.0.1:9/v1" and inv.env["KIMI_MODEL_API_KEY"] == "sk-stand-in"
     assert inv.env["KIMI_LOOP_MAX_ATTEMPTS_PER_STEP"] == "1"
+
+
+def test_under_a_credential_broker_the_session_holds_a_stand_in_and_the_broker_the_key(
+    tmp_path: Path, user_home: Path
+) -> None:
+    """Issue 30's rule for every Harness: no secret of the user's is readable inside a sandbox."""
+    assay_home = tmp_path / "assay-home"
+    assay_home.mkdir()
+    credentials.put(assay_home / "credentials.toml", credentials.KIMI_KEY, "sk-moonshot-real-0123456789")
+    inv = KimiHarness().invocation(attrs.evolve(request(tmp_path, BINARY, assay_home=assay_home), brokered=True))
+    held = inv.env["KIMI_MODEL_API_KEY"]
+    assert held.startswith("sk-") and held != "sk-moonshot-real-0123456789"
+    assert "sk-moonshot-real-0123456789" not in " ".join(inv.env.values())
+    assert inv.broker is not None and inv.broker.stand_ins == {held: "api_key"}
+    assert inv.broker.hosts == ("api.moonshot.ai",) and inv.broker.ca_variables == ("NODE_EXTRA_CA_CERTS",)
 
 
 def test_locate_says_which_node_kimi_code_needs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

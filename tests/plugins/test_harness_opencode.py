@@ -7,6 +7,7 @@ import json
 import signal
 from pathlib import Path
 
+import attrs
 import pytest
 from assay.hooks.protocols import HarnessBinary, ProviderRoute
 from assay.plugins.harness_opencode import OpenCodeHarness
@@ -167,12 +168,31 @@ def test_the_fresh_home_has_the_user_s_settings_without_their_secrets(tmp_path: 
     assert not (req.home / ".local").exists(), "the user's auth.json and sessions never reach a Trial"
 
 
-def test_a_routed_session_points_its_provider_at_the_route_and_passes_no_key(tmp_path: Path, user_home: Path) -> None:
+def test_a_routed_session_points_its_provider_at_the_route_and_logs_in_with_its_key(tmp_path: Path, user_home: Path) -> None:
     route = ProviderRoute("https://api.anthropic.com", "sk-stand-in", tmp_path / "ca.pem")
     inv = OpenCodeHarness().routed_invocation(request(tmp_path, BINARY), route)
     config = json.loads(inv.env["OPENCODE_CONFIG_CONTENT"])
-    assert config["provider"] == {"anthropic": {"options": {"baseURL": "https://api.anthropic.com/v1",
-                                                            "apiKey": "sk-stand-in"}}}
-    assert "OPENCODE_AUTH_CONTENT" not in inv.env and inv.hosts == ("api.anthropic.com",)
+    assert config["provider"] == {"anthropic": {"options": {"baseURL": "https://api.anthropic.com/v1"}}}
+    assert json.loads(inv.env["OPENCODE_AUTH_CONTENT"]) == {"anthropic": {"type": "api", "key": "sk-stand-in"}}
+    assert inv.hosts == ("api.anthropic.com",)
     assert inv.env["NODE_EXTRA_CA_CERTS"] == str(tmp_path / "ca.pem") and tmp_path / "ca.pem" in inv.read_only
     assert "anthropic/claude-sonnet-4-5" in inv.argv
+
+
+def test_under_a_credential_broker_the_session_holds_a_stand_in_and_the_broker_the_key(
+    tmp_path: Path, user_home: Path
+) -> None:
+    """Issue 30's rule for every Harness: no secret of the user's is readable inside a sandbox."""
+    assay_home = tmp_path / "assay-home"
+    assay_home.mkdir()
+    credentials.put(assay_home / "credentials.toml", credentials.OPENCODE_KEY, "fw-real-key-0123456789",
+                    provider="fireworks-ai")
+    model = "fireworks-ai/accounts/fireworks/models/kimi-k3"
+    req = attrs.evolve(request(tmp_path, BINARY, model=model, assay_home=assay_home), brokered=True)
+    inv = OpenCodeHarness().invocation(req)
+    held = json.loads(inv.env["OPENCODE_AUTH_CONTENT"])["fireworks-ai"]["key"]
+    assert held != "fw-real-key-0123456789" and len(held) == len("fw-real-key-0123456789")
+    assert "fw-real-key-0123456789" not in json.dumps(dict(inv.env))
+    assert inv.broker is not None and inv.broker.stand_ins == {held: "fireworks-ai"}
+    assert inv.broker.hosts == ("api.fireworks.ai",) and inv.broker.ca_variables == ("NODE_EXTRA_CA_CERTS",)
+    assert inv.broker.login.current() == {"fireworks-ai": "fw-real-key-0123456789"}
