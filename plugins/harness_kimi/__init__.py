@@ -24,10 +24,10 @@ from assay.sessions.logins import FixedLogin, place
 
 class KimiHarness:
     name = "kimi"
-    provider_hosts = ("api.moonshot.ai",)
-    api_host = "api.moonshot.ai"
-    stored_logins = (credentials.KIMI_KEY,)  # the credentials.toml entry its login is read from
+    api_host = command.API_HOST
+    provider_hosts = (api_host,)  # Moonshot's API, nothing else
     reports_tokens = False  # its stream carries no usage
+    stored_logins = (credentials.KIMI_KEY,)  # the credentials.toml entry its login is read from
 
     def locate(self) -> HarnessBinary:
         try:

@@ -15,7 +15,8 @@ from assay.sessions import credentials
 from assay.sessions.harnesskit import copy_factory_skills, copy_user_files, session_env
 from assay.storage.home import AssayHome
 
-API_URL = "https://api.moonshot.ai/v1"  # Moonshot's OpenAI-compatible API (Chat Completions)
+API_HOST = "api.moonshot.ai"
+API_URL = f"https://{API_HOST}/v1"  # Moonshot's OpenAI-compatible API (Chat Completions)
 # The Model when the Arm names none: Moonshot's coding Model.
 DEFAULT_MODEL = "kimi-k2-turbo-preview"
 FIXED_ENV = {"KIMI_DISABLE_TELEMETRY": "1"}
