@@ -13,7 +13,7 @@ from assay.engine import results
 from assay.engine.folder import Slot
 from assay.evaltasks.proposals import list_proposals as proposal_list
 from assay.hooks.loaded import Plugins
-from assay.scoring import origins, yours
+from assay.scoring import origins, runs, yours
 from assay.scoring.store import ScoringStore
 from assay.storage import files, formats
 from assay.storage.home import AssayHome
@@ -96,6 +96,17 @@ def proposals(home: AssayHome, plugins: Plugins) -> dict[str, Any]:
 
 def scores(home: AssayHome) -> dict[str, Any]:
     return yours.listing(ScoringStore(home))
+
+
+def scoring_runs(home: AssayHome) -> dict[str, Any]:
+    return {"scoring_runs": runs.listing(ScoringStore(home))}
+
+
+def scoring_run(home: AssayHome, id: str) -> dict[str, Any]:
+    try:
+        return runs.describe(ScoringStore(home), id)
+    except runs.UnknownRun as e:
+        raise NotFound(str(e)) from None
 
 
 def pull_scores(home: AssayHome, key: str) -> dict[str, Any]:

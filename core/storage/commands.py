@@ -22,7 +22,7 @@ from assay.storage.home import AssayHome
 from assay.storage.owners import process_start
 from assay.storage.records import CommandRecord, Stage
 
-NEEDS_YOU = {"fail", "inconclusive", "paused", "errored", "stopped"}
+NEEDS_YOU = {"fail", "inconclusive", "paused", "errored", "stopped", "incomplete"}
 
 
 def now() -> dt.datetime:
