@@ -16,9 +16,9 @@ from assay.storage.home import AssayHome
 from starlette.testclient import TestClient
 
 from tests.conftest import run_cli
-from tests.experiment_fixtures import PLUGINS, git, scenario
+from tests.experiment_fixtures import PLUGINS, scenario
 from tests.pair_fixtures import experiment_folder, make_paired_suite, paired_experiment
-from tests.review_fixtures import make_code_review_suite
+from tests.review_fixtures import make_code_review_suite, make_review_factory
 
 EXIT_NOT_FINAL = 5
 
@@ -31,23 +31,12 @@ def console(home: Path) -> TestClient:
     return TestClient(make_app(AssayHome(home), plugin_manager.load()), base_url="http://127.0.0.1:8700")
 
 
-def review_factory(tmp: Path) -> Path:
-    root = tmp / "factory"
-    (root / "skills" / "review").mkdir(parents=True)
-    git(root, "init", "-q", "-b", "main")
-    (root / "assay.toml").write_text('[defaults]\nharness = "fake-agent"\nmodel = "opus-7"\n')
-    (root / "skills" / "review" / "SKILL.md").write_text("Review carefully.\n")
-    git(root, "add", ".")
-    git(root, "commit", "-qm", "factory")
-    return root
-
-
 def rechecks_pending(home: Path, tmp: Path):
     """A code-review Experiment whose Grader marks every Candidate Score borderline: its Verdict
     waits on rechecks."""
     make_code_review_suite(home, tasks=3)
     sc = scenario(tmp / "s.json", {"opus-7": {"*": "report:FOUND it"}, "sonnet-9": {"*": "report:MAYBE nothing"}})
-    return run_cli(home, "experiment", "HEAD", "--factory", str(review_factory(tmp)), "--suite", "reviews",
+    return run_cli(home, "experiment", "HEAD", "--factory", str(make_review_factory(tmp)), "--suite", "reviews",
                    "--sandbox", "none", "--candidate-model", "sonnet-9", "--unsandboxed-grader",
                    "--trials-per-task", "1", "--model-grader", "fake-judge:j", "--json",
                    plugins=PLUGINS, FAKE_SCENARIO=str(sc))
