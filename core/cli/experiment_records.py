@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.cli.output import fail, untrusted
+from assay.cli.output import fail, painted_verdict, untrusted
 from assay.hooks import plugin_manager as plugin_loading
 from assay.storage.home import AssayHome
 
@@ -57,7 +57,7 @@ def verdict_line(verdict: dict, exp_id: str, *, one_look: bool = False) -> str:
         text += f"\n  Inconclusive: {verdict['why']}"
     for wait in verdict.get("waiting", []):
         text += f"\n  {'Not final' if wait['blocks'] else 'Note'}: {wait['text']}"
-    return untrusted(text)  # it names tasks and Trials
+    return painted_verdict(untrusted(text), verdict["verdict"])  # escaped: it names tasks and Trials
 
 
 def broken_text(broken: dict, exp_id: str) -> str:
