@@ -135,10 +135,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         app(args=argv, prog_name="assay")
     except output.UserError as e:
-        print(f"assay: error: {e}", file=sys.stderr)
+        output.print_error(str(e))
         sys.exit(e.code)
     except Exception as e:
         if not _is_input_error(e):
             raise
-        print(f"assay: error: {e}", file=sys.stderr)
+        output.print_error(str(e))
         sys.exit(2)

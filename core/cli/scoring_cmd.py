@@ -51,7 +51,7 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
         except GitHubError as e:
             output.fail(str(e))
         runner = ScoringRunner(home, config, github, plugins.harnesses(), backend, timeout,
-                               report=lambda line: None if json_out else typer.echo(line, err=True))
+                               report=lambda line: None if json_out else output.say(line, err=True))
         try:
             result = runner.score(seed)
         except GitHubError as e:
@@ -69,7 +69,7 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
         if json_out:
             output.emit_json(shown)
         else:
-            typer.echo(f"Scoring run {result.run.id} {result.outcome}: {result.summary()}"
+            output.say(f"Scoring run {result.run.id} {result.outcome}: {result.summary()}"
                        + (f" ({result.stopped})" if result.stopped else ""))
         if result.stopped:
             raise typer.Exit(3)
@@ -109,7 +109,7 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
                    + (f", window {shown['window'][0][:19]} .. {shown['window'][1][:19]}, seed {shown['seed']}"
                       if shown["window"] else ""))
         if shown["summary"]:
-            typer.echo(shown["summary"])
+            output.say(shown["summary"])
         output.table(["pull request", "built with", "state"],
                      [[p["key"] + (" (carried)" if p["carried"] else "") + (" (yours)" if p["yours"] else ""),
                        p["built_with"], p["state"]] for p in shown["sample"]], empty="(nothing drawn yet)")
@@ -253,7 +253,7 @@ def _cell(pull: dict, name: str) -> str:
 
 
 def _show_one(shown: dict) -> None:
-    typer.echo(f"{shown['key']}  built with {shown['built_with']}; graded by {shown['grader'] or '(not yet)'}")
+    output.say(f"{shown['key']}  built with {shown['built_with']}; graded by {shown['grader'] or '(not yet)'}")
     for name in shown["criteria_order"]:
         model = shown["model"][name] if shown["model"] else None
         mine = shown["mine"].get(name) if shown["mine"] else None
@@ -261,7 +261,7 @@ def _show_one(shown: dict) -> None:
                                          shown["hidden"] or "not scored yet")
         if mine:
             line += f"\n  {'':<9} yours: {'pass' if mine['passed'] else 'fail'}  {mine['why']}"
-        typer.echo(line)
+        output.say(line)
 
 
 def _asker():
@@ -278,12 +278,12 @@ def _asker():
 
 
 def _show_bug(bug: dict) -> None:
-    typer.echo(f"{bug['key']}  {bug['title']}  [{bug['state']}]")
+    output.say(f"{bug['key']}  {bug['title']}  [{bug['state']}]")
     for label, origin in (("proposed", bug["proposed"]), ("settled", bug["settled"])):
         if origin:
-            typer.echo(f"  {label}: {origin['commit'][:12]} in {origin['pull'] or '(no pull request)'}"
+            output.say(f"  {label}: {origin['commit'][:12]} in {origin['pull'] or '(no pull request)'}"
                        f"{'; ' + origin['built_with'] if origin['built_with'] else ''}")
     if bug["why"]:
-        typer.echo(f"  why: {bug['why']}")
+        output.say(f"  why: {bug['why']}")
     if bug["eval_proposal"]:
-        typer.echo(f"  proposed Eval task: {bug['eval_proposal']} (take it in with `assay approve {bug['eval_proposal']}`)")
+        output.say(f"  proposed Eval task: {bug['eval_proposal']} (take it in with `assay approve {bug['eval_proposal']}`)")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import attrs
 from assay.hooks.protocols import Harness, SandboxBackend, SessionOutcome, SessionRequest
+from assay.sessions.harnesskit import brokers
 from assay.storage import files
 from assay.storage.untrusted import capped_log
 
@@ -25,7 +26,7 @@ async def grader_session(harness: Harness, model: str, effort: str | None, packe
     files.remove_tree(folder)
     (folder / "home").mkdir(parents=True)
     request = SessionRequest(repository=packet, home=folder / "home", prompt=prompt, binary=harness.locate(),
-                             model=model, effort=effort, assay_home=assay_home)
+                             model=model, effort=effort, assay_home=assay_home, brokered=brokers(backend))
     decoder = harness.decoder()
     with capped_log(folder / "session.log") as log:
         def on_line(line: str) -> None:
