@@ -67,8 +67,8 @@ class ExperimentVerdict:
     Score's recheck, a pending Score, a missing panel call, a counted reader's review).
     """
 
-    FORMAT: ClassVar[int] = 6
-    UPGRADES: ClassVar[dict] = {1: lambda d: {**d, "final": True}, 2: dict, 3: dict, 4: dict, 5: dict}
+    FORMAT: ClassVar[int] = 7  # 6: model_grader_shares_family; 7: efficiency
+    UPGRADES: ClassVar[dict] = {1: lambda d: {**d, "final": True}, 2: dict, 3: dict, 4: dict, 5: dict, 6: dict}
 
     verdict: str
     interval: tuple[float, float] | None
@@ -89,6 +89,8 @@ class ExperimentVerdict:
     pending_on_people: tuple[str, ...] = ()  # of ``pending``: the tasks that wait only on people's calls
     broken_arms: tuple[Mapping[str, Any], ...] = ()  # Arms most of whose Trials failed the same way (:func:`broken_arms`)
     why: str = ""  # why the Verdict is inconclusive when no group says so (people-panel agreement)
+    # The Arms' family the model Grader shared, no seat from a third family being configured (format 6)
+    model_grader_shares_family: str | None = None
     # The saving the Bar says the change is meant to make, judged beside the pass share (format 6;
     # None when the Bar names none): assay.verdict.efficiency.EfficiencyVerdict as data.
     efficiency: Mapping[str, Any] | None = None
@@ -291,6 +293,7 @@ def experiment_verdict(
         people=decisions.people, waiting_on_people=decisions.waiting, why=decisions.inconclusive_because,
         pending_on_people=tuple(r.task for r in results if r.waits_on == "people"),
         broken_arms=tuple(broken_arms(exp, setup, bar)),
+        model_grader_shares_family=bar.model_grader_shared_family,
         efficiency=efficiency.judged(exp, setup, bar, judgements.dropped),
     )
     return attrs.evolve(result, final=not any(w.blocks for w in waits(attrs.asdict(result, recurse=False), exp.id)))

@@ -157,7 +157,9 @@ async def check_harness(harness: RoutableHarness, binary: HarnessBinary, backend
     _, second, stop, limit, error = sessions
     peaks = [s.memory_peak for s in sessions if s.memory_peak is not None]
     return (
-        judge_session(first, first_nonce), judge_stream(first, script, first_nonce), judge_web_tools(first),
+        judge_session(first, first_nonce),
+        judge_stream(first, script, first_nonce, tokens_reported=getattr(harness, "reports_tokens", True)),
+        judge_web_tools(first),
         judge_fresh_home(first, second, first_nonce), judge_stop(stop, getattr(backend, "grace", DEFAULT_GRACE)),
         judge_plan_limit(limit), judge_server_error(error), judge_hosts(harness, sessions),
     ), max(peaks, default=None)

@@ -96,7 +96,9 @@ class Bench:
             runtime = served.runtime(self.setup)
             if stop_at is None:
                 outcome, process = await runtime.run(ctx)
-                return Session(name, folder, outcome, bool(signalled), memory_peak=process.memory_peak)
+                # as the engine pauses: on the live callback, or a limit read once the session ended
+                return Session(name, folder, outcome, bool(signalled) or outcome.plan_limit,
+                               memory_peak=process.memory_peak)
             outcome, stopped = await _stop(runtime, ctx, served.log, stop_at, marker)
             return Session(name, folder, outcome, bool(signalled), stopped)
 
