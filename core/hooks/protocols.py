@@ -23,6 +23,12 @@ class NotYetImplemented(RuntimeError):
     """Raised by a plugin object that registers (``implemented = False``) before it works."""
 
 
+class CannotGoOn(RuntimeError):
+    """Raised by a plugin when the Experiment itself can't go on fairly (a frozen runner file changed
+    between Trials): it errors the Experiment. Anything else raised while a Trial runs or is read
+    is that Trial's failure (docs/sandbox.md, threat model)."""
+
+
 @attrs.frozen
 class HarnessBinary:
     """A Harness binary resolved once when an Experiment starts; every Trial runs this one."""
@@ -61,7 +67,11 @@ class Invocation:
 
 @attrs.frozen
 class ProcessResult:
-    """What a sandbox backend saw of a process; ``void_cause`` is set only by the sandbox itself."""
+    """What a sandbox backend saw of a process; ``void_cause`` is set only by the sandbox itself.
+
+    ``overrun`` says which of the run's budgets on the host (its output, its proxy's log lines or
+    connections) the process spent, whereupon the backend stopped it: the Arm's failure, never a void.
+    """
 
     exit_code: int | None
     backend: str
@@ -69,6 +79,7 @@ class ProcessResult:
     timed_out: bool = False
     stderr_tail: str = ""
     void_cause: VoidCause | None = None
+    overrun: str | None = None
 
 
 @attrs.frozen

@@ -44,13 +44,19 @@ class VoidCause(str, enum.Enum):
     PLAN_LIMIT = "plan_limit"
     HOST_KILL = "host_kill"  # killed from outside its sandbox (the kernel's OOM killer, a person), not by assay
     MEMORY_CAP = "memory_cap"
-    REPOSITORY_CHANGED = "repository_changed"  # a review that edited or committed its repository
+    REPOSITORY_CHANGED = "repository_changed"  # read in old records only: a review that changes its repository now fails
     LOGIN_MISMATCH = "login_mismatch"  # the session used another login than the one assay gave it
     HARNESS_CHANGED = "harness_changed"  # the session ran another version than the one fixed at the start
     # The only causes a Custom runner may claim for itself (custom-runners ticket).
     SESSION_UNAVAILABLE = "session_unavailable"
     USAGE_LIMIT = "usage_limit"
     RATE_LIMIT = "rate_limit"
+
+
+# The causes a Custom runner may claim for itself (custom-runners ticket): only the Arm's own word
+# backs them, so they re-run a Trial but can never drop its task for both Arms (a Trial whose voids
+# run out on them is its Arm's fail). Every other cause is the host's or its sandbox's observation.
+CLAIMED_VOID_CAUSES = frozenset({VoidCause.SESSION_UNAVAILABLE, VoidCause.USAGE_LIMIT, VoidCause.RATE_LIMIT})
 
 
 class Outcome(str, enum.Enum):

@@ -16,12 +16,11 @@ from assay.storage import files
 from assay.storage.git import GitError, git
 from assay.storage.untrusted import MIB, UntrustedFileError, read_bytes
 from assay.storage.untrusted_git import TrialRepo, inspected
-from assay.storage.records import Outcome, VoidCause
+from assay.storage.records import CLAIMED_VOID_CAUSES, Outcome, VoidCause
 
 REQUEST_VERSION = 1
 RESULT_VERSION = 1
 RESULT_LIMIT = MIB
-RUNNER_VOID_CAUSES = {VoidCause.SESSION_UNAVAILABLE, VoidCause.USAGE_LIMIT, VoidCause.RATE_LIMIT}
 OUTCOMES = {"delivered": Outcome.DELIVERED, "stopped_to_ask": Outcome.STOPPED_TO_ASK, "failed": Outcome.FAILED}
 
 
@@ -109,10 +108,10 @@ def read_result(process: ProcessResult, path: Path, root: Path) -> SessionOutcom
         return SessionOutcome(Outcome.FAILED, diagnostic=f"result.json version {version!r} is not {RESULT_VERSION} ({exit_note})")
     if outcome == "void":
         cause = result.get("void_cause")
-        if cause not in {c.value for c in RUNNER_VOID_CAUSES}:
+        if cause not in {c.value for c in CLAIMED_VOID_CAUSES}:
             return SessionOutcome(Outcome.FAILED, diagnostic=(
                 f"the runner claimed the void cause {cause!r}; a runner may claim only "
-                f"{', '.join(sorted(c.value for c in RUNNER_VOID_CAUSES))} ({exit_note})"))
+                f"{', '.join(sorted(c.value for c in CLAIMED_VOID_CAUSES))} ({exit_note})"))
         return SessionOutcome(Outcome.VOID, VoidCause(cause), diagnostic=summary)
     if outcome not in OUTCOMES:
         return SessionOutcome(Outcome.FAILED, diagnostic=f"result.json outcome {outcome!r} is not one of {', '.join([*OUTCOMES, 'void'])}")

@@ -26,6 +26,7 @@ from assay.hooks.protocols import PROXY_LOG, Invocation, ProcessResult, SandboxC
 from assay.plugins.sandbox_bwrap import disk, limits, memory, mounts, pids, residue, seccomp
 from assay.plugins.sandbox_bwrap.handshake import Handshake
 from assay.plugins.sandbox_bwrap.limits import TrialLimits
+from assay.plugins.sandbox_bwrap.meter import ProxyMeter
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, private_hosts, resolver, upstream_table
 from assay.sessions import hostkills
 from assay.sessions.proctree import ProcessTree
@@ -119,7 +120,7 @@ class BwrapBackend(Supervisor):
                 proxy = Proxy(
                     Allowlist.of(invocation.hosts), (invocation.log_dir or invocation.cwd.parent) / PROXY_LOG,
                     resolver(self.hosts_file), own_addresses(), upstreams=upstream_table(self.upstreams),
-                    private=Allowlist.of(self.private_hosts),
+                    private=Allowlist.of(self.private_hosts), meter=ProxyMeter.from_env(),
                 )
                 async with trio.open_nursery() as nursery:
                     await nursery.start(proxy.serve, Path(sockets) / SOCKET)
@@ -130,12 +131,14 @@ class BwrapBackend(Supervisor):
                             env={**invocation.env, **dict.fromkeys(PROXY_ENV, f"http://127.0.0.1:{RELAY_PORT}")},
                             timeout=timeout, on_line=on_line, stop_signals=invocation.stop_signals,
                             preexec_fn=None, pass_fds=handshake.child_ends, on_start=handshake.hand_over,
-                            signal_stop=_signal_session, end_early=cap.killed,
+                            signal_stop=_signal_session,
+                            end_early=lambda: cap.killed() or proxy.meter.overrun is not None,
                         )
                         reports.cancel_scope.deadline = trio.current_time() + self.drain  # the last reports
                     nursery.cancel_scope.cancel()
             notes = cap.notes() + await trio.to_thread.run_sync(staged.finish)
-            result = attrs.evolve(result, stderr_tail=result.stderr_tail + notes)
+            result = attrs.evolve(result, stderr_tail=result.stderr_tail + notes,
+                                  overrun=result.overrun or proxy.meter.overrun)
             return hostkills.judge(_reading(result, handshake, capped=cap.killed()), oom_before)
         finally:
             handshake.close()
