@@ -31,13 +31,12 @@ from assay.hooks.protocols import (
 from assay.pairs.evidence import pair_evidence
 from assay.pairs.panel import ORDERS, Panel, saved_calls
 from assay.pairs.spend import Budget
+from assay.sessions.leftovers import Job, LeftoversError, Opened, Status, run_job
 from assay.storage import files, formats
 from assay.storage.commands import Command, now
 from assay.storage.home import AssayHome
-from assay.storage.git import GitError
 from assay.storage.records import ARMS, Arm, Bar, EvalTask, Outcome, Score, Setup, TrialRecord, TrialView, VoidCause
 from assay.storage.untrusted import capped_log
-from assay.storage.untrusted_git import inspected
 from assay.storage.userconfig import grading_config
 
 # Outcomes that are fails without asking a Grader: the session itself didn't deliver.
@@ -243,7 +242,7 @@ class ExperimentRun:
         started = now()
         repository = await self._repository(task, folder / "repo")
         review_only = getattr(self.plugins.suite_kinds()[task.kind], "review_only", False)
-        before = _repository_state(repository) if review_only else None
+        before = await self._repository_state(repository) if review_only else None
         home = folder / "home"
         home.mkdir()
         with capped_log(folder / "session.log") as log:
@@ -269,7 +268,7 @@ class ExperimentRun:
         if outcome.plan_limit or outcome.void_cause in PLAN_LIMIT_CAUSES:
             self._pause()  # a limit read only once the session ended never reached the live callback
         if review_only and outcome.outcome is not Outcome.VOID:
-            if _repository_state(repository) != before:  # the Arm's doing: a void would let it drop the task
+            if await self._repository_state(repository) != before:  # the Arm's doing: a void would let it drop the task
                 outcome = attrs.evolve(outcome, outcome=Outcome.FAILED, diagnostic=(
                     "the review changed its repository (commits or edits); a review must leave it as it found it"))
         record = TrialRecord(
@@ -281,6 +280,20 @@ class ExperimentRun:
         )
         formats.write(folder / "trial.json", record)
         return record
+
+    async def _repository_state(self, repository: Any) -> tuple[str, tuple[str, ...]]:
+        """HEAD and the working tree's status: what a review must leave as it found it, read in a
+        grading sandbox (a repository that can't be read so was changed)."""
+        job = Job()
+        opened, status = job.open(repository), job.status()
+        try:
+            report = await run_job(self.backend, job, repository.parent / "state", timeout=self.bar.timeout_seconds)
+            head, left = report.get(opened, Opened), report.get(status, Status)
+        except LeftoversError as e:
+            return "", (f"unreadable: {e}",)
+        if report.problem or head is None or left is None:
+            return "", (f"unreadable: {report.problem}",)
+        return head.head, (*left.lines, f"and {left.more} more")
 
     # --- Grading ------------------------------------------------------------------------------
 
@@ -419,16 +432,6 @@ async def _grade_contained(grader: Any, name: str, task: EvalTask, views: Sequen
             return [Score(task.id, view.record.arm, view.record.index, name, False,
                           f"the {name} Grader could not grade what the Trial left: {_described(e)}")]
     return [score for view in views for score in await _grade_contained(grader, name, task, [view], context)]
-
-
-def _repository_state(repository: Any) -> tuple[str, str]:
-    """HEAD and the working tree's status: what a review must leave as it found it (read as
-    untrusted data; a repository that can't be read that way was changed)."""
-    try:
-        with inspected(repository) as repo:
-            return repo.head, repo.status()
-    except GitError as e:
-        return "", f"unreadable: {e}"
 
 
 def _described(error: BaseException) -> str:

@@ -156,6 +156,7 @@ def read_task(suite: str, kind: SuiteKind | None, folder: Path, problems: list[P
         problems.append(Problem(path, "criteria", "expected a table"))
         criteria = {}
     _check_criteria(criteria, path, problems)
+    _check_sealed(criteria, folder, path, problems)
     for name in kind.required_criteria if kind else ():
         if name not in criteria:
             problems.append(Problem(path, f"criteria.{name}", f"required for {kind.name} tasks"))
@@ -206,12 +207,30 @@ def _commit(repository: str, ref: str | None, key: str, path: Path, problems: li
 
 
 def inputs_digest(task: EvalTask) -> str:
-    """SHA-256 over what a task is made of besides its commits: its ``task.toml`` and input files."""
+    """SHA-256 over what a task is made of besides its commits: its ``task.toml``, input files and
+    sealed files."""
     digest = hashlib.sha256((task.folder / TASK_FILE).read_bytes())
     for name, file in sorted(task.inputs.items()):
         digest.update(f"\0{name}\0".encode())
         digest.update(file.read_bytes())
+    for rel in sealed_files(task):
+        digest.update(f"\0sealed\0{rel}\0".encode())
+        digest.update((sealed_folder(task) / rel).read_bytes())  # type: ignore[operator]
     return digest.hexdigest()
+
+
+def sealed_folder(task: EvalTask) -> Path | None:
+    """The folder of the task's sealed files (``criteria.sealed``), or None."""
+    name = task.criteria.get("sealed")
+    return (task.folder / name).resolve() if isinstance(name, str) else None
+
+
+def sealed_files(task: EvalTask) -> list[str]:
+    """Every sealed file's path inside its folder (the path it is laid over in the Trial's tree), sorted."""
+    folder = sealed_folder(task)
+    if folder is None or not folder.is_dir():
+        return []
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
 
 
 def _check_criteria(criteria: Mapping[str, Any], path: Path, problems: list[Problem]) -> None:
@@ -222,6 +241,12 @@ def _check_criteria(criteria: Mapping[str, Any], path: Path, problems: list[Prob
             problems.append(Problem(path, "criteria.test_command", "expected a non-empty argv list of strings"))
     if "new_tests" in criteria:
         _str_list(criteria, "new_tests", path, problems, "criteria.new_tests")
+    for key in ("must_pass", "protected", "allow_protected"):
+        if key in criteria:
+            _str_list(criteria, key, path, problems, f"criteria.{key}")
+    if criteria.get("must_pass") and not any("{junit}" in a for a in criteria.get("test_command") or [] if isinstance(a, str)):
+        problems.append(Problem(path, "criteria.must_pass", "needs the runner's JUnit report: name where it goes in "
+                                                           "test_command as {junit} (e.g. --junitxml={junit})"))
     if "catch" in criteria and not isinstance(criteria["catch"], str):
         problems.append(Problem(path, "criteria.catch", "expected a string"))
     if "findings" in criteria:
@@ -232,6 +257,26 @@ def _check_criteria(criteria: Mapping[str, Any], path: Path, problems: list[Prob
             for i, f in enumerate(findings):
                 if not (isinstance(f, dict) and isinstance(f.get("text"), str) and isinstance(f.get("real"), bool)):
                     problems.append(Problem(path, f"criteria.findings[{i}]", "expected { text = \"…\", real = true|false }"))
+
+
+def _check_sealed(criteria: Mapping[str, Any], folder: Path, path: Path, problems: list[Problem]) -> None:
+    """``criteria.sealed``: a folder inside the task folder holding only folders and regular files."""
+    if "sealed" not in criteria:
+        return
+    name = criteria["sealed"]
+    sealed = (folder / name).resolve() if isinstance(name, str) and name else None
+    if sealed is None:
+        problems.append(Problem(path, "criteria.sealed", "expected a folder name (string)"))
+    elif not sealed.is_relative_to(folder.resolve()) or sealed == folder.resolve():
+        problems.append(Problem(path, "criteria.sealed", "must be a folder inside the task folder"))
+    elif not sealed.is_dir():
+        problems.append(Problem(path, "criteria.sealed", f"no such folder: {sealed}"))
+    else:
+        odd = [p for p in sealed.rglob("*") if p.is_symlink() or not (p.is_file() or p.is_dir())]
+        if odd:
+            problems.append(Problem(path, "criteria.sealed", f"{odd[0]} is not a regular file or folder"))
+        elif not any(p.is_file() for p in sealed.rglob("*")):
+            problems.append(Problem(path, "criteria.sealed", f"{sealed} holds no file"))
 
 
 def load_suite(home: AssayHome, name: str, kinds: Mapping[str, SuiteKind]) -> Suite:

@@ -63,6 +63,9 @@ class Invocation:
     hosts: tuple[str, ...] = ()
     stop_signals: tuple[int, ...] = (15,)
     log_dir: Path | None = None  # where a sandbox keeps its own logs (the proxy's); None: cwd's parent
+    # Writable folders whose contents are thrown away when the run ends (a grading sandbox's
+    # checkouts): a sandbox gives each a fresh space within its disk cap; the pass-through uses them as they are.
+    scratch: tuple[Path, ...] = ()
 
 
 @attrs.frozen

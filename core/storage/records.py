@@ -21,6 +21,7 @@ Format history:
   ``panel_families``, ``panel_spending_limit``, ``panel_agreement``) and people's reviews
   (``people``, ``people_readers``, ``people_sample``, ``people_overlap``); an older Bar reads with
   both off, as it ran.
+- Score 4: ``backend`` (the sandbox its grading work on the Trial's leftovers ran in).
 """
 
 from __future__ import annotations
@@ -254,8 +255,8 @@ class Score:
     A ``pending`` Score (its reason) has no judgement yet: its task waits, and so does the Verdict.
     """
 
-    FORMAT: ClassVar[int] = 3
-    UPGRADES: ClassVar[dict] = {1: dict, 2: dict}
+    FORMAT: ClassVar[int] = 4
+    UPGRADES: ClassVar[dict] = {1: dict, 2: dict, 3: dict}
 
     task: str
     arm: Arm
@@ -269,6 +270,9 @@ class Score:
     pending: str | None = None
     label: str | None = None
     graded: str | None = None  # the attempt it judged ("attempt-N sha256:…"); it counts only while that is in force
+    # The sandbox backend its work on the Trial's leftovers ran in ("none": unsandboxed, as the Trials
+    # were); None when it read nothing of the Trial's but its reports.
+    backend: str | None = None
 
 
 @attrs.frozen

@@ -154,7 +154,7 @@ class BwrapBackend(Supervisor):
         return [
             self.executable, *ISOLATION, "--json-status-fd", str(handshake.report_bwrap),
             *(("--seccomp", str(handshake.seccomp)) if handshake.seccomp is not None else ()),
-            *mounts.toolchains(), *mounts.binds(invocation, staged),
+            *mounts.toolchains(), *mounts.binds(invocation, staged, self.disk_limit or disk.default_limit()),
             "--ro-bind", str(RELAY), str(INSIDE / RELAY.name), "--ro-bind", str(sockets), str(INSIDE / "proxy"),
             "--chdir", str(invocation.cwd), "--",
             os.path.realpath(sys.executable), "-I", "-S", str(INSIDE / RELAY.name), str(handshake.report_relay),

@@ -12,7 +12,16 @@ import json
 from pathlib import Path
 
 from tests.conftest import run_cli
-from tests.experiment_fixtures import PLUGINS, experiment, make_factory, make_process_suite, make_runner, make_suite, scenario
+from tests.experiment_fixtures import (
+    PLUGINS,
+    experiment,
+    make_factory,
+    make_process_suite,
+    make_runner,
+    make_suite,
+    runner_experiment,
+    scenario,
+)
 
 
 def scores(home: Path) -> dict[str, dict]:
@@ -69,9 +78,7 @@ def test_a_runner_that_claims_a_void_on_every_attempt_fails_and_drops_no_task(as
     [task] = make_process_suite(assay_home, tasks=1)
     good = make_runner(tmp_path / "good", "good", {"*": "fix"})
     claims = make_runner(tmp_path / "claims", "claims", {"*": "rate_limit"})
-    result = run_cli(assay_home, "experiment", "--suite", "proc", "--baseline-runner", str(good),
-                     "--candidate-runner", str(claims), "--trials-per-task", "1", "--sandbox", "none", "--json",
-                     plugins=PLUGINS, cwd=tmp_path)
+    result = runner_experiment(assay_home, tmp_path, good, claims)
     assert result.returncode == 0, result.stderr
     report = shown(assay_home, result)
     assert report["void_causes"]["candidate"] == {"rate_limit": 3}

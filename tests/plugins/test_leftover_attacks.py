@@ -13,6 +13,7 @@ import functools
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,8 +25,8 @@ from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, r
 from assay.storage import files
 from assay.storage.files import read_lines
 
-from tests.conftest import run_cli
-from tests.experiment_fixtures import PLUGINS, make_process_suite, make_runner
+from tests.conftest import cli_env, run_cli
+from tests.experiment_fixtures import PLUGINS, TEST, make_process_suite, make_runner, runner_experiment
 
 HOSTILE = Path(__file__).parent.parent / "fakes" / "hostile_runner.py"
 
@@ -60,9 +61,7 @@ def run(home: Path, tmp_path: Path, *, sandbox: str = "bwrap", **behaviour: str)
     """An Experiment: an honest Baseline runner that fixes the bug, a hostile Candidate runner."""
     honest = make_runner(tmp_path / "honest", "honest", {"*": "fix"})
     hostile = make_runner(tmp_path / "hostile", "hostile", behaviour, script=HOSTILE)
-    return run_cli(home, "experiment", "--suite", "proc", "--baseline-runner", str(honest),
-                   "--candidate-runner", str(hostile), "--trials-per-task", "1", "--sandbox", sandbox, "--json",
-                   plugins=PLUGINS, cwd=tmp_path)
+    return runner_experiment(home, tmp_path, honest, hostile, sandbox=sandbox)
 
 
 def attempt(home: Path, arm: str) -> Path:
@@ -206,3 +205,162 @@ def test_a_trial_that_leaves_a_deep_folder_is_graded_and_resumed(bwrap, cleaned:
     assert again.returncode == 0, again.stderr
     assert list(folder.iterdir()) == [] and record(assay_home, "candidate")["attempt"] == 1
 
+
+# --- checkouts, test runs and Pair evidence in a sandbox of their own ------------------------------
+
+PAIRED = '[process_grading]\nnew_tests = ["tests/test_*.py"]\ncommand = ["python3", "-m", "unittest", "-q", "{file}"]\n'
+
+
+def test_pair_evidence_never_writes_through_a_link_a_trial_committed(bwrap, assay_home: Path, tmp_path: Path) -> None:
+    """Finding: "A Trial commits `tests -> <a host folder>`; Pair evidence writes the other side's
+    new test through the link, overwrote a host file, and ... planted a `sitecustomize.py` outside
+    `ASSAY_HOME` that the host's `python` later ran." The other side's test is laid over the
+    checkout in a grading sandbox, replacing the link with a folder of its own: the host folder
+    keeps its file, gains nothing, and the cross-test still runs."""
+    make_process_suite(assay_home, tasks=1, extra=PAIRED)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "test_new.py").write_text("the host's own file\n")
+    linker = make_runner(tmp_path / "linker", "linker", {"mode": "link_tests", "target": str(victim)}, script=HOSTILE)
+    tester = make_runner(tmp_path / "tester", "tester", {"mode": "new_test"}, script=HOSTILE)
+    result = runner_experiment(assay_home, tmp_path, linker, tester, sandbox="bwrap")
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in victim.iterdir()) == ["test_new.py"]
+    assert (victim / "test_new.py").read_text() == "the host's own file\n"
+    [pair] = assay_home.glob("evals/experiments/*/pairs/*.json")
+    [run] = json.loads(pair.read_text())["candidate"]["tests"]
+    assert run["file"] == "tests/test_new.py"
+    assert run["base"] is False and run["cross"] is True, run  # fails on the bug, passes on the linker's fix
+
+
+def test_a_test_run_that_prints_400_mb_keeps_the_host_small(bwrap, assay_home: Path, tmp_path: Path, task: str) -> None:
+    """Finding: "Committed code that prints 400 MB when its tests import it takes the host process
+    to 1.7 GiB and leaves a 381 MiB test-output.txt." The run's output is read in its sandbox, its
+    head and tail kept; the host sees only that."""
+    measure = ("import resource, subprocess, sys\n"
+               "done = subprocess.run([sys.executable, '-m', 'assay', *sys.argv[1:]], capture_output=True, text=True)\n"
+               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, done.returncode, done.stderr[-2000:])\n")
+    honest = make_runner(tmp_path / "honest", "honest", {"*": "fix"})
+    loud = make_runner(tmp_path / "loud", "loud", {"mode": "loud_import"}, script=HOSTILE)
+    done = subprocess.run([sys.executable, "-c", measure, "experiment", "--suite", "proc", "--baseline-runner",
+                           str(honest), "--candidate-runner", str(loud), "--trials-per-task", "1", "--sandbox", "bwrap",
+                           "--json"], env=cli_env(assay_home, PLUGINS), cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600)
+    peak_kib, code, stderr = done.stdout.split(" ", 2)
+    assert code == "0", stderr
+    assert int(peak_kib) < 300 * 1024, f"peak RSS {int(peak_kib) // 1024} MiB"
+    output = attempt(assay_home, "candidate") / "grade" / "test-output.txt"
+    assert output.stat().st_size < 1 << 20 and "assay cut" in output.read_text()
+    assert score(assay_home, "candidate")["passed"] is True  # the tests themselves pass
+
+
+def test_a_checkout_past_the_disk_cap_fails_its_trial_not_the_experiment(bwrap, assay_home: Path, tmp_path: Path,
+                                                                        task: str) -> None:
+    """Finding: "A 1.2 MiB repository of two highly compressible 128 MiB blobs grows host disk by 265
+    MiB during checkout; under the disk cap it errors the Experiment." The checkout happens in the
+    grading sandbox's scratch space, within the disk cap: past it the Trial fails, saying so, and
+    nothing of it lands on the host's disk."""
+    honest = make_runner(tmp_path / "honest", "honest", {"*": "fix"})
+    blobs = make_runner(tmp_path / "blobs", "blobs", {"mode": "blobs"}, script=HOSTILE)
+    result = runner_experiment(assay_home, tmp_path, honest, blobs, sandbox="bwrap", ASSAY_TRIAL_DISK="64M")
+    assert result.returncode == 0, result.stderr
+    candidate = score(assay_home, "candidate")
+    assert candidate["passed"] is False and "disk cap" in candidate["why"], candidate["why"]
+    assert candidate["backend"] == "bwrap"
+    assert score(assay_home, "baseline")["passed"] is True
+    big = [p for p in tmp_path.rglob("*") if p.is_file() and not p.is_symlink() and p.stat().st_size > 8 << 20]
+    assert big == []
+
+
+def test_grading_under_sandbox_none_says_it_was_unsandboxed(assay_home: Path, tmp_path: Path, task: str) -> None:
+    """Rule 1: "Under `--sandbox none` the same steps run as today but the Experiment's record says
+    grading was unsandboxed, like the Trials." Each Score names the backend its grading ran in,
+    and `assay experiments ID` says so."""
+    fixes = make_runner(tmp_path / "fixes", "fixes", {"*": "fix"})
+    lazy = make_runner(tmp_path / "lazy", "lazy", {"*": "nofix"})
+    result = runner_experiment(assay_home, tmp_path, fixes, lazy)
+    assert result.returncode == 0, result.stderr
+    assert score(assay_home, "candidate")["backend"] == "none" and score(assay_home, "baseline")["backend"] == "none"
+    exp = json.loads(result.stdout.splitlines()[-1])["id"]
+    shown = json.loads(run_cli(assay_home, "experiments", exp, "--json", plugins=PLUGINS).stdout)
+    assert shown["grading"] == {"backends": ["none"], "unsandboxed": True}
+    text = run_cli(assay_home, "experiments", exp, plugins=PLUGINS).stdout
+    assert "grading ran unsandboxed (--sandbox none)" in text
+
+
+# --- grading uses what the task owns ----------------------------------------------------------------
+
+PYTEST = '["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml={junit}", "test_calc.py"]'
+
+
+def owned_task(home: Path, criteria: str, sealed: dict[str, str] | None = None) -> None:
+    """One process task (calc's bug, test_calc.py catching it) with these criteria lines and sealed files."""
+    [task_id] = make_process_suite(home, tasks=1)
+    folder = home / "evals" / "suites" / task_id
+    text = (folder / "task.toml").read_text()
+    start = text.index("[criteria]")
+    (folder / "task.toml").write_text(text[:start] + "[criteria]\n" + criteria)
+    for path, body in (sealed or {}).items():
+        (folder / "sealed" / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / "sealed" / path).write_text(body)
+
+
+def hostile_experiment(home: Path, tmp_path: Path, mode: str) -> subprocess.CompletedProcess:
+    result = run(home, tmp_path, mode=mode)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def test_a_committed_package_that_shadows_unittest_fails_visibly(bwrap, assay_home: Path, tmp_path: Path) -> None:
+    """Finding: "A Trial leaves the bug, commits a package `unittest/` whose `__main__` prints OK;
+    `python3 -m unittest` in the Trial's tree finds it first and the Trial passes." docs/sandbox.md:
+    a commit touching "a top-level package that shadows the standard library ... fails visibly with
+    why"."""
+    owned_task(assay_home, 'test_command = ["python3", "-m", "unittest", "-q"]\n')
+    hostile_experiment(assay_home, tmp_path, "shadow_unittest")
+    candidate = score(assay_home, "candidate")
+    assert candidate["passed"] is False
+    assert ("its commit touches what grading owns: unittest/__init__.py (it shadows the standard library's "
+            "unittest)") in candidate["why"]
+    assert score(assay_home, "baseline")["passed"] is True
+
+
+@pytest.mark.parametrize("allowed", [False, True])
+def test_an_edited_test_is_graded_by_the_tasks_sealed_copy(bwrap, assay_home: Path, tmp_path: Path,
+                                                           allowed: bool) -> None:
+    """Finding: "Editing the tests ... works the same way." The task's sealed test_calc.py is laid
+    over the committed tree; a commit that touches it fails visibly, or, where the task allows that,
+    is graded by the sealed copy (and fails on the bug it left)."""
+    criteria = 'test_command = ["python3", "-m", "unittest", "-q"]\nsealed = "sealed"\n'
+    owned_task(assay_home, criteria + ('allow_protected = ["test_calc.py"]\n' if allowed else ""),
+               {"test_calc.py": TEST})
+    hostile_experiment(assay_home, tmp_path, "edit_tests")
+    candidate = score(assay_home, "candidate")
+    assert candidate["passed"] is False
+    if allowed:
+        assert candidate["why"] == "`python3 -m unittest -q` failed on the committed HEAD (exit 1)"
+    else:
+        assert "test_calc.py (a sealed test file: the task's own copy is what is graded)" in candidate["why"]
+    assert score(assay_home, "baseline")["passed"] is True
+
+
+def test_a_conftest_that_exits_0_fails_visibly(bwrap, assay_home: Path, tmp_path: Path) -> None:
+    """Finding: "... or a `conftest.py` works the same way": pytest imports the Trial's conftest.py,
+    which exits 0 before any test ran."""
+    owned_task(assay_home, f"test_command = {PYTEST}\n")
+    hostile_experiment(assay_home, tmp_path, "conftest_exit")
+    candidate = score(assay_home, "candidate")
+    assert candidate["passed"] is False and "conftest.py (pytest configuration)" in candidate["why"]
+    assert score(assay_home, "baseline")["passed"] is True
+    assert "1 tests reported passed" in score(assay_home, "baseline")["why"]
+
+
+def test_a_named_test_must_be_reported_passed_not_skipped(bwrap, assay_home: Path, tmp_path: Path) -> None:
+    """docs/sandbox.md: "Where the runner can report per-test results (JUnit XML to a path outside
+    the tree), the named tests must be reported passed, not just exit 0." A skipped test exits 0."""
+    owned_task(assay_home, f'test_command = {PYTEST}\nmust_pass = ["test_calc.py::T::test_add"]\n')
+    hostile_experiment(assay_home, tmp_path, "skip_test")
+    candidate = score(assay_home, "candidate")
+    assert candidate["passed"] is False
+    assert "its JUnit report doesn't show test_calc.py::T::test_add passed" in candidate["why"]
+    assert score(assay_home, "baseline")["passed"] is True
