@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import compileall
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,6 +21,28 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 FAKES = Path(__file__).parent / "fakes"
+
+OOM_KILLS = pytest.mark.xdist_group("oom-kills")
+"""For a test that makes the kernel's OOM killer kill, or whose session SIGKILLs itself and must be
+judged the Arm's fail: the machine counts OOM kills in one number (``/proc/vmstat``), so the
+first kind running beside the second would read as a kill from outside. The README's command
+(``--dist loadgroup``) runs every test of this group on one worker, one at a time."""
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Compile assay's modules once, before any test starts a CLI process.
+
+    Each test runs ``python -m assay`` in fresh processes, hundreds of them in all; where the
+    environment sets ``PYTHONDONTWRITEBYTECODE`` (this workplace's machines do), each of them
+    would compile every module it imports from source again. Python still reads bytecode that
+    exists, so compiling once here spares every one of them. The demo's data is left alone: its
+    runners are frozen by hash, file for file, and its task snapshots become repositories."""
+    if hasattr(session.config, "workerinput"):
+        return  # an xdist worker: the controller compiled already
+    root = Path(__file__).parents[1]
+    data = re.compile(re.escape(str(root / "plugins" / "demo")) + "/(runners|tasks)/")
+    for part in ("core", "plugins"):
+        compileall.compile_dir(root / part, quiet=2, rx=data)
 
 
 def alive(pid: int) -> bool:

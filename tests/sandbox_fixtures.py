@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import ipaddress
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import attrs
+from assay.storage import owners
 
 # Greets each connection with its own address, then echoes what it is sent.
 SERVER = """
@@ -45,8 +47,9 @@ def remote_server(port: int = 8443) -> Iterator[Remote]:
     """Create the namespace, veth pair and server; remove all of it afterwards."""
     tag = f"as{os.getpid() % 100000}"
     netns, host_if, ns_if = f"assay-test-{tag}", f"{tag}h", f"{tag}n"
-    block = 4 * (os.getpid() % 64)
-    host_side, address = f"198.18.7.{block + 1}", f"198.18.7.{block + 2}"
+    # A /30 of 198.18.0.0/15 of this process's own, so tests running side by side never share one.
+    block = ipaddress.ip_address("198.18.0.0") + 4 * (os.getpid() % (1 << 15))
+    host_side, address = str(block + 1), str(block + 2)
     in_ns = ["ip", "netns", "exec", netns]
     server = None
     _ip("netns", "add", netns)
@@ -91,6 +94,12 @@ def netns_unavailable() -> str | None:
         return f"can't create a network namespace: {done.stderr.strip() or 'ip netns add failed'}"
     _ip("netns", "del", probe)
     return None
+
+
+def own(folder: Path | None, prefix: str) -> set[Path]:
+    """The entries ``<prefix><tag>-…`` in ``folder`` made by this test process (the tag names their
+    maker, docs/sandbox.md), never those of another test or another assay running beside it."""
+    return set(folder.glob(f"{prefix}{owners.tag()}-*")) if folder is not None else set()
 
 
 def processes_running(*argv: str) -> list[int]:

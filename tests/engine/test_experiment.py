@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli_env, wait_for
+from tests.conftest import OOM_KILLS, cli_env, wait_for
 from tests.experiment_fixtures import PLUGINS, experiment, make_factory, make_suite, scenario, start_experiment
 from tests.terminal import on_terminal
 
@@ -144,12 +144,14 @@ def test_login_failure_is_void_rerun_twice_then_drops_the_task_for_both_arms(wor
 def test_void_once_is_rerun_and_then_counts(world, assay_home: Path, tmp_path: Path):
     factory, _ = world
     sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "flaky": {"fixture/t1": "void-once:provider_unreachable,right", "*": "right"}})
-    result = experiment(assay_home, factory, sc, "--candidate-model", "flaky", "--json")
+    # The backoff before a re-run is tested apart (test_a_failing_provider_s_reruns_back_off).
+    result = experiment(assay_home, factory, sc, "--candidate-model", "flaky", "--json", "--void-backoff", "0")
     assert result.returncode == 0, result.stderr
     t1 = [t for t in trial_records(assay_home) if t["task"] == "fixture/t1" and t["arm"] == "candidate"]
     assert sorted((t["attempt"], t["outcome"]) for t in t1) == [(0, "delivered"), (0, "void"), (1, "delivered")]
 
 
+@OOM_KILLS
 def test_a_session_that_kills_itself_is_a_fail_not_a_void(world, assay_home: Path, tmp_path: Path):
     """Issue 14 finding 7: `kill -9 $$` inside the session is the Arm's fail, not re-run, never host_kill."""
     factory, _ = world
@@ -439,7 +441,8 @@ def test_a_tag_base_is_resolved_once_and_a_changed_task_is_refused_with_what_cha
     head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     assert f"fixture/t1: base was {base}, now {head}" in line
     assert "fixture/t2: its task.toml or input files changed" in line
-    assert f"run `mv {exp_dir(assay_home)} {exp_dir(assay_home)}.old` and then this command again" in line
+    assert line.endswith(f"to start a fresh Experiment beside it, run: assay experiment change --factory {factory} "
+                         "--suite fixture --sandbox none --workers 1 --candidate-model other --label 2")
 
 
 def test_on_a_terminal_progress_is_a_live_line(world, assay_home: Path, tmp_path: Path):
@@ -447,8 +450,9 @@ def test_on_a_terminal_progress_is_a_live_line(world, assay_home: Path, tmp_path
     sc = scenario(tmp_path / "s.json", {"good": {"*": "sleep:0.3,right"}})
     code, text = on_terminal([sys.executable, "-m", "assay", "experiment", "change", "--factory", str(factory),
                               "--suite", "fixture", "--sandbox", "none"],
-                             cli_env(assay_home, PLUGINS, FAKE_SCENARIO=str(sc), COLUMNS="120"), term="xterm")
-    assert code == 0
+                             cli_env(assay_home, PLUGINS, FAKE_SCENARIO=str(sc), COLUMNS="120"),
+                             answers=[(b"Start 16 Trials? [y/N]", "y")], term="xterm")
+    assert code == 0, text
     assert "\x1b[2K" in text, "the line is redrawn in place"
     assert "16/16 done" in re.sub(r"\x1b\[[0-9;]*m", "", text) and "elapsed" in text
     assert "Verdict: " in text

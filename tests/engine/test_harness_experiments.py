@@ -118,7 +118,8 @@ def test_a_server_error_before_work_voids_the_trial(assay_home, tmp_path, factor
         codex.STARTED, codex.TURN, codex.error("Reconnecting... 1/5 (unexpected status 500 Internal Server Error)"),
         codex.turn_failed("unexpected status 500 Internal Server Error")])})
     make_suite(assay_home, tasks=1)
-    result = experiment(assay_home, factory, bin_dir, "--candidate-harness", "codex")
+    # The backoff between re-runs has a test of its own (test_a_failing_provider_s_reruns_back_off).
+    result = experiment(assay_home, factory, bin_dir, "--candidate-harness", "codex", "--void-backoff", "0")
     assert result.returncode == 0, result.stderr
     candidate = [r for r in records(assay_home) if r["arm"] == "candidate"]
     assert [(r["outcome"], r["void_cause"]) for r in candidate] == [("void", "server_error")] * 3

@@ -21,7 +21,7 @@ from assay.hooks.protocols import ProcessResult
 from assay.sessions import hostkills
 from assay.storage.records import VoidCause
 
-from tests.conftest import cli_env
+from tests.conftest import OOM_KILLS, cli_env
 from tests.engine.test_long_trials import sandbox, score_records, trial_records
 from tests.experiment_fixtures import PLUGINS, make_process_suite, make_runner
 from tests.sandbox_fixtures import processes_where
@@ -38,6 +38,7 @@ def experiment(home: Path, tmp_path: Path, backend: str, candidate: dict,
     )
 
 
+@OOM_KILLS
 @pytest.mark.parametrize("backend", ["bwrap", "none"])
 def test_a_runner_that_kills_itself_fails_once_and_is_never_void(
     backend: str, assay_home: Path, tmp_path: Path
@@ -91,12 +92,18 @@ def test_a_sandbox_killed_from_outside_is_void_host_kill_and_rerun(assay_home: P
         [(hit, 1), ({"baseline": "candidate", "candidate": "baseline"}[hit], 0)])
 
 
-def test_a_sigkill_while_the_oom_killer_was_at_work_is_a_host_kill() -> None:
+def test_a_sigkill_while_the_oom_killer_was_at_work_is_a_host_kill(tmp_path: Path, monkeypatch) -> None:
     """The kernel's OOM killer kills from outside: a SIGKILLed session while its count rose is void host_kill;
     without a rise, or ended any other way, the session's own reading stands."""
     now = hostkills.oom_kills()
     if now is None:
         pytest.skip("this kernel does not count OOM kills in /proc/vmstat")
+    # The count is the machine's: hold this kernel's vmstat still, so an OOM kill elsewhere (another
+    # test's memory cap running beside this one) can't read as a rise.
+    frozen = tmp_path / "vmstat"
+    frozen.write_bytes(hostkills.VMSTAT.read_bytes())
+    monkeypatch.setattr(hostkills, "VMSTAT", frozen)
+    now = hostkills.oom_kills()
     killed = ProcessResult(exit_code=-signal.SIGKILL, backend="none", duration=1.0)
     assert hostkills.judge(killed, now - 1).void_cause is VoidCause.HOST_KILL
     assert hostkills.judge(killed, now).void_cause is None

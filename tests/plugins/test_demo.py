@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
-from tests.conftest import run_cli
+import pytest
+from assay.plugins import demo
+from assay.plugins.sandbox_bwrap.backend import BwrapBackend
+
+from tests.conftest import cli_env, run_cli, wait_for
 
 
 def test_demo_runs_end_to_end_and_its_results_are_listable(assay_home: Path):
@@ -31,4 +40,86 @@ def test_demo_runs_end_to_end_and_its_results_are_listable(assay_home: Path):
     again = run_cli(assay_home, "demo", "--json")
     assert again.returncode == 0
     line = json.loads(again.stdout.strip().splitlines()[-1])
-    assert line == {"id": exp_id, "outcome": "pass", "verdict": "pass", "interval": shown["verdict"]["interval"]}
+    assert line == {"id": exp_id, "outcome": "pass", "verdict": "pass", "interval": shown["verdict"]["interval"],
+                    "final": True, "waiting": []}
+
+
+def test_a_hasty_trial_draws_the_same_in_every_attempt_and_differently_per_trial(tmp_path: Path, monkeypatch):
+    """Issue 40: the demo runner's randomness is the Trial's (task, Arm, index), not its attempt's:
+    a Trial cut short by a kill and re-run as ``attempt-1`` must behave as ``attempt-0`` did."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("demo_common", demo.RUNNERS / "common.py")
+    common = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, common)  # a dataclass looks its module up there
+    spec.loader.exec_module(common)
+
+    def draws(slot: str, attempt: int) -> list[float]:
+        trials = tmp_path / "evals" / "experiments" / "x1" / "trials" / "assay-demo__pager-off-by-one"
+        request = common.Request(repository=tmp_path, issue_file=tmp_path / "issue.md", branch="main",
+                                 runner_dir=tmp_path, output_dir=trials / slot / f"attempt-{attempt}" / "output",
+                                 task="assay-demo/pager-off-by-one")
+        rng = common.trial_rng(request)
+        return [rng.random() for _ in range(4)]
+
+    assert draws("baseline-0", 0) == draws("baseline-0", 1) == draws("baseline-0", 2)
+    assert draws("baseline-0", 0) != draws("baseline-1", 0)
+    assert draws("baseline-0", 0) != draws("candidate-0", 0)
+
+
+@contextlib.contextmanager
+def busy_machine():
+    """A busy loop on every core, for as long as the block runs: the load that hid issue 40's bug."""
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    try:
+        yield
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+
+
+def demo_verdict(home: Path) -> dict:
+    [folder] = (home / "evals" / "experiments").iterdir()
+    data = json.loads((folder / "verdict.json").read_text())
+    data.pop("computed_at")
+    return data
+
+
+def running_trial(home: Path, task: str) -> bool:
+    """Whether a Baseline Trial of ``task`` (one the hasty runner draws on) is under way: its
+    attempt folder exists and its ``trial.json`` doesn't yet."""
+    trials = home / "evals" / "experiments"
+    return any(not (attempt / "trial.json").exists()
+               for attempt in trials.glob(f"*/trials/assay-demo__{task}/baseline-*/attempt-0"))
+
+
+@pytest.fixture(scope="module")
+def uninterrupted_verdict(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The Verdict of an uninterrupted ``assay demo`` (the same under either backend)."""
+    home = tmp_path_factory.mktemp("uninterrupted")
+    done = run_cli(home, "demo", "--sandbox", "none", "--json")
+    assert done.returncode == 0, done.stderr
+    return demo_verdict(home)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["none", "bwrap"])
+def test_a_demo_killed_mid_trial_under_load_resumes_to_the_uninterrupted_verdict(
+        tmp_path: Path, backend: str, uninterrupted_verdict: dict):
+    """Issue 40: ``assay demo`` killed with SIGKILL while a Trial runs, on a machine busy on every
+    core, and run again, ends in exactly the Verdict of an uninterrupted run, bit for bit."""
+    if backend == "bwrap" and not (check := BwrapBackend().check()).works:
+        pytest.skip(f"bwrap can't run here: {check.reason}")
+    argv = [sys.executable, "-m", "assay", "demo", "--sandbox", backend, "--json"]
+    with busy_machine():
+        with subprocess.Popen(argv, env=cli_env(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
+            wait_for(lambda: running_trial(tmp_path, "pager-off-by-one") or proc.poll() is not None,
+                     timeout=240, what="a Baseline Trial of pager-off-by-one to start")
+            assert proc.poll() is None, "the demo ended before a Trial could be cut short"
+            proc.send_signal(signal.SIGKILL)
+        resumed = run_cli(tmp_path, "demo", "--sandbox", backend, "--json")
+        assert resumed.returncode == 0, resumed.stderr
+    assert list(tmp_path.glob("evals/experiments/*/trials/assay-demo__pager-off-by-one/baseline-*/attempt-1")), \
+        "the Trial cut short re-ran as a new attempt"
+    assert demo_verdict(tmp_path) == uninterrupted_verdict

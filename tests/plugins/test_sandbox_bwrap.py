@@ -31,9 +31,9 @@ from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, r
 from assay.storage.files import read_lines
 from assay.storage.records import VoidCause
 
-from tests.conftest import run_cli
+from tests.conftest import OOM_KILLS, run_cli
 from tests.experiment_fixtures import PLUGINS, make_factory, make_process_suite, make_runner, make_suite, scenario
-from tests.sandbox_fixtures import Remote, netns_unavailable, processes_running, remote_server
+from tests.sandbox_fixtures import Remote, netns_unavailable, own, processes_running, remote_server
 
 BACKEND = BwrapBackend(grace=0.5, poll=0.05, drain=1.0)
 
@@ -289,8 +289,8 @@ def test_a_hang_that_ignores_its_stop_signal_is_killed(bwrap: BwrapBackend, worl
 def test_a_cancelled_trial_leaves_no_process_socket_or_cgroup(bwrap: BwrapBackend, world: World) -> None:
     token = f"300.{secrets.randbelow(10**6):06d}"
     caps = memory.detect()
-    cgroups = set(caps.parent.glob("assay-trial-*")) if caps.parent else set()
-    sockets = set(Path(tempfile.gettempdir()).glob("assay-proxy-*"))
+    cgroups = own(caps.parent, "assay-trial-")
+    sockets = own(Path(tempfile.gettempdir()), "assay-proxy-")
     code = f"import subprocess, time; subprocess.Popen(['sleep', '{token}']); print('ready', flush=True); time.sleep(60)"
     invocation = Invocation(argv=(sys.executable, "-c", code), cwd=world.repo, env={"PATH": "/usr/bin:/bin"},
                             read_write=(world.repo,), log_dir=world.trial)
@@ -302,21 +302,22 @@ def test_a_cancelled_trial_leaves_no_process_socket_or_cgroup(bwrap: BwrapBacken
 
     assert trio.run(main)
     assert processes_running("sleep", token) == []
-    assert set(Path(tempfile.gettempdir()).glob("assay-proxy-*")) <= sockets
-    assert not caps.parent or set(caps.parent.glob("assay-trial-*")) <= cgroups
+    assert own(Path(tempfile.gettempdir()), "assay-proxy-") <= sockets
+    assert own(caps.parent, "assay-trial-") <= cgroups
 
 
 # --- Memory ------------------------------------------------------------------------------------
 
 
+@OOM_KILLS
 def test_past_its_memory_cap_a_trial_is_killed_and_void(bwrap: BwrapBackend, world: World) -> None:
     caps = cgroup_caps()
-    before = set(caps.parent.glob("assay-trial-*"))
+    before = own(caps.parent, "assay-trial-")
     code = "print('start', flush=True); held = bytearray(512 << 20); print('survived', flush=True)"
     result, lines = run(attrs.evolve(bwrap, memory_limit=128 << 20), world, code)
     assert result.void_cause is VoidCause.MEMORY_CAP and not result.timed_out
     assert lines == ["start"]
-    assert set(caps.parent.glob("assay-trial-*")) <= before  # the Trial's cgroup went with it
+    assert own(caps.parent, "assay-trial-") <= before  # the Trial's cgroup went with it
 
 
 def test_without_a_cgroup_each_process_gets_the_data_limit(bwrap: BwrapBackend, world: World) -> None:
@@ -347,6 +348,7 @@ def trial_records(home: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted(home.glob("evals/experiments/*/trials/*/*/attempt-*/trial.json"))]
 
 
+@OOM_KILLS
 def test_a_whole_experiment_runs_in_bwrap_and_goes_on_past_a_trial_killed_by_its_cap(
     bwrap: BwrapBackend, tmp_path: Path, assay_home: Path
 ) -> None:

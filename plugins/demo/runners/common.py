@@ -12,9 +12,11 @@ This file is copied into each runner's frozen bundle, beside the agent that impo
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -141,14 +143,17 @@ def commit(repository: Path, message: str, paths: list[str] | None = None) -> st
 
 
 def trial_rng(request: Request) -> random.Random:
-    """Randomness fixed per (task, Trial), so a Trial re-run the same way behaves the same.
+    """Randomness fixed per Trial (task, Arm, index), so every attempt at a Trial behaves the same.
 
-    Seeded from the task and the part of ``output_dir`` from its ``trials`` folder on
-    (``trials/<suite>__<task>/<arm>-<n>/attempt-<k>/output``), which names the Trial but not the
-    Experiment; where there is no ``trials`` folder, the whole path is used.
+    Seeded from the task and the part of ``output_dir`` between its ``trials`` folder and the
+    attempt (``trials/<suite>__<task>/<arm>-<n>``), which names the Trial but neither the
+    Experiment nor the attempt: a Trial cut short by a kill and re-run as ``attempt-1`` draws what
+    ``attempt-0`` drew, so the resumed Experiment reaches the uninterrupted Verdict. Where there is
+    no ``trials`` folder, the whole path is used.
     """
     parts = request.output_dir.parts
     if "trials" in parts:
         parts = parts[len(parts) - 1 - parts[::-1].index("trials"):]
+        parts = tuple(itertools.takewhile(lambda part: not re.fullmatch(r"attempt-\d+", part), parts))
     key = f"{request.task}\n{'/'.join(parts)}"
     return random.Random(int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big"))
