@@ -10,20 +10,18 @@ lay the task's files over it, run a test command. The report, one line on stdout
 
 The steps run in order; the first that can't be done ends the report with its ``problem``, and a
 check that fails (HEAD not descending from the base, a protected path touched) ends it early.
-This process makes itself undumpable and runs each test command with its output on a pipe of its
-own, so nothing a test starts can reach its descriptors or write its report; between runs, and
+This process makes itself undumpable before it runs a test command, runs each with its output on
+a pipe of its own, so nothing a test starts can reach its descriptors or write its report; between runs, and
 before it reads a runner's JUnit report, every other process in the sandbox is killed.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 import types
 from pathlib import Path
@@ -111,7 +109,7 @@ class Bench:
         added = repo.git_bytes("diff", "--name-only", "--diff-filter=A", "--no-renames", "-z", step["base"],
                                repo.head).split(b"\0")
         names = [n.decode(errors="replace") for n in added if n]
-        wanted = [n for n in names if any(fnmatch.fnmatch(n, g) for g in step["globs"])]
+        wanted = [n for n in names if any(_matches(n, g) for g in step["globs"])]
         files, cut, room = {}, [], int(step["limit"])
         for name in wanted:
             data = repo.git_bytes("show", f"{repo.head}:{name}", limit=min(room, int(step["each"])) or 1, cut=True)
@@ -146,7 +144,7 @@ class Bench:
         out = repo.git_bytes("diff", "--name-only", "--no-renames", "-z", step["base"], repo.head).split(b"\0")
         touched = []
         for path in (n.decode(errors="replace") for n in out if n):
-            if any(fnmatch.fnmatch(path, glob) for glob in step["allow"]):
+            if any(_matches(path, glob) for glob in step["allow"]):
                 continue
             why = protection(path, step) or self._section_changed(path, step["base"])
             if why:
@@ -218,6 +216,10 @@ class Bench:
         output, and with ``junit`` the cases of the JUnit report it wrote to ``{junit}``."""
         if self.checkout is None:
             raise Problem("nothing is checked out to run in")
+        import threading
+
+        if not self.runs:
+            _undumpable()  # before the first thing of the Trial's runs here
         self.runs += 1
         out = self.scratch / "out"
         out.mkdir(exist_ok=True)
@@ -271,6 +273,13 @@ RUNNER_MODULES = {"pytest": ("pytest", "_pytest", "pluggy", "py"), "unittest": (
 _EXTENSION = (".py", ".pyc", ".pyo", ".so", ".pyd")
 
 
+def _matches(name: str, glob: str) -> bool:
+    """:func:`fnmatch.fnmatch`, imported only by the jobs that match names (every job starts this module)."""
+    import fnmatch
+
+    return fnmatch.fnmatch(name, glob)
+
+
 def protection(path: str, step: dict[str, Any]) -> str | None:
     """Why grading must own ``path`` (a path in the Trial's tree), or None: a sealed file, a path the
     task protects, the test runner's configuration, a file Python runs at start-up, or a module at
@@ -278,7 +287,7 @@ def protection(path: str, step: dict[str, Any]) -> str | None:
     name = path.rsplit("/", 1)[-1]
     if path in step["sealed"]:
         return "a sealed test file: the task's own copy is what is graded"
-    if any(fnmatch.fnmatch(path, glob) for glob in step["protect"]):
+    if any(_matches(path, glob) for glob in step["protect"]):
         return "a path the task protects"
     if name in RUNNER_FILES:
         return RUNNER_FILES[name]
@@ -476,7 +485,6 @@ def _undumpable() -> None:
 
 
 def main(argv: list[str]) -> int:
-    _undumpable()
     request = json.loads(Path(argv[1]).read_text())
     data = (encoded(work(request)) + "\n").encode()
     while data:  # a pipe may take less than all at once

@@ -19,7 +19,6 @@ this part of assay), so the module uses nothing else.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import re
 import stat
@@ -62,14 +61,16 @@ def hardened_env() -> dict[str, str]:
     return env
 
 
-@dataclasses.dataclass(frozen=True)
 class TrialRepo:
-    """A Trial's repository seen through a shadow git folder; ``head`` is its HEAD commit."""
+    """A Trial's repository seen through a shadow git folder; ``head`` is its HEAD commit.
 
-    path: Path
-    shadow: Path
-    head: str
-    bare: bool
+    A plain class: ``attrs`` is not in a grading sandbox's bare Python, and ``dataclasses`` would
+    cost every grading job the import of ``inspect``."""
+
+    __slots__ = ("bare", "head", "path", "shadow")
+
+    def __init__(self, path: Path, shadow: Path, head: str, bare: bool):
+        self.path, self.shadow, self.head, self.bare = path, shadow, head, bare
 
     def git(self, *args: str, limit: int = OUTPUT_LIMIT, cut: bool = False) -> str:
         """``git ARGS`` on the shadow; its output (the Trial's content) read to ``limit`` bytes (past it

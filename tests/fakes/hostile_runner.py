@@ -24,6 +24,10 @@ Modes:
   edit_tests   leaves the bug; rewrites test_calc.py to a test that always passes.
   conftest_exit  leaves the bug; commits a conftest.py that exits 0 as pytest loads it.
   skip_test    leaves the bug; marks the test in test_calc.py skipped.
+  chaos        leaves the bug and whatever ``behaviour.json`` says (tests/engine/test_leftovers_properties.py):
+               a tree (``tree``: entries of hex-named path parts, a kind and a size or link target), some
+               of it committed (``commit``), bytes sent to its proxy (``proxy``, hex) and the bytes of
+               its result.json (``result``, hex; none: no result.json).
 """
 
 import json
@@ -99,6 +103,43 @@ def commit_blob(name: str, size: int, byte: bytes) -> None:
     subprocess.run(["git", "update-index", "--add", "--cacheinfo", f"100644,{sha},{name}"], check=True)
 
 
+def make_tree(top: Path, entries: list[dict]) -> None:
+    """Each entry made under ``top``, by name bytes, whatever is already there (errors are part of it)."""
+    for entry in entries:
+        path = os.path.join(os.fsencode(top), *(bytes.fromhex(part) for part in entry["path"]))
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            if entry["kind"] == "dir":
+                os.makedirs(path, exist_ok=True)
+            elif entry["kind"] == "link":
+                os.symlink(bytes.fromhex(entry["target"]), path)
+            elif entry["kind"] == "fifo":
+                os.mkfifo(path)
+            elif entry["kind"] == "deep":
+                os.makedirs(path, exist_ok=True)
+                deep_folder(Path(os.fsdecode(path)), entry["size"])
+            else:
+                with open(path, "wb") as f:
+                    f.write(bytes.fromhex(entry.get("bytes", "")) * max(1, entry["size"]))
+        except OSError:
+            pass
+
+
+def chaos(behaviour: dict, request: dict, out: Path) -> None:
+    make_tree(Path.cwd(), behaviour["tree"])
+    if behaviour["commit"]:
+        subprocess.run([*GIT, "add", "-A"], capture_output=True)
+        subprocess.run([*GIT, "commit", "-qm", "whatever"], capture_output=True)
+    make_tree(Path(request["home"]), behaviour["tree"])
+    for line in behaviour["proxy"]:
+        try:
+            ask_proxy(bytes.fromhex(line))
+        except (OSError, KeyError):
+            pass
+    if behaviour["result"] is not None:
+        out.write_bytes(bytes.fromhex(behaviour["result"]))
+
+
 def main() -> int:
     request = json.loads(Path(os.environ["ASSAY_REQUEST"]).read_text())
     behaviour = json.loads((Path(request["runner_dir"]) / "behaviour.json").read_text())
@@ -172,6 +213,9 @@ def main() -> int:
         text = Path("test_calc.py").read_text()
         Path("test_calc.py").write_text(text.replace("    def test_add", "    @unittest.skip('later')\n    def test_add"))
         commit_all("not now")
+    elif mode == "chaos":
+        chaos(behaviour, request, out)
+        return 0
     elif mode == "long_line":
         chunk = b"x" * (1 << 20)
         for _ in range(300):

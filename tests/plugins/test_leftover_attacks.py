@@ -4,7 +4,8 @@ repository, its tree, its output, its proxy traffic), made for real.
 docs/sandbox.md's threat model states the rules these check: work on a Trial's leftovers happens in
 a sandbox; grading uses only what the task owns; failure stays with its Trial; everything the host
 spends for a Trial is metered; nothing the Arm can cause is a void. The whole-Experiment tests run
-under bwrap and skip, with bwrap's own reason, where it can't run; the others need nothing.
+under bwrap (marked slow), skipping with bwrap's own reason where it can't run; the others need
+nothing.
 """
 
 from __future__ import annotations
@@ -132,6 +133,7 @@ def test_connections_past_the_budget_at_once_are_refused() -> None:
     assert meter.overrun and "more than 2 proxy connections at once" in meter.overrun
 
 
+@pytest.mark.slow
 def test_a_bad_port_from_inside_a_trial_fails_nothing(bwrap, assay_home: Path, tmp_path: Path, task: str) -> None:
     """The finding, made from inside a real Trial: the Experiment finishes and the Trial that sent
     it is graded like any other (its committed fix passes)."""
@@ -143,6 +145,7 @@ def test_a_bad_port_from_inside_a_trial_fails_nothing(bwrap, assay_home: Path, t
     assert run(assay_home, tmp_path, mode="bad_port").returncode == 0  # and a resume just reports
 
 
+@pytest.mark.slow
 def test_refused_connects_in_a_loop_are_the_trials_failure_at_its_budget(bwrap, assay_home: Path, tmp_path: Path,
                                                                         task: str, monkeypatch) -> None:
     """Rule 4: hitting a budget is the Arm's failure with why, and the log stays within it."""
@@ -189,6 +192,7 @@ def test_a_tree_1200_levels_deep_is_walked_defused_and_removed(cleaned: Path, tm
     assert not (tmp_path / "trial").exists() and Path("/etc/passwd").exists()
 
 
+@pytest.mark.slow
 def test_a_trial_that_leaves_a_deep_folder_is_graded_and_resumed(bwrap, cleaned: Path, assay_home: Path,
                                                                  tmp_path: Path, task: str) -> None:
     """The finding from inside a real Trial, in its repository and its home: the Experiment ends
@@ -211,6 +215,7 @@ def test_a_trial_that_leaves_a_deep_folder_is_graded_and_resumed(bwrap, cleaned:
 PAIRED = '[process_grading]\nnew_tests = ["tests/test_*.py"]\ncommand = ["python3", "-m", "unittest", "-q", "{file}"]\n'
 
 
+@pytest.mark.slow
 def test_pair_evidence_never_writes_through_a_link_a_trial_committed(bwrap, assay_home: Path, tmp_path: Path) -> None:
     """Finding: "A Trial commits `tests -> <a host folder>`; Pair evidence writes the other side's
     new test through the link, overwrote a host file, and ... planted a `sitecustomize.py` outside
@@ -233,6 +238,7 @@ def test_pair_evidence_never_writes_through_a_link_a_trial_committed(bwrap, assa
     assert run["base"] is False and run["cross"] is True, run  # fails on the bug, passes on the linker's fix
 
 
+@pytest.mark.slow
 def test_a_test_run_that_prints_400_mb_keeps_the_host_small(bwrap, assay_home: Path, tmp_path: Path, task: str) -> None:
     """Finding: "Committed code that prints 400 MB when its tests import it takes the host process
     to 1.7 GiB and leaves a 381 MiB test-output.txt." The run's output is read in its sandbox, its
@@ -254,6 +260,7 @@ def test_a_test_run_that_prints_400_mb_keeps_the_host_small(bwrap, assay_home: P
     assert score(assay_home, "candidate")["passed"] is True  # the tests themselves pass
 
 
+@pytest.mark.slow
 def test_a_checkout_past_the_disk_cap_fails_its_trial_not_the_experiment(bwrap, assay_home: Path, tmp_path: Path,
                                                                         task: str) -> None:
     """Finding: "A 1.2 MiB repository of two highly compressible 128 MiB blobs grows host disk by 265
@@ -311,6 +318,7 @@ def hostile_experiment(home: Path, tmp_path: Path, mode: str) -> subprocess.Comp
     return result
 
 
+@pytest.mark.slow
 def test_a_committed_package_that_shadows_unittest_fails_visibly(bwrap, assay_home: Path, tmp_path: Path) -> None:
     """Finding: "A Trial leaves the bug, commits a package `unittest/` whose `__main__` prints OK;
     `python3 -m unittest` in the Trial's tree finds it first and the Trial passes." docs/sandbox.md:
@@ -325,6 +333,7 @@ def test_a_committed_package_that_shadows_unittest_fails_visibly(bwrap, assay_ho
     assert score(assay_home, "baseline")["passed"] is True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("allowed", [False, True])
 def test_an_edited_test_is_graded_by_the_tasks_sealed_copy(bwrap, assay_home: Path, tmp_path: Path,
                                                            allowed: bool) -> None:
@@ -344,6 +353,7 @@ def test_an_edited_test_is_graded_by_the_tasks_sealed_copy(bwrap, assay_home: Pa
     assert score(assay_home, "baseline")["passed"] is True
 
 
+@pytest.mark.slow
 def test_a_conftest_that_exits_0_fails_visibly(bwrap, assay_home: Path, tmp_path: Path) -> None:
     """Finding: "... or a `conftest.py` works the same way": pytest imports the Trial's conftest.py,
     which exits 0 before any test ran."""
@@ -355,6 +365,7 @@ def test_a_conftest_that_exits_0_fails_visibly(bwrap, assay_home: Path, tmp_path
     assert "1 tests reported passed" in score(assay_home, "baseline")["why"]
 
 
+@pytest.mark.slow
 def test_a_named_test_must_be_reported_passed_not_skipped(bwrap, assay_home: Path, tmp_path: Path) -> None:
     """docs/sandbox.md: "Where the runner can report per-test results (JUnit XML to a path outside
     the tree), the named tests must be reported passed, not just exit 0." A skipped test exits 0."""
