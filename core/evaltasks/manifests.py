@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 from assay.evaltasks import timesafe
+from assay.evaltasks.sealed import sealed_files, sealed_folder
 from assay.hooks.protocols import SuiteKind
 from assay.storage.home import AssayHome
 from assay.storage.records import EvalTask, Suite
@@ -258,20 +259,6 @@ def inputs_digest(task: EvalTask) -> str:
         digest.update(f"\0sealed\0{rel}\0".encode())
         digest.update((sealed_folder(task) / rel).read_bytes())  # type: ignore[operator]
     return digest.hexdigest()
-
-
-def sealed_folder(task: EvalTask) -> Path | None:
-    """The folder of the task's sealed files (``criteria.sealed``), or None."""
-    name = task.criteria.get("sealed")
-    return (task.folder / name).resolve() if isinstance(name, str) else None
-
-
-def sealed_files(task: EvalTask) -> list[str]:
-    """Every sealed file's path inside its folder (the path it is laid over in the Trial's tree), sorted."""
-    folder = sealed_folder(task)
-    if folder is None or not folder.is_dir():
-        return []
-    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
 
 
 def _check_criteria(criteria: Mapping[str, Any], path: Path, problems: list[Problem]) -> None:

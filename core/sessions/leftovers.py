@@ -26,8 +26,7 @@ from typing import Any, TypeVar
 import attrs
 from assay import storage
 from assay.hooks.protocols import Invocation, ProcessResult, SandboxBackend
-from assay.sessions.leftovers_inside import MARK, REPORT_LIMIT, VERSION, pid_depth
-from assay.storage import files, formats
+from assay.storage import files
 from assay.storage.records import VoidCause
 from assay.storage.untrusted import MIB, UntrustedFileError, json_object
 
@@ -172,10 +171,12 @@ class Report:
 
     def get(self, index: int, cls: type[T]) -> T | None:
         """Step ``index``'s result as ``cls``, or None if the job never reached it."""
+        from assay.storage.formats import converter  # cattrs: only once a job has run, never at start-up
+
         if index >= len(self.steps):
             return None
         try:
-            return formats.converter.structure(dict(self.steps[index]), cls)
+            return converter.structure(dict(self.steps[index]), cls)
         except Exception as e:  # cattrs groups every field error
             raise LeftoversError(f"the grading sandbox's report is malformed ({type(e).__name__})") from None
 
@@ -254,6 +255,8 @@ async def run_job(backend: SandboxBackend, job: Job, folder: Path, *, timeout: f
 
     Raises :class:`LeftoversError` when there is no usable report.
     """
+    from assay.sessions.leftovers_inside import MARK, VERSION, pid_depth
+
     files.remove_tree(folder)
     scratch = folder / "scratch"
     scratch.mkdir(parents=True)
@@ -279,6 +282,8 @@ async def run_job(backend: SandboxBackend, job: Job, folder: Path, *, timeout: f
 
 
 def _report(marked: list[str], result: ProcessResult, steps: int) -> Report:
+    from assay.sessions.leftovers_inside import REPORT_LIMIT, VERSION
+
     if result.overrun:
         raise LeftoversError(result.overrun)
     if len(marked) != 1:

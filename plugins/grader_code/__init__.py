@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from assay import hookimpl
-from assay.evaltasks.manifests import sealed_files, sealed_folder
+from assay.evaltasks.sealed import sealed_files, sealed_folder
 from assay.evaltasks.timesafe import origin_path
 from assay.hooks.protocols import GradingContext
 from assay.sessions.leftovers import (
