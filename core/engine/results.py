@@ -66,8 +66,8 @@ class ExperimentVerdict:
     Score's recheck, a pending Score, a missing panel call, a counted reader's review).
     """
 
-    FORMAT: ClassVar[int] = 5
-    UPGRADES: ClassVar[dict] = {1: lambda d: {**d, "final": True}, 2: dict, 3: dict, 4: dict}
+    FORMAT: ClassVar[int] = 6  # 6: model_grader_shares_family
+    UPGRADES: ClassVar[dict] = {1: lambda d: {**d, "final": True}, 2: dict, 3: dict, 4: dict, 5: dict}
 
     verdict: str
     interval: tuple[float, float] | None
@@ -88,6 +88,8 @@ class ExperimentVerdict:
     pending_on_people: tuple[str, ...] = ()  # of ``pending``: the tasks that wait only on people's calls
     broken_arms: tuple[Mapping[str, Any], ...] = ()  # Arms most of whose Trials failed the same way (:func:`broken_arms`)
     why: str = ""  # why the Verdict is inconclusive when no group says so (people-panel agreement)
+    # The Arms' family the model Grader shared, no seat from a third family being configured (format 6)
+    model_grader_shares_family: str | None = None
 
 
 WAITING_ON_PEOPLE = "waiting on people"
@@ -287,6 +289,7 @@ def experiment_verdict(
         people=decisions.people, waiting_on_people=decisions.waiting, why=decisions.inconclusive_because,
         pending_on_people=tuple(r.task for r in results if r.waits_on == "people"),
         broken_arms=tuple(broken_arms(exp, setup, bar)),
+        model_grader_shares_family=bar.model_grader_shared_family,
     )
     return attrs.evolve(result, final=not any(w.blocks for w in waits(attrs.asdict(result, recurse=False), exp.id)))
 

@@ -26,6 +26,7 @@ from assay.verdict.dirichlet import (
     _differences,
     _equal_arms_distribution,
     _judge,
+    _more_tasks,
     _outcome,
     _prior,
     _reason,
@@ -67,7 +68,9 @@ def verdict_at_look(
         alpha, _values(k), confidence_sequence.state(diffs, level=bar.level, margin=bar.margin),
         level=bar.level, margin=bar.margin, seed=bar.seed,
     )
-    return attrs.evolve(first, more_tasks=more, more_tasks_over_cap=over, more_tasks_chance=chance)
+    spec = _more_tasks(np.asarray(alpha, dtype=float), _values(k), bar)
+    return attrs.evolve(first, more_tasks=more, more_tasks_over_cap=over, more_tasks_chance=chance,
+                        spec_more_tasks=spec[0], spec_more_tasks_over_cap=spec[1], spec_more_tasks_chance=spec[2])
 
 
 def chance_of_clear_first_look(n_tasks: int, trials_per_task: int, bar: Bar, *, sequence_from: int = 2) -> float:
