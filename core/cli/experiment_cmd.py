@@ -557,6 +557,8 @@ def _show(data: dict) -> None:
     bar = data["bar"]
     typer.echo(f"  Bar: margin {bar['margin']}, level {bar['level']}, seed {bar['seed']}, draws {bar['draws']}, "
                f"timeout {bar['timeout_seconds']}s")
+    typer.echo(f"  Sandbox: {data['sandbox']}" + ("; grading ran unsandboxed (--sandbox none)"
+                                                  if data["grading"]["unsandboxed"] else ""))
     typer.echo("")
     table(["TASK", "ARM", "#", "ATTEMPT", "OUTCOME", "VOID CAUSE", "SCORE", "WHY"], [
         (t["task"], t["arm"], t["index"], t["attempt"], t["outcome"], t["void_cause"] or "",

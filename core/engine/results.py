@@ -543,8 +543,11 @@ def describe(exp: ExperimentDir, command: Any | None,
     outcomes: dict[str, dict[str, int]] = {arm: {} for arm in ARMS}
     tokens: dict[str, dict[str, int]] = {arm: {} for arm in ARMS}
     cost: dict[str, float | None] = {arm: None for arm in ARMS}
+    graded_in: set[str] = set()  # the backends grading work on Trials' leftovers ran in
     for slot in exp.slots(setup.tasks):
         score, state = exp.score(slot), exp.slot_state(slot, bar)
+        if score is not None and score.backend:
+            graded_in.add(score.backend)
         if state.last is not None:
             last = state.last.outcome.value
             outcomes[slot.arm][last] = outcomes[slot.arm].get(last, 0) + 1
@@ -572,6 +575,7 @@ def describe(exp: ExperimentDir, command: Any | None,
         "bar": {k: v for k, v in formats.unstructure(bar).items() if k != "format"},
         "suites": list(setup.suites),
         "sandbox": setup.sandbox,
+        "grading": {"backends": sorted(graded_in), "unsandboxed": "none" in graded_in},
         "created_at": setup.created_at.isoformat(),
         "label": setup.label,
         "release": formats.unstructure(setup.release) if setup.release else None,

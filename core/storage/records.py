@@ -25,6 +25,7 @@ Format history:
   older Bars read None: their Graders were never scripted).
 - Bar 6: ``model_grader_shared_family`` (the Arms' family the model Grader shares when no seat from a
   third family was configured; older Bars read None, as they ran: such an Experiment was refused).
+- Score 4: ``backend`` (the sandbox its grading work on the Trial's leftovers ran in).
 - Bar 8: ``usage_warning`` (the share of a plan window used at which no new Trial starts; an older Bar
   reads with the default, 0.9, which never paused it: no report was read), ``efficiency`` and
   ``efficiency_margin`` (a saving the change is meant to make, judged beside the pass share; an older
@@ -53,13 +54,19 @@ class VoidCause(str, enum.Enum):
     PLAN_LIMIT = "plan_limit"
     HOST_KILL = "host_kill"  # killed from outside its sandbox (the kernel's OOM killer, a person), not by assay
     MEMORY_CAP = "memory_cap"
-    REPOSITORY_CHANGED = "repository_changed"  # a review that edited or committed its repository
+    REPOSITORY_CHANGED = "repository_changed"  # read in old records only: a review that changes its repository now fails
     LOGIN_MISMATCH = "login_mismatch"  # the session used another login than the one assay gave it
     HARNESS_CHANGED = "harness_changed"  # the session ran another version than the one fixed at the start
     # The only causes a Custom runner may claim for itself (custom-runners ticket).
     SESSION_UNAVAILABLE = "session_unavailable"
     USAGE_LIMIT = "usage_limit"
     RATE_LIMIT = "rate_limit"
+
+
+# The causes a Custom runner may claim for itself (custom-runners ticket): only the Arm's own word
+# backs them, so they re-run a Trial but can never drop its task for both Arms (a Trial whose voids
+# run out on them is its Arm's fail). Every other cause is the host's or its sandbox's observation.
+CLAIMED_VOID_CAUSES = frozenset({VoidCause.SESSION_UNAVAILABLE, VoidCause.USAGE_LIMIT, VoidCause.RATE_LIMIT})
 
 
 class Outcome(str, enum.Enum):
@@ -278,8 +285,8 @@ class Score:
     A ``pending`` Score (its reason) has no judgement yet: its task waits, and so does the Verdict.
     """
 
-    FORMAT: ClassVar[int] = 3
-    UPGRADES: ClassVar[dict] = {1: dict, 2: dict}
+    FORMAT: ClassVar[int] = 4
+    UPGRADES: ClassVar[dict] = {1: dict, 2: dict, 3: dict}
 
     task: str
     arm: Arm
@@ -293,6 +300,9 @@ class Score:
     pending: str | None = None
     label: str | None = None
     graded: str | None = None  # the attempt it judged ("attempt-N sha256:…"); it counts only while that is in force
+    # The sandbox backend its work on the Trial's leftovers ran in ("none": unsandboxed, as the Trials
+    # were); None when it read nothing of the Trial's but its reports.
+    backend: str | None = None
 
 
 @attrs.frozen

@@ -57,7 +57,7 @@ class ModelGrader:
             return self._pending(task, trials, f"the model Grader's Harness '{seat[0]}' is not installed")
         workspace = context.workspace
         try:
-            built = build_packet(task, trials, context, workspace)
+            built = await build_packet(task, trials, context, workspace)
         except AliasError as e:
             return self._pending(task, trials, str(e))
         refused, labelled, marker = built.refused, built.labelled, built.marker
@@ -118,14 +118,16 @@ class BuiltPacket:
     marker: str
 
 
-def build_packet(task: EvalTask, trials: Sequence[TrialView], context: GradingContext, workspace: Path) -> BuiltPacket:
+async def build_packet(task: EvalTask, trials: Sequence[TrialView], context: GradingContext,
+                       workspace: Path) -> BuiltPacket:
     """Read each Trial's submission safely, scrub it, label it blind and write the packet (and the
     label key beside it) under ``workspace``."""
     scrub = _scrubber(trials, context, workspace)
     refused, readable, bodies = [], [], {}
     for view in trials:
         try:
-            bodies[view.record.arm, view.record.index] = scrub(packet.submission(task, view))
+            read = await packet.submission(task, view, context.backend, context.timeout, workspace / "read")
+            bodies[view.record.arm, view.record.index] = scrub(read)
             readable.append(view)
         except UntrustedFileError as e:
             refused.append(Score(task.id, view.record.arm, view.record.index, "assay", False, f"{e}; it was not read"))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import OOM_KILLS, cli_env, run_cli, wait_for
+from tests.conftest import OOM_KILLS, cli_env, copy_home, run_cli, wait_for
 from tests.experiment_fixtures import PLUGINS, experiment, make_factory, make_suite, scenario, start_experiment
 from tests.terminal import on_terminal
 
@@ -323,8 +323,10 @@ def test_without_suite_the_suites_the_change_touches_run_and_none_touched_exits_
     assert len(list((assay_home / "evals" / "experiments").iterdir())) == 1
 
 
-def test_without_bwrap_an_experiment_needs_sandbox_none_said_out_loud(world, assay_home: Path, tmp_path: Path):
-    """A machine with no bwrap: refused with the reason, unless --sandbox none; the demo falls back, warning."""
+def test_without_bwrap_an_experiment_needs_sandbox_none_said_out_loud(world, assay_home: Path, tmp_path: Path,
+                                                                    finished_demo: Path):
+    """A machine with no bwrap: refused with the reason, unless --sandbox none; the demo falls back,
+    warning, to the Experiment it ran before without a sandbox (which therefore just reports)."""
     import shutil
 
     factory, _ = world
@@ -341,6 +343,7 @@ def test_without_bwrap_an_experiment_needs_sandbox_none_said_out_loud(world, ass
     assert refused.stderr.strip() == (
         "assay: error: bwrap can't run here (bwrap is not installed (apt-get install bubblewrap)); "
         "pass --sandbox none to run Trials without a sandbox")
+    copy_home(finished_demo, assay_home)
     demo = subprocess.run([sys.executable, "-m", "assay", "demo", "--workers", "2"], capture_output=True, text=True,
                           env=cli_env(assay_home, "", PATH=str(bin_dir)))
     assert demo.returncode == 0, demo.stderr
