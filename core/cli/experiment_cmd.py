@@ -162,6 +162,8 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         yes: bool = typer.Option(False, "--yes", "-y", help="Start without asking (on a terminal it asks after the estimate)."),
         workers: int = typer.Option(2, min=1, help="Sessions running at once, Grader sessions included: at most 2 per login (two Arms on different logins: 4)."),
         sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap where it works, else none)."),
+        executor: str = typer.Option(None, "--executor", metavar="local|ray", help="Where Trials run: local (this process, default) or ray (a Ray cluster's hosts, `pip install 'assay[ray]'`; docs/distributed.md). Default: the User config's [executor] name."),
+        ray_address: str = typer.Option(None, "--ray-address", metavar="HOST:PORT", help="The Ray cluster's head (default: the User config's [executor] address, else RAY_ADDRESS)."),
         unsandboxed_grader: bool = typer.Option(
             False, "--unsandboxed-grader",
             help="Let model Graders run under --sandbox none, where their session can read your credentials "
@@ -190,8 +192,9 @@ def _experiment_command(plugins: plugin_loading.Plugins):
                      people=people or ("beside" if people_reader else None), people_readers=tuple(people_reader) or None,
                      people_sample=people_sample, people_overlap=people_overlap,
                      **_panel_flags(panel, panel_seat, panel_vote, panel_arm_family_rule, panel_families))
+        where = _executor(home, executor, ray_address)
         if add_tasks:
-            _extend(plugins, home, candidate, add_tasks, given, workers=workers, json_=json_)
+            _extend(plugins, home, candidate, add_tasks, given, workers=workers, json_=json_, executor=where)
             return
         if new and label:
             fail("--new starts afresh under the next free label; --label names one: give one of them")
@@ -206,9 +209,19 @@ def _experiment_command(plugins: plugin_loading.Plugins):
                 plan = experiments_core.labelled(plan, label or experiments_core.free_label(home, plan))
             except experiments_core.PlanError as e:
                 fail(str(e))
-        run_plan(home, plugins, plan, workers=workers, json_=json_, confirm=not yes, fresh=True)
+        run_plan(home, plugins, plan, workers=workers, json_=json_, confirm=not yes, fresh=True, executor=where)
 
     return experiment
+
+
+def _executor(home: AssayHome, name: str | None, address: str | None) -> Any:
+    """``--executor``/``--ray-address`` with the User config's ``[executor]`` (one line and exit 2 if bad)."""
+    from assay.engine import start as experiments_core
+
+    try:
+        return experiments_core.executor_options(home, name, address)
+    except experiments_core.PlanError as e:
+        fail(str(e))
 
 
 def arm_flags(given: dict[str, Any]) -> tuple[Any, Any]:
@@ -229,7 +242,7 @@ def refuse_outside_release(**given: Any) -> None:
 
 
 def _extend(plugins: plugin_loading.Plugins, home: AssayHome, ref: str | None, add_tasks: list[str],
-            given: dict[str, Any], *, workers: int, json_: bool) -> None:
+            given: dict[str, Any], *, workers: int, json_: bool, executor: Any = None) -> None:
     """``assay experiment ID --add-tasks …``: record the new look, then run it (docs/verdict.md)."""
     from assay.engine import extend
     from assay.engine import start as experiments_core
@@ -257,7 +270,7 @@ def _extend(plugins: plugin_loading.Plugins, home: AssayHome, ref: str | None, a
     elif not json_:
         typer.echo(f"Look {look.number}: {_plural(len(tasks), 'Eval task')} added to Experiment {exp.id} "
                    f"({look.tasks} in all); the Trials already run are kept.")
-    run_plan(home, plugins, plan, workers=workers, json_=json_)
+    run_plan(home, plugins, plan, workers=workers, json_=json_, executor=executor)
 
 
 def _panel_flags(mode: str | None, seats: list[str], vote: str | None, arm_family_rule: str | None,
@@ -289,16 +302,18 @@ def _arm_scripts(values: list[str]) -> dict[str, Path]:
 
 
 def run_plan(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, workers: int, json_: bool,
-             confirm: bool = False, fresh: bool = False) -> None:
+             confirm: bool = False, fresh: bool = False, executor: Any = None) -> None:
     """Announce, run with live progress, and print the result (shared with ``assay demo``, which
     never asks). ``confirm``: on a terminal, ask before the first Trial; ``fresh``: a refused
     changed Bar or task list names the command that starts afresh (``--label``)."""
-    exp, outcome = execute(home, plugins, plan, workers=workers, json_=json_, confirm=confirm, fresh=fresh)
+    exp, outcome = execute(home, plugins, plan, workers=workers, json_=json_, confirm=confirm, fresh=fresh,
+                           executor=executor)
     _conclude(exp, outcome, json_)
 
 
 def execute(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, workers: int,
-            json_: bool, raise_if_running: bool = False, confirm: bool = False, fresh: bool = False) -> tuple[Any, str]:
+            json_: bool, raise_if_running: bool = False, confirm: bool = False, fresh: bool = False,
+            executor: Any = None) -> tuple[Any, str]:
     """Announce and run (or resume) the Experiment with live progress; its folder and outcome.
     Bad input exits 2, a broken run 1 (shared with ``assay release-check``, which asks for
     :class:`~assay.engine.start.AlreadyRunning` to be raised, not refused, so it can wait)."""
@@ -317,7 +332,7 @@ def execute(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, work
             raise typer.Exit(0)
     report, close = reporter(quiet=json_)
     try:
-        exp, outcome = experiments_core.start(home, plugins, plan, workers=workers, report=report)
+        exp, outcome = experiments_core.start(home, plugins, plan, workers=workers, report=report, executor=executor)
     except experiments_core.AlreadyRunning as e:
         if raise_if_running:
             raise

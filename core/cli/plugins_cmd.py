@@ -54,6 +54,9 @@ def _conflicts(plugins: plugin_loading.Plugins) -> list[str]:
 
 
 def _state(provided: list[dict]) -> str:
+    unusable = [f"{p['kind']} {p['name']} can't run here: {p['reason']}" for p in provided if p.get("works") is False]
+    if unusable:
+        return "; ".join(unusable)
     pending = [p for p in provided if not p["implemented"]]
     if not pending:
         return "ready"

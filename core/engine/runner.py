@@ -11,35 +11,28 @@ import collections
 import contextlib
 import signal
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
 from assay.engine import blinding, findings, results
 from assay.engine.folder import ExperimentDir, Slot, SlotState, task_dirname
+from assay.engine.trial import TrialInputs, described, trial_session
 from assay.evaltasks import manifests, timesafe
 from assay.hooks.loaded import Plugins
-from assay.hooks.protocols import (
-    ArmRuntime,
-    CannotGoOn,
-    GradingContext,
-    Harness,
-    ProcessResult,
-    SandboxBackend,
-    SessionOutcome,
-    TrialContext,
-)
+from assay.hooks.protocols import ArmRuntime, GradingContext, Harness, ProcessResult, SandboxBackend, SessionOutcome
 from assay.pairs.evidence import pair_evidence
 from assay.pairs.panel import ORDERS, Panel, saved_calls
 from assay.pairs.spend import Budget
-from assay.sessions.leftovers import Job, LeftoversError, Opened, Status, run_job
 from assay.sessions.slots import arm_login, login_slot
-from assay.storage import files, formats
+from assay.storage import formats
 from assay.storage.commands import Command, now
 from assay.storage.home import AssayHome
 from assay.storage.records import ARMS, Arm, Bar, EvalTask, Outcome, Score, Setup, TrialRecord, TrialView, VoidCause
-from assay.storage.untrusted import capped_log
 from assay.storage.userconfig import grading_config
+
+if TYPE_CHECKING:
+    from assay.engine.remote import RemoteTrials
 
 # Outcomes that are fails without asking a Grader: the session itself didn't deliver.
 SELF_EVIDENT_FAILS = {Outcome.FAILED, Outcome.TIMEOUT, Outcome.STOPPED_TO_ASK}
@@ -117,6 +110,7 @@ class ExperimentRun:
     # installed Harnesses, on ``backend``.
     grader_harnesses: Mapping[str, Harness] | None = None
     grading_backend: SandboxBackend | None = None
+    remote: RemoteTrials | None = None  # a remote executor's hosts run the Trials; None: this process
     paused: bool = False
     stopped: bool = False
     counts: Counts = attrs.field(factory=Counts)
@@ -261,39 +255,17 @@ class ExperimentRun:
         folder = self.exp.fresh_attempt(slot, attempt)
         task = self.tasks[slot.task]
         started = now()
-        repository = await self._repository(task, folder / "repo")
-        review_only = getattr(self.plugins.suite_kinds()[task.kind], "review_only", False)
-        before = await self._repository_state(repository) if review_only else None
-        home = folder / "home"
-        home.mkdir()
-        with capped_log(folder / "session.log") as log:
-            ctx = TrialContext(
-                task=task, prompt=self.prompts[slot.arm][task.id], folder=folder, repository=repository, home=home,
-                backend=self.backend, timeout=self.bar.timeout_seconds, assay_home=self.home.root,
-                log=log, on_plan_limit=self._pause, provider_error_limit=self.bar.void_provider_errors,
-                usage_warning=self.bar.usage_warning,
-                writable=tuple(p for p in [timesafe.origin_path(repository)] if p.exists()),
-            )
-            try:
-                async with login_slot(arm_login(self.setup.arm(slot.arm), self.plugins.harnesses())):  # two at once per login
-                    outcome, process = await self.runtimes[slot.arm].run(ctx)
-            except OSError as e:  # the session's process never started: the sandbox's fault, not the Arm's
-                outcome = SessionOutcome(Outcome.VOID, VoidCause.SANDBOX_FAILED, diagnostic=f"{type(e).__name__}: {e}")
-                process = ProcessResult(exit_code=None, backend=self.backend.name, duration=0.0)
-            except CannotGoOn:
-                raise
-            except Exception as e:  # reading, parsing or walking what it left: the Trial's failure, never the Experiment's
-                outcome = SessionOutcome(Outcome.FAILED, diagnostic=f"what the Trial left could not be read: {_described(e)}")
-                process = ProcessResult(exit_code=None, backend=self.backend.name, duration=0.0)
-        outcome = _sandbox_says(outcome, process)
-        if process.stderr_tail:  # what a session said before it died: often the only clue
-            files.write_text(folder / "stderr.log", process.stderr_tail)
+        inputs = TrialInputs(task, self.prompts[slot.arm][task.id], folder, folder / "repo", self.home.root,
+                             getattr(self.plugins.suite_kinds()[task.kind], "review_only", False))
+        login = arm_login(self.setup.arm(slot.arm), self.plugins.harnesses())
+        if self.remote is not None:
+            outcome, process = await self.remote.run(slot, attempt, inputs, await self._cache(task), login)
+        else:
+            await self._repository(task, inputs.repository)
+            outcome, process = await trial_session(self.runtimes[slot.arm], inputs, self.backend, self.bar,
+                                                   self._pause, login_slot(login))  # two at once per login
         if outcome.plan_limit or outcome.void_cause in PLAN_LIMIT_CAUSES:
             self._pause()  # a limit read only once the session ended never reached the live callback
-        if review_only and outcome.outcome is not Outcome.VOID:
-            if await self._repository_state(repository) != before:  # the Arm's doing: a void would let it drop the task
-                outcome = attrs.evolve(outcome, outcome=Outcome.FAILED, diagnostic=(
-                    "the review changed its repository (commits or edits); a review must leave it as it found it"))
         record = TrialRecord(
             task=slot.task, arm=slot.arm, index=slot.index, attempt=attempt, outcome=outcome.outcome,
             started_at=started, ended_at=now(), backend=process.backend, void_cause=outcome.void_cause,
@@ -303,20 +275,6 @@ class ExperimentRun:
         )
         formats.write(folder / "trial.json", record)
         return record
-
-    async def _repository_state(self, repository: Any) -> tuple[str, tuple[str, ...]]:
-        """HEAD and the working tree's status: what a review must leave as it found it, read in a
-        grading sandbox (a repository that can't be read so was changed)."""
-        job = Job()
-        opened, status = job.open(repository), job.status()
-        try:
-            report = await run_job(self.backend, job, repository.parent / "state", timeout=self.bar.timeout_seconds)
-            head, left = report.get(opened, Opened), report.get(status, Status)
-        except LeftoversError as e:
-            return "", (f"unreadable: {e}",)
-        if report.problem or head is None or left is None:
-            return "", (f"unreadable: {report.problem}",)
-        return head.head, (*left.lines, f"and {left.more} more")
 
     # --- Grading ------------------------------------------------------------------------------
 
@@ -456,15 +414,8 @@ async def _grade_contained(grader: Any, name: str, task: EvalTask, views: Sequen
         if len(views) == 1:
             view = views[0]
             return [Score(task.id, view.record.arm, view.record.index, name, False,
-                          f"the {name} Grader could not grade what the Trial left: {_described(e)}")]
+                          f"the {name} Grader could not grade what the Trial left: {described(e)}")]
     return [score for view in views for score in await _grade_contained(grader, name, task, [view], context)]
-
-
-def _described(error: BaseException) -> str:
-    """``Type: message`` of an exception, seen through the groups trio's nurseries wrap one in."""
-    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
-        error = error.exceptions[0]
-    return f"{type(error).__name__}: {error}"
 
 
 def _diagnostic(outcome: SessionOutcome, process: ProcessResult) -> str | None:
@@ -473,16 +424,3 @@ def _diagnostic(outcome: SessionOutcome, process: ProcessResult) -> str | None:
     if not stderr or outcome.outcome is Outcome.DELIVERED or stderr[-300:] in (outcome.diagnostic or ""):
         return outcome.diagnostic or process.stderr_tail[-2000:]
     return "; ".join(filter(None, [outcome.diagnostic, f"stderr: {stderr[-1000:]}"]))
-
-
-def _sandbox_says(outcome: SessionOutcome, process: ProcessResult) -> SessionOutcome:
-    """The sandbox's own void cause (memory cap, failed start, a kill from outside) outranks the
-    session's reading; then a budget the session spent on the host (its output, its proxy's log
-    lines or connections) makes it the Arm's failure, whatever it claims. A session SIGKILLed from
-    inside its sandbox is read as any other ending: the Arm's."""
-    if process.void_cause is not None:
-        return attrs.evolve(outcome, outcome=Outcome.VOID, void_cause=process.void_cause)
-    if process.overrun is not None:
-        return attrs.evolve(outcome, outcome=Outcome.FAILED, void_cause=None, plan_limit=False,
-                            diagnostic="; ".join(filter(None, [process.overrun, outcome.diagnostic])))
-    return outcome

@@ -23,8 +23,8 @@ from assay.evaltasks import manifests
 from assay.evaltasks.manifests import ManifestError
 from assay.evaltasks.prompts import PromptError
 from assay.hooks.loaded import PluginError, Plugins
-from assay.hooks.protocols import (ArmKind, ArmRuntime, Harness, NotYetImplemented, SandboxBackend, SeatedGrader,
-                                   SuiteKind)
+from assay.hooks.protocols import (LOCAL_EXECUTOR, ArmKind, ArmRuntime, Executor, ExecutorOptions, Harness,
+                                   NotYetImplemented, SandboxBackend, SeatedGrader, SuiteKind)
 from assay.pairs.votes import voting_families
 from assay.sessions.harness_arm import HarnessArm
 from assay.storage import formats
@@ -33,9 +33,10 @@ from assay.storage.families import arm_family, family_of, grader_seats, seat_mod
 from assay.storage.files import Locked, NotALockFile, exclusive_lock, private_folder
 from assay.storage.home import AssayHome
 from assay.storage.records import ARMS, GRADERS, Arm, ArmSetup, Bar, EvalTask, Release, Setup, Suite, TaskSetup
-from assay.storage.userconfig import GradingConfig, UserConfigError, grading_config
+from assay.storage.userconfig import GradingConfig, UserConfigError, executor_config, grading_config
 
 if TYPE_CHECKING:
+    from assay.engine.runner import ExperimentRun
     from assay.scripted_provider.experiment import ArmScript
 
 
@@ -408,13 +409,54 @@ def arms_summary(setup: Setup) -> dict[str, ArmSetup]:
     return {arm: setup.arm(arm) for arm in ARMS}
 
 
-def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report) -> tuple[ExperimentDir, str]:
-    """Run (or resume) the Experiment; returns its folder and outcome."""
+def executor_options(home: AssayHome, name: str | None, address: str | None) -> ExecutorOptions:
+    """Where Trials run: ``--executor`` and its address, else the User config's ``[executor]``, else here."""
+    try:
+        config = executor_config(home.root)
+    except UserConfigError as e:
+        raise PlanError(str(e)) from None
+    chosen = name or config.name or LOCAL_EXECUTOR
+    return ExecutorOptions(chosen, address or (config.address if chosen == config.name else None))
+
+
+def choose_executor(plugins: Plugins, plan: Plan, options: ExecutorOptions) -> Executor:
+    """The executor ``options`` names, refused with why if it can't run here or can't run this plan."""
+    try:
+        executor: Executor = plugins.get("assay_executors", options.name)
+    except PluginError as e:
+        raise PlanError(f"--executor: {e}") from None
+    if not executor.remote:
+        if options.address:
+            raise PlanError(f"--ray-address: the '{options.name}' executor runs Trials here and takes no address")
+        return executor
+    check = executor.check()
+    if not check.works:
+        raise PlanError(f"--executor {options.name} can't run here: {check.reason}")
+    if plan.scripts or plan.grader_script:
+        raise PlanError(f"--executor {options.name}: a scripted Experiment's providers run in this process; "
+                        "run it on the local executor")
+    for arm in ARMS:
+        if plan.setup.arm(arm).runner:
+            raise PlanError(f"--executor {options.name}: the {arm.title()} is a Custom runner; remote hosts run "
+                            "Factory Arms (a Harness) only so far")
+    kinds = plugins.suite_kinds()
+    for task in plan.tasks.values():
+        if kinds[task.kind].needs_origin:
+            raise PlanError(f"--executor {options.name}: {task.id} is a {task.kind} task, whose Trials push to a "
+                            "local origin; remote hosts don't run such tasks so far")
+    return executor
+
+
+def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report,
+          executor: ExecutorOptions | None = None) -> tuple[ExperimentDir, str]:
+    """Run (or resume) the Experiment on ``executor`` (default: here); returns its folder and outcome."""
     import trio
     from assay.engine.runner import ExperimentRun
     from assay.sessions.slots import workers_refusal
 
-    if why := workers_refusal(workers, arms_summary(plan.setup).values(), plugins.harnesses()):
+    options = executor or ExecutorOptions()
+    chosen = choose_executor(plugins, plan, options)
+    if not chosen.remote and (why := workers_refusal(workers, arms_summary(plan.setup).values(), plugins.harnesses())):
         raise PlanError(why)
     try:
         preflight.probe_arms(plan.sources, arms_summary(plan.setup), plan.backend, home.root)
@@ -445,7 +487,7 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
                     prompts=prompts, runtimes=runtimes, backend=plan.backend, workers=workers,
                     command=command, report=report, grader_harnesses=graders, grading_backend=grading_backend,
                 )
-                outcome = trio.run(run.run)
+                outcome = trio.run(_run_on, run, chosen, options, plan)
             except Exception as e:
                 cause = _root_cause(e)
                 with contextlib.suppress(OSError):  # a full disk must not hide the error behind its own
@@ -469,6 +511,30 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
         raise PlanError(str(e)) from None
     except OSError as e:  # a full disk or an unwritable ASSAY_HOME, outside the run itself
         raise ExperimentErrored(f"Experiment {plan.id} errored: {e}") from e
+
+
+async def _run_on(run: ExperimentRun, executor: Executor, options: ExecutorOptions, plan: Plan) -> str:
+    """The run on its executor: here, or on a remote executor's hosts, as many Trials at once as
+    they hold slots of the Arms' logins."""
+    if not executor.remote:
+        return await run.run()
+    import tempfile
+
+    from assay.engine.remote import RemoteTrials
+    from assay.sessions.slots import PER_LOGIN, arm_login
+
+    arms = arms_summary(run.setup)
+    logins = {arm_login(a, run.plugins.harnesses()) for a in arms.values()}
+    with tempfile.TemporaryDirectory(prefix="assay-remote-") as scratch:
+        async with executor.open(options, run.command.log) as workers:
+            for login in sorted(logins):
+                places = workers.places(login)
+                run.command.log(f"executor {executor.name}: the {login} login has {len(places)} place(s) of "
+                                f"{PER_LOGIN} slots: {', '.join(places) or 'none'}")
+            run.workers = max(1, sum(PER_LOGIN * len(workers.places(login)) for login in logins))
+            builds = {arm: getattr(run.runtimes[arm], "build", None) for arm in ARMS}
+            run.remote = RemoteTrials(workers, run.backend, arms, builds, run.bar, run.command.log, Path(scratch))
+            return await run.run()
 
 
 def _finished(exp: ExperimentDir) -> str | None:

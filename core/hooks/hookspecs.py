@@ -16,7 +16,7 @@ import pluggy
 if TYPE_CHECKING:
     import typer
     from assay.hooks.loaded import Plugins
-    from assay.hooks.protocols import ArmKind, Grader, Harness, Runner, SandboxBackend, SuiteKind
+    from assay.hooks.protocols import ArmKind, Executor, Grader, Harness, Runner, SandboxBackend, SuiteKind
 
 PROJECT = "assay"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -59,6 +59,13 @@ def assay_arm_kinds() -> Iterable[ArmKind]:
 def assay_sandbox_backends() -> Iterable[SandboxBackend]:
     """Called once when the plugins load: the sandbox backends this plugin offers
     (``none`` pass-through, ``bwrap``, …), keyed by ``name``."""
+
+
+@hookspec
+def assay_executors() -> Iterable[Executor]:
+    """Called once when the plugins load: the executors this plugin offers (``local``, the trio
+    workers of this process; ``ray``, a Ray cluster's hosts), keyed by ``name``; ``--executor`` or
+    the User config's ``[executor] name`` picks one."""
 
 
 @hookspec

@@ -10,7 +10,7 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 import pluggy
-from assay.hooks.protocols import Harness, Runner, SandboxBackend, SuiteKind
+from assay.hooks.protocols import Executor, Harness, Runner, SandboxBackend, SuiteKind
 
 T = TypeVar("T")
 
@@ -22,6 +22,7 @@ OFFERINGS: dict[str, str] = {
     "assay_runners": "runner",
     "assay_arm_kinds": "arm kind",
     "assay_sandbox_backends": "sandbox backend",
+    "assay_executors": "executor",
 }
 
 
@@ -109,3 +110,6 @@ class Plugins:
 
     def sandbox_backends(self) -> dict[str, SandboxBackend]:
         return {k: v.value for k, v in self.offered("assay_sandbox_backends").items()}
+
+    def executors(self) -> dict[str, Executor]:
+        return {k: v.value for k, v in self.offered("assay_executors").items()}

@@ -79,10 +79,11 @@ def provides(plugins: Plugins, plugin_name: str) -> list[dict[str, Any]]:
                 out.append({"kind": what, "name": None, "implemented": False, "error": str(e)})
                 continue
             for v in values:
-                out.append(
-                    {"kind": what, "name": getattr(v, "name", None),
-                     "implemented": getattr(v, "implemented", True)}
-                )
+                entry = {"kind": what, "name": getattr(v, "name", None), "implemented": getattr(v, "implemented", True)}
+                if hook == "assay_executors":  # an optional one (assay[ray]) says why it can't run here
+                    check = v.check()
+                    entry["works"], entry["reason"] = check.works, check.reason
+                out.append(entry)
     plugin = plugins.manager.get_plugin(plugin_name)
     if plugin is not None and hasattr(plugin, "assay_commands"):
         out.append({"kind": "commands", "name": None, "implemented": True})

@@ -9,6 +9,7 @@ hands is what lets the same Harness run bare, under bwrap, or later on a remote 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TextIO, runtime_checkable
 
@@ -432,3 +433,82 @@ class SandboxCheck:
     reason: str = ""
     memory_cap: str = "none"
     limits: tuple[Limit, ...] = ()
+
+
+LOCAL_EXECUTOR = "local"  # the built-in executor: this process's trio workers
+
+
+@attrs.frozen
+class ExecutorOptions:
+    """Where the user asked for Trials to run: ``--executor NAME [--ray-address ADDR]``, else the
+    User config's ``[executor]`` table, else this process (``local``)."""
+
+    name: str = LOCAL_EXECUTOR
+    address: str | None = None
+
+
+@attrs.frozen
+class ExecutorCheck:
+    """Whether an executor can run here (its library installed), and why not."""
+
+    works: bool
+    reason: str = ""
+
+
+class HostLost(RuntimeError):
+    """The host running a piece of remote work went away (its node died, was removed or lost its
+    connection): a kill from outside, never the Arm's doing."""
+
+
+@attrs.frozen
+class RemoteWork:
+    """One piece of work a remote executor runs on one of its hosts.
+
+    The host calls ``call`` (``module:function`` of assay, installed there too) with ``payload``
+    (JSON, bounded) and the contents of ``blobs`` (name → a file here; each file is sent once per
+    run however many works name it); the function returns named bytes, which come back as they
+    are, for the engine to validate (:mod:`assay.storage.untrusted`) before it writes anything.
+    ``place`` is one of :meth:`RemoteWorkers.places`: a host with a free slot of that login.
+    """
+
+    key: str
+    place: str
+    call: str
+    payload: bytes
+    blobs: Mapping[str, Path] = attrs.field(factory=dict)
+
+
+@runtime_checkable
+class RemoteWorkers(Protocol):
+    """An open connection to a remote executor's hosts, for one Experiment run."""
+
+    def places(self, login: str) -> tuple[str, ...]:
+        """The places that hold ``login`` (``harness:NAME``, :mod:`assay.sessions.slots`): one per
+        account of it on the cluster, each good for two sessions at once; empty: no host has it."""
+
+    def drop(self, place: str, why: str) -> None:
+        """Use ``place`` no more this run (its host can't run this Experiment's Arms)."""
+
+    async def run(self, work: RemoteWork) -> Mapping[str, bytes]:
+        """Run ``work`` on a host of its place to its end; raises :class:`HostLost` when that host
+        went away mid-way. Cancelled (a Stop), it cancels the remote work, leaving nothing running."""
+
+
+@runtime_checkable
+class Executor(Protocol):
+    """Where an Experiment's Trials run (``--executor``), a plugin kind like the sandbox backends.
+
+    ``remote`` False is the built-in ``local`` executor: the engine's own trio workers in this
+    process, writing each Trial's folder as it goes. A remote executor's :meth:`open` connects to
+    its hosts; the engine hands each Trial to it as a :class:`RemoteWork` and stays the single
+    writer of ``ASSAY_HOME``, writing what comes back once it is checked.
+    """
+
+    name: str
+    remote: bool
+
+    def check(self) -> ExecutorCheck:
+        """Whether this executor can run here, and why not (its library missing, say)."""
+
+    def open(self, options: ExecutorOptions, log: Callable[[str], None]) -> AbstractAsyncContextManager[RemoteWorkers]:
+        """Connect for one run (a remote executor only); ``log`` takes lines for the Command log."""

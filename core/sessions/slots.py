@@ -9,9 +9,8 @@ Experiment's Trials, its model Graders and its Grader panel together never hold 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-
 from typing import Any
 
 from assay.hooks.protocols import Harness
@@ -19,6 +18,7 @@ from assay.storage.records import ArmSetup
 
 PER_LOGIN = 2
 _SLOTS: list[Any] = []  # the trio RunVar holding each run's limiters, made on first use (no trio at start-up)
+_FREED = "(freed)"  # where :func:`place_slot` keeps the event a freed place sets (no login is named so)
 
 
 def harness_login(harness: Harness) -> str:
@@ -49,18 +49,53 @@ def workers_refusal(workers: int, arms: Iterable[ArmSetup], harnesses: Mapping[s
             f"Grader sessions alike, so production keeps its share), and {on}: at most --workers {most}")
 
 
-@asynccontextmanager
-async def login_slot(login: str) -> AsyncIterator[None]:
-    """Hold one of ``login``'s slots (waiting for one) while the body runs."""
+def _slots() -> dict[str, Any]:
+    """This trio run's limiters, one per login (and the event :func:`place_slot` waits on)."""
     import trio
 
     if not _SLOTS:
         _SLOTS.append(trio.lowlevel.RunVar("assay_login_slots"))
     try:
-        slots = _SLOTS[0].get()
+        return _SLOTS[0].get()
     except LookupError:
-        slots = {}
+        slots: dict[str, Any] = {}
         _SLOTS[0].set(slots)
-    limiter = slots.setdefault(login, trio.CapacityLimiter(PER_LOGIN))
-    async with limiter:
+        return slots
+
+
+def _limiter(login: str) -> Any:
+    import trio
+
+    return _slots().setdefault(login, trio.CapacityLimiter(PER_LOGIN))
+
+
+@asynccontextmanager
+async def login_slot(login: str) -> AsyncIterator[None]:
+    """Hold one of ``login``'s slots (waiting for one) while the body runs."""
+    async with _limiter(login):
         yield
+
+
+@asynccontextmanager
+async def place_slot(places: Sequence[str]) -> AsyncIterator[str]:
+    """Hold a slot of one of ``places`` (the accounts of one login on a remote executor's hosts,
+    :data:`PER_LOGIN` sessions at once each), the first with one free, waiting for any; yields it."""
+    import trio
+
+    slots = _slots()
+    while True:
+        for place in places:
+            limiter = _limiter(place)
+            try:
+                limiter.acquire_nowait()
+            except trio.WouldBlock:
+                continue
+            try:
+                yield place
+            finally:
+                limiter.release()
+                freed = slots.pop(_FREED, None)  # wake every waiter: one of them may want this place
+                if freed is not None:
+                    freed.set()
+            return
+        await slots.setdefault(_FREED, trio.Event()).wait()

@@ -1,5 +1,6 @@
 """The User config (``ASSAY_HOME/config.toml``): the grading settings a person keeps across runs.
 
+``[executor]`` says where Trials run (``name = "ray"``, ``address = "HOST:PORT"``: docs/distributed.md);
 ``[grading.families]`` adds model families for the family rule (:mod:`assay.storage.families`),
 ``FAMILY = ["glob", ...]``; ``[grading] seats = ["HARNESS:MODEL", ...]`` are the standing model
 Grader seats a review suite takes when no ``--model-grader`` is given; ``[release] tag_pattern``
@@ -109,3 +110,26 @@ def scoring_config(root: Path | None) -> ScoringConfig:
             raise UserConfigError(f"{path}: scoring.{field} must be a non-empty name")
         names[field] = value
     return ScoringConfig(owners, size, _seats(table.get("seats", []), path, "scoring.seats"), **names)
+
+
+@attrs.frozen
+class ExecutorConfig:
+    """``[executor]``: the executor Experiments use when no ``--executor`` is given, and its address."""
+
+    name: str | None = None
+    address: str | None = None
+
+
+def executor_config(root: Path | None) -> ExecutorConfig:
+    """The ``[executor]`` table of the User config under ``root`` (nothing set when there is none)."""
+    path, table = _table(root, "executor")
+    values = {}
+    for field in ("name", "address"):
+        value = table.get(field)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise UserConfigError(f"{path}: executor.{field} must be a non-empty string")
+        values[field] = value
+    unknown = sorted(set(table) - {"name", "address"})
+    if unknown:
+        raise UserConfigError(f"{path}: executor.{unknown[0]}: unknown field (known: name, address)")
+    return ExecutorConfig(**values)
