@@ -9,6 +9,9 @@ evals/experiments/<id>/
   setup.json  bar.json  looks.json  verdict.json  lock
   trials/<suite>__<task>/<arm>-<index>/attempt-<n>/   trial.json, session.log, repo/, home/
   scores/<suite>__<task>/<arm>-<index>.json
+  traces/experiment.jsonl  traces/verdict.jsonl             the Experiment's trace (docs/traces.md)
+  traces/trials/<suite>__<task>/<arm>-<index>-attempt-<n>.jsonl
+  traces/grading/<suite>__<task>.jsonl  traces/grading/<suite>__<task>/*.jsonl   (its Grader sessions)
 ```
 """
 
@@ -113,6 +116,18 @@ class ExperimentDir:
     @property
     def looks_file(self) -> Path:
         return self.path / "looks.json"
+
+    @property
+    def traces(self) -> Path:
+        """The Experiment's trace files, written by assay alone (nothing a Trial can write)."""
+        return self.path / "traces"
+
+    def trial_trace(self, slot: Slot, attempt: int) -> Path:
+        return self.traces / "trials" / task_dirname(slot.task) / f"{slot.arm}-{slot.index}-attempt-{attempt}.jsonl"
+
+    def grading_trace(self, task: str) -> Path:
+        """A task's grading step; its Grader sessions' traces go in the folder of the same name."""
+        return self.traces / "grading" / f"{task_dirname(task)}.jsonl"
 
     def setup(self) -> Setup:
         """The Setup as it stands now: as recorded at the start, plus every look's added tasks."""

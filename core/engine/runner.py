@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import signal
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -38,6 +39,8 @@ from assay.storage.records import ARMS, Arm, Bar, EvalTask, Outcome, Score, Setu
 from assay.storage.untrusted import capped_log
 from assay.storage.untrusted_git import inspected
 from assay.storage.userconfig import grading_config
+from assay.traces import spans
+from assay.traces.workflow import Workflow
 
 # Outcomes that are fails without asking a Grader: the session itself didn't deliver.
 SELF_EVIDENT_FAILS = {Outcome.FAILED, Outcome.TIMEOUT, Outcome.STOPPED_TO_ASK}
@@ -121,9 +124,11 @@ class ExperimentRun:
     _graders: trio.CapacityLimiter | None = attrs.field(default=None, init=False)
     _graded: set[str] = attrs.field(factory=set, init=False)  # tasks whose grading has started
     _budget: Budget = attrs.field(init=False)
+    trace: Workflow = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self._budget = Budget(self.bar.panel_spending_limit)
+        self.trace = Workflow("experiment", self.exp.id)
 
     async def run(self) -> str:
         """Run to the end, a pause or a Stop; returns the Experiment's outcome.
@@ -146,12 +151,13 @@ class ExperimentRun:
                         grade_stage.enter_context(self.command.stage("grade"))
                         self._grade()
             root.cancel_scope.cancel()
-        if self.stopped:
-            return "stopped"
-        if self.paused:
-            return "paused"
-        with self.command.stage("verdict"):
-            return self._verdict()
+        if self.stopped or self.paused:
+            outcome = "stopped" if self.stopped else "paused"
+        else:
+            with self.command.stage("verdict"):
+                outcome = self._verdict()
+        self._root_span(outcome)
+        return outcome
 
     async def _watch_signals(self) -> None:
         """A Stop (SIGTERM from ``assay stop``, or Ctrl-C) cuts in-flight Trials short."""
@@ -273,6 +279,10 @@ class ExperimentRun:
             tokens=dict(outcome.tokens), cost_usd=outcome.cost_usd, final_message=outcome.final_message,
             diagnostic=_diagnostic(outcome, process),
         )
+        # The trace first: once trial.json is there, the task may be graded (a long session's trace
+        # takes a while: benchmarks/bench_traces.py, so in a thread while other sessions go on).
+        await trio.to_thread.run_sync(
+            self.trace.trial, self.exp.trial_trace(slot, attempt), record, self.setup.arm(slot.arm), outcome)
         formats.write(folder / "trial.json", record)
         return record
 
@@ -296,17 +306,23 @@ class ExperimentRun:
         self._grading.start_soon(self._grade_task, self.tasks[task_id], states)
 
     async def _grade_task(self, task: EvalTask, states: list[SlotState]) -> None:
+        """Grade one task, as a step of the Experiment's trace (its Grader sessions under it)."""
         assert self._graders is not None
         async with self._graders:
-            await self._grade_states(task, states)
-            if task.process_grading:
-                await self._pair_evidence(task, states)
-                if self.bar.panel != "off":
-                    await self._panel(task, states)
+            started, step = time.time_ns(), self.exp.grading_trace(task.id)
+            with spans.within(self.trace.grading_span(task.id), step.with_suffix(""), self.exp.path):
+                scored = await self._grade_states(task, states)
+                if task.process_grading:
+                    await self._pair_evidence(task, states)
+                    if self.bar.panel != "off":
+                        await self._panel(task, states)
+            self.trace.grading(step, task.id, started, scored)
         self.counts.graded += 1
         self.report("task graded", self.counts)
 
-    async def _grade_states(self, task: EvalTask, states: list[SlotState]) -> None:
+    async def _grade_states(self, task: EvalTask, states: list[SlotState]) -> list[tuple[Score, int]]:
+        """Score every Trial of the task not scored yet; each new Score with when it was saved."""
+        scored: list[tuple[Score, int]] = []
         ungraded = {}
         for state in states:
             record = state.last
@@ -316,7 +332,8 @@ class ExperimentRun:
                 continue
             if record.outcome in SELF_EVIDENT_FAILS:
                 why = f"the session ended {record.outcome.value}" + (f": {record.diagnostic}" if record.diagnostic else "")
-                self._save_score(state.slot, Score(task.id, state.slot.arm, state.slot.index, "assay", False, why))
+                scored.append(self._save_score(state.slot, Score(task.id, state.slot.arm, state.slot.index, "assay",
+                                                                 False, why)))
             else:
                 ungraded[(state.slot.arm, state.slot.index)] = state
         kind = self.plugins.suite_kinds()[task.kind]
@@ -336,10 +353,12 @@ class ExperimentRun:
                 state = ungraded.pop((score.arm, score.index), None)
                 if state is None:
                     raise RuntimeError(f"Grader '{grader_name}' scored an unknown Trial {score.arm}-{score.index} of {task.id}")
-                self._save_score(state.slot, attrs.evolve(score, task=task.id, grader=score.grader or grader_name))
+                scored.append(self._save_score(state.slot, attrs.evolve(score, task=task.id,
+                                                                        grader=score.grader or grader_name)))
         if ungraded:
             missing = ", ".join(f"{a}-{i}" for a, i in ungraded)
             raise RuntimeError(f"no Grader of the '{task.kind}' kind scored {task.id} Trials {missing}")
+        return scored
 
     async def _pair_evidence(self, task: EvalTask, states: list[SlotState]) -> None:
         """Pair evidence for each pair of finished Trials whose file is missing or judged other attempts."""
@@ -382,18 +401,29 @@ class ExperimentRun:
                 if self._queue is not None:
                     self._queue.close()
 
-    def _save_score(self, slot: Slot, score: Score) -> None:
+    def _save_score(self, slot: Slot, score: Score) -> tuple[Score, int]:
         score = attrs.evolve(score, graded=self.exp.in_force(slot))
         formats.write(self.exp.score_file(slot), score)
         self.command.log(f"Score {slot.key}: {'pass' if score.passed else 'fail'} ({score.grader}): {score.why[:200]}")
+        return score, time.time_ns()
 
     # --- The Verdict --------------------------------------------------------------------------
 
     def _verdict(self) -> str:
+        started = time.time_ns()
         result = results.experiment_verdict(self.exp, self.setup, self.bar, results.wrong_finding_kinds(self.plugins),
                                             families=grading_config(self.home.root).families)
         results.record_verdict(self.exp, result)
+        self.trace.verdict(self.exp.traces / "verdict.jsonl", started, results.read_verdict(self.exp) or {})
         return result.verdict
+
+    def _root_span(self, outcome: str) -> None:
+        """The Experiment's own span in its trace, to now: its Arms as the CLI labels them, and how this run ended."""
+        self.trace.root(self.exp.traces / "experiment.jsonl", f"experiment {self.exp.id}", self.setup.created_at, {
+            "assay.baseline": self.setup.baseline.label(), "assay.candidate": self.setup.candidate.label(),
+            "assay.suites": list(self.setup.suites), "assay.sandbox": self.setup.sandbox,
+            "assay.label": self.setup.label, "assay.outcome": outcome},
+            error=outcome if outcome in ("stopped", "paused") else None)
 
 
 def _repository_state(repository: Any) -> tuple[str, str]:

@@ -22,6 +22,7 @@ from assay.hooks.protocols import (
     TrialContext,
 )
 from assay.sessions.harnesskit import brokers
+from assay.sessions.watch import Watch
 from assay.storage.records import ArmSetup
 
 
@@ -46,13 +47,13 @@ class HarnessArm:
         )
         if ctx.writable:
             invocation = attrs.evolve(invocation, read_write=(*invocation.read_write, *ctx.writable))
-        decoder = self.harness.decoder()
+        watch = Watch(self.harness, ctx.log)
+        decoder = watch.decoder
         checked = decoder if isinstance(decoder, CheckedDecoder) else None
         cut = trio.CancelScope()  # assay stops a session that can't be a fair Trial
 
         def on_line(line: str) -> None:
-            ctx.log.write(line if line.endswith("\n") else line + "\n")
-            decoder.feed(line)
+            watch.feed(line)
             if decoder.plan_limit:
                 ctx.on_plan_limit()
             if checked is not None and checked.check(self.setup.harness_version, ctx.provider_error_limit):
@@ -63,7 +64,7 @@ class HarnessArm:
             process = await ctx.backend.run(invocation, timeout=ctx.timeout, on_line=on_line)
         if cut.cancelled_caught:  # the backend stopped the session and everything it started
             process = ProcessResult(exit_code=None, backend=ctx.backend.name, duration=trio.current_time() - started)
-        return decoder.finish(process), process
+        return watch.finish(process), process
 
     def probe(self, folder: Path) -> Invocation:
         """The binary's ``--version``, with everything a session of it has bound, but no provider."""
