@@ -49,7 +49,7 @@ def main() -> None:
             times = []
             for _ in range(repeat):
                 started = time.perf_counter()
-                flow.trial(path, record, arm, session)
+                flow.trial(path, record, arm, session, "Fix the bug. " * 100)
                 times.append(time.perf_counter() - started)
             print(f"{label:<28}{len(session.trace.events):>8}{statistics.median(times) * 1000:>12.1f}"
                   f"{path.stat().st_size / 1024:>10.0f}")

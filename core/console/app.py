@@ -32,6 +32,7 @@ from assay.storage.records import CommandRecord
 from assay.storage.userconfig import UserConfigError, scoring_config
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
@@ -42,6 +43,16 @@ from starlette.staticfiles import StaticFiles
 HERE = Path(__file__).parent
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 COOKIE = "assay_console_token"
+# On every answer: never framed (clickjacking), scripts and styles only its own, nothing sniffed.
+# Inline styles are allowed for the positions a page computes (the timeline's bars), never scripts.
+HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+                               "img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; "
+                               "frame-ancestors 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",  # "no-referrer" would make a form's Origin "null"
+}
 STOP_WAIT = 30.0
 
 
@@ -81,8 +92,17 @@ class Console:
         return self._view(request, "experiment", views.experiment, request.path_params["id"])
 
     async def trial(self, request: Request) -> Response:
+        """A Trial's page (its diff is read from its repository: in a worker thread), or with
+        ``?evidence=PATH`` one of its evidence files, shown as escaped text."""
         p = request.path_params
-        return self._view(request, "trial", views.trial, p["id"], p["task"], p["arm_index"], p["attempt"])
+        args = (p["id"], p["task"], p["arm_index"], p["attempt"])
+        if "evidence" in request.query_params:
+            return self._view(request, "evidence", views.evidence, *args, request.query_params["evidence"])
+        try:
+            data = await run_in_threadpool(views.trial, self.home, self.plugins, *args)
+        except views.NotFound as e:
+            return self.error(request, 404, str(e))
+        return self.page(request, "trial", data)
 
     async def pair(self, request: Request) -> Response:
         """``assay experiments ID --pair PAIR``: the blind page, then (after the preference) the reveal."""
@@ -266,6 +286,11 @@ class Guard(BaseHTTPMiddleware):
         self.console, self.loopback = console, loopback
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        response = await self._checked(request, call_next)
+        response.headers.update(HEADERS)
+        return response
+
+    async def _checked(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
         console = self.console
         host = request.headers.get("host", "").rsplit(":", 1)[0] if "]" not in request.headers.get("host", "") \
             else request.headers.get("host", "").split("]")[0] + "]"

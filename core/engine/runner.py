@@ -282,7 +282,7 @@ class ExperimentRun:
         # The trace first: once trial.json is there, the task may be graded (a long session's trace
         # takes a while: benchmarks/bench_traces.py, so in a thread while other sessions go on).
         await trio.to_thread.run_sync(
-            self.trace.trial, self.exp.trial_trace(slot, attempt), record, self.setup.arm(slot.arm), outcome)
+            self.trace.trial, self.exp.trial_trace(slot, attempt), record, self.setup.arm(slot.arm), outcome, ctx.prompt)
         formats.write(folder / "trial.json", record)
         return record
 

@@ -41,5 +41,5 @@ async def grader_session(harness: Harness, model: str, effort: str | None, packe
     if (sink := spans.sink()) is not None:  # grading traces its sessions (docs/traces.md)
         name = "__".join(folder.relative_to(sink.root).parts) if folder.is_relative_to(sink.root) else folder.name
         await trio.to_thread.run_sync(lambda: write_session(sink.folder / f"{name}.jsonl", sink.parent, outcome,
-                                                            agent=harness.name, model=model))
+                                                            agent=harness.name, model=model, prompt=prompt))
     return outcome

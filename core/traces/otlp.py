@@ -1,7 +1,7 @@
 """OTLP JSON Lines, the OTLP file exporter's format: one ``ExportTraceServiceRequest`` per line.
 
 Spans are made with the OpenTelemetry SDK and encoded to protobuf by the OTLP exporter's own
-encoder; a line is that message in the protobuf JSON mapping with the two changes OTLP/JSON asks
+encoder (:mod:`assay.traces.spans`); a line is that message in the protobuf JSON mapping with the two changes OTLP/JSON asks
 for (trace and span ids as hex, not base64; enums as numbers). Reading a line back is the same
 message parsed by protobuf, so what ``assay traces export`` sends a collector is exactly what was
 written.
@@ -20,9 +20,7 @@ from typing import Any
 from assay.storage import files
 from assay.storage.untrusted import MIB, read_text
 from google.protobuf import json_format
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.sdk.trace import ReadableSpan
 
 FILE_LIMIT = 64 * MIB  # a trace file assay wrote, read back (its spans' texts are bounded when made)
 _IDS = ("traceId", "spanId", "parentSpanId")
@@ -57,10 +55,10 @@ def from_line(line: str) -> ExportTraceServiceRequest:
     return message
 
 
-def write(path: Path, spans: Sequence[ReadableSpan]) -> None:
-    """``spans`` as one line of ``path``, written atomically (a rewrite replaces the whole file)."""
+def write(path: Path, request: ExportTraceServiceRequest) -> None:
+    """``request`` as the one line of ``path``, written atomically (a rewrite replaces the whole file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    files.write_text(path, to_line(encode_spans(spans)) + "\n")
+    files.write_text(path, to_line(request) + "\n")
 
 
 def read(path: Path, root: Path) -> list[ExportTraceServiceRequest]:

@@ -28,6 +28,7 @@ from opentelemetry.semconv.attributes import error_attributes
 from opentelemetry.trace import SpanContext, SpanKind
 
 DIAGNOSTIC = 2000  # characters of a session's diagnostic kept on its span
+PROMPT = 20_000  # characters of the prompt a session was given kept on its span
 # Token counts as Harnesses name them (Claude, Codex, a fake), by their GenAI attribute.
 TOKENS = {
     gen_ai.GEN_AI_USAGE_INPUT_TOKENS: ("input_tokens", "input"),
@@ -115,22 +116,26 @@ class _Builder:
             self._tool(call, None, call.at, self.end)
 
 
+def _messages(role: str, text: str | None) -> str | None:
+    return json.dumps([{"role": role, "parts": [{"type": "text", "content": text}]}]) if text else None
+
+
 def session_spans(rec: Recorder, parent: SpanContext | None, outcome: SessionOutcome, *, agent: str,
-                  model: str | None, start: int, end: int, trace_id: int | None = None) -> SpanContext:
-    """The session's span (``start``..``end`` unless its trace says when it ran) and its children."""
+                  model: str | None, start: int, end: int, prompt: str | None = None) -> SpanContext:
+    """The session's span (``start``..``end`` unless its trace says when it ran), with the prompt it
+    was given, and its children."""
     seen = outcome.trace
     if seen is not None:
         start, end = seen.started, seen.ended
     request = {gen_ai.GEN_AI_PROVIDER_NAME: seen.provider if seen else None, gen_ai.GEN_AI_REQUEST_MODEL: model}
     delivered = outcome.outcome is Outcome.DELIVERED
-    final = outcome.final_message
+    final = outcome.final_message[:PROMPT] if outcome.final_message else None
     errors = [e for e in seen.events if e.kind == "error"] if seen else []
-    session = rec.span(f"invoke_agent {agent}", parent=parent, start=start, end=end, kind=SpanKind.CLIENT,
-                       trace_id=trace_id, attributes={
+    session = rec.span(f"invoke_agent {agent}", parent=parent, start=start, end=end, kind=SpanKind.CLIENT, attributes={
         gen_ai.GEN_AI_OPERATION_NAME: OP.INVOKE_AGENT.value, gen_ai.GEN_AI_AGENT_NAME: agent, **request,
         gen_ai.GEN_AI_CONVERSATION_ID: outcome.session_id, **usage(outcome.tokens),
-        gen_ai.GEN_AI_OUTPUT_MESSAGES: json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": final}]}])
-        if final else None,
+        gen_ai.GEN_AI_INPUT_MESSAGES: _messages("user", prompt[:PROMPT] if prompt else None),
+        gen_ai.GEN_AI_OUTPUT_MESSAGES: _messages("assistant", final),
         "assay.cost_usd": outcome.cost_usd, "assay.turns": outcome.turns, "assay.outcome": outcome.outcome.value,
         "assay.void_cause": outcome.void_cause.value if outcome.void_cause else None,
         "assay.diagnostic": outcome.diagnostic[:DIAGNOSTIC] or None, "assay.untrusted": True,
@@ -152,10 +157,11 @@ def session_spans(rec: Recorder, parent: SpanContext | None, outcome: SessionOut
 
 
 def write_session(path: Path, parent: SpanContext | None, outcome: SessionOutcome, *, agent: str,
-                  model: str | None) -> None:
+                  model: str | None, prompt: str | None = None) -> None:
     """A session traced on its own, under ``parent`` (a Grader's session under its grading step)."""
     if outcome.trace is None:
         return
     rec = Recorder()
-    session_spans(rec, parent, outcome, agent=agent, model=model, start=outcome.trace.started, end=outcome.trace.ended)
+    session_spans(rec, parent, outcome, agent=agent, model=model, start=outcome.trace.started, end=outcome.trace.ended,
+                  prompt=prompt)
     rec.write(path)

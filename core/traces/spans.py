@@ -20,6 +20,8 @@ import attrs
 from assay import __version__
 from assay.traces import otlp
 from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -89,8 +91,12 @@ class Recorder:
         span.end(end_time=max(start, end))
         return span.get_span_context()
 
+    def request(self) -> ExportTraceServiceRequest:
+        """The spans made so far, as one OTLP request."""
+        return encode_spans(self._kept.get_finished_spans())
+
     def write(self, path: Path) -> None:
-        otlp.write(path, self._kept.get_finished_spans())
+        otlp.write(path, self.request())
 
 
 @attrs.frozen

@@ -68,8 +68,8 @@ class Workflow:
             gen_ai.GEN_AI_WORKFLOW_NAME: f"assay {self.kind}", f"assay.{self.kind}.id": self.id, **attributes}, error)
         rec.write(path)
 
-    def trial(self, path: Path, record: TrialRecord, arm: ArmSetup, outcome: SessionOutcome) -> None:
-        """A Trial attempt's span and its session's (:func:`~assay.traces.session.session_spans`)."""
+    def trial(self, path: Path, record: TrialRecord, arm: ArmSetup, outcome: SessionOutcome, prompt: str) -> None:
+        """A Trial attempt's span and its session's (:func:`~assay.traces.session.session_spans`), given ``prompt``."""
         key = ("trial", record.task, f"{record.arm}-{record.index}", str(record.attempt))
         rec = self._recorder()
         start, end = ns(record.started_at), ns(record.ended_at)
@@ -82,7 +82,7 @@ class Workflow:
             error_attributes.ERROR_TYPE: (record.void_cause or record.outcome).value if failed else None,
         }, record.outcome.value if failed else None)
         session_spans(rec, trial, outcome, agent=arm.harness or arm.runner or "custom runner",
-                      model=arm.model, start=start, end=end)
+                      model=arm.model, start=start, end=end, prompt=prompt)
         rec.write(path)
 
     def step(self, path: Path, name: str, key: Sequence[str], started: int, attributes: Mapping[str, Any],

@@ -124,7 +124,7 @@ def test_the_blind_pair_review_in_a_browser(browser, assay_home, tmp_path):
     with console(assay_home, USER="alice") as url:
         page = browser.new_page()
         page.goto(f"{url}/experiments/{exp.name}")
-        page.click("text=pairs__p1--0")
+        page.click("a:has-text('pairs__p1--0')")  # the link (the Verdict's waiting line names the pair too)
         assert page.locator("h2:has-text('Change A')").count() == 1 and "baseline" not in page.content().lower()
         shots(page, tmp_path / "screenshots", "pair-blind")
         page.check("input[name=merge_A][value=yes]")
@@ -177,3 +177,45 @@ def test_the_cron_jobs_page_in_a_browser(browser, assay_home, finished, crontab)
         shots(page, Path(crontab["FAKE_CRONTAB"]).parent / "screenshots", "cron-jobs")
         page.set_viewport_size({"width": 390, "height": 844})
         assert page.evaluate("document.documentElement.scrollWidth") <= 390 + 1
+
+
+@pytest.mark.slow
+def test_a_trials_transcript_in_a_browser(browser, assay_home, tmp_path):
+    """Issue 32: a Trial reads as a transcript: tool calls one line each, opened on a click; long outputs
+    folded; a failed call marked; the change as a diff, unified or side by side; stderr behind a toggle.
+    A hostile Trial's markup runs nothing: no dialog, the title stays, its tags shown as text."""
+    import json
+
+    from tests.experiment_fixtures import experiment
+
+    factory = make_factory(tmp_path)
+    make_suite(assay_home, tasks=1)
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "say:Reading the issue.|It wants the answer.,right"},
+                                        "bad": {"*": "hostile,commit:calc.py=def add(a^ b):|    return a + b,wrong"}})
+    done = experiment(assay_home, factory, sc, "--candidate-model", "bad", "--trials-per-task", "1", "--json")
+    exp_id = json.loads(done.stdout.splitlines()[-1])["id"]
+    with console(assay_home) as url:
+        page = browser.new_page()
+        dialogs: list[str] = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(f"{url}/experiments/{exp_id}/trials/fixture/t1/candidate-0/0")
+        title = page.title()
+        tools = page.locator("li.step.tool")
+        assert tools.count() == 3 and page.locator("li.step.tool details[open]").count() == 0  # collapsed
+        assert page.locator("li.step.tool.failed").count() == 1
+        assert "<script>alert('owned')</script>" in page.locator("li.step.says").nth(1).inner_text()
+        tools.first.locator("summary").first.click()
+        assert tools.first.locator(".tool-body").is_visible()
+        fold = tools.first.locator("details.fold")
+        assert fold.count() == 1 and not fold.locator("pre").is_visible()  # the 1 MB output folded
+        page.locator("label[for=split-view]").click()
+        assert page.locator("table.diff.split").first.is_visible() and not page.locator("table.diff.unified").first.is_visible()
+        assert page.locator("table.diff.split .hl-k").count() >= 1  # Python, highlighted
+        shots(page, tmp_path / "screenshots", "trial-hostile")
+        page.set_viewport_size({"width": 390, "height": 844})
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390 + 1
+        assert page.title() == title and dialogs == []
+        page.goto(f"{url}/experiments/{exp_id}/trials/fixture/t1/baseline-0/0")
+        assert page.locator("li.step.says").count() == 3 and page.locator(".timeline .bar").count() >= 3
+        page.locator("summary:has-text('stderr')").click()
+        shots(page, tmp_path / "screenshots", "trial")

@@ -21,6 +21,7 @@ from tests.experiment_fixtures import PLUGINS, experiment, make_factory, make_su
 
 JSON = {"accept": "application/json"}
 PLUGGED = plugin_manager.load()  # the built-in plugins: suite kinds and Graders
+WITH_FAKES = plugin_manager.load(modules=["tests.fakes.fake_agent_plugin"])  # and the fake Harness
 
 
 @pytest.fixture
@@ -34,8 +35,8 @@ def finished(tmp_path: Path, assay_home: Path) -> str:
     return json.loads(result.stdout.splitlines()[-1])["id"]
 
 
-def client(home: Path, **kw) -> TestClient:
-    return TestClient(make_app(AssayHome(home), PLUGGED, **kw), base_url="http://127.0.0.1:8700")
+def client(home: Path, plugins=PLUGGED, **kw) -> TestClient:
+    return TestClient(make_app(AssayHome(home), plugins, **kw), base_url="http://127.0.0.1:8700")
 
 
 def cli_json(home: Path, *args: str):
@@ -92,31 +93,44 @@ def test_the_experiment_page_shows_each_look_and_which_interval_decided(assay_ho
 
 
 def test_a_trials_page_shows_its_session_readably_and_its_evidence(assay_home, finished):
+    """Issue 32: a Trial reads as a transcript (the task, then what the agent said and each tool call),
+    with the change it committed; from its Session trace, not the raw stream."""
     c = client(assay_home)
     data = c.get(f"/experiments/{finished}", headers=JSON).json()
     trial = next(t for t in data["trials"] if t["task"] == "fixture/t1" and t["arm"] == "candidate")
     url = f"/experiments/{finished}/trials/fixture/t1/candidate-{trial['index']}/{trial['attempt']}"
     page = c.get(url, headers=JSON).json()
-    assert page["trial"]["outcome"] == "delivered" and page["session"], page
-    assert any(e["title"].startswith("start") or e["kind"] == "event" for e in page["session"])
-    assert "delivered" in c.get(url).text
+    assert page["trial"]["outcome"] == "delivered" and page["session"]["from"] == "trace"
+    assert page["session"]["prompt"]["head"].startswith("task=fixture/t1")
+    assert [e["kind"] for e in page["session"]["entries"]] == ["says", "says", "tool"]
+    tool = page["session"]["entries"][2]
+    assert tool["name"] == "bash" and tool["summary"] == "echo wrong > answer.txt && git commit -m answer"
+    [changed] = page["change"]["files"]
+    assert changed["path"] == "answer.txt" and changed["status"] == "added" and (changed["added"], changed["removed"]) == (1, 0)
+    html = c.get(url).text
+    assert "delivered" in html and "answer.txt says wrong" in html and "candidate: <code>" in html.lower()
+    assert '<span class="tool-name">bash</span>' in html and 'class="diff unified"' in html
     missing = c.get(f"/experiments/{finished}/trials/fixture/t1/candidate-9/0")
     assert missing.status_code == 404 and "no Trial fixture/t1 candidate-9" in missing.text
     assert c.get("/experiments/nope").status_code == 404
 
 
 def test_a_hostile_trial_log_is_shown_escaped_and_a_link_is_not_followed(assay_home, finished, tmp_path):
-    """What a Trial left is untrusted input to the host: its session.log is escaped in the page, and a
-    session.log that is a link to a host file is not read."""
-    c = client(assay_home)
+    """What a Trial left is untrusted input to the host: a Trial with no Session trace has its
+    session.log read through its Harness's decoder and escaped in the page, and a session.log that
+    is a link to a host file is not read."""
+    c = client(assay_home, plugins=WITH_FAKES)
     data = c.get(f"/experiments/{finished}", headers=JSON).json()
     trial = data["trials"][0]
     folder = Path(trial["folder"])
-    (folder / "session.log").write_text('{"type": "assistant", "message": {"content": [{"type": "text", '
-                                        '"text": "<script>alert(1)</script>"}]}}\n')
+    [trace] = (Path(folder).parents[3] / "traces" / "trials").glob(
+        f"{trial['task'].replace('/', '__')}/{trial['arm']}-{trial['index']}-attempt-{trial['attempt']}.jsonl")
+    trace.unlink()  # as a Trial recorded before traces were kept
+    (folder / "session.log").write_text('{"type": "message", "text": "<script>alert(1)</script>"}\n')
     url = f"/experiments/{finished}/trials/{trial['task']}/{trial['arm']}-{trial['index']}/{trial['attempt']}"
     html = c.get(url).text
     assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "Read from session.log" in html
     secret = tmp_path / "secret.txt"
     secret.write_text("TOP-SECRET")
     (folder / "session.log").unlink()
@@ -157,6 +171,18 @@ def test_only_loopback_hosts_and_with_a_token_only_its_bearer(assay_home):
     assert guarded.get("/experiments").status_code == 200  # the cookie it set
     assert TestClient(make_app(AssayHome(assay_home), PLUGGED, token="s3cret", loopback=False),
                       base_url="http://10.0.0.5:8700").get("/", headers={"authorization": "Bearer s3cret"}).status_code == 200
+
+
+def test_no_page_can_be_framed_and_none_runs_a_script_not_its_own(assay_home):
+    """Issue 32: "add frame-ancestors 'none' and X-Frame-Options: DENY", on every answer, refusals
+    and unknown routes included; scripts only the Console's own."""
+    c = client(assay_home)
+    refused = TestClient(make_app(AssayHome(assay_home), PLUGGED), base_url="http://evil.example:8700").get("/")
+    for response in (c.get("/"), c.get("/nowhere"), c.get("/static/console.css"), refused):
+        assert response.headers["x-frame-options"] == "DENY"
+        policy = response.headers["content-security-policy"]
+        assert "frame-ancestors 'none'" in policy and "script-src 'self'" in policy
+        assert response.headers["x-content-type-options"] == "nosniff"
 
 
 def test_a_post_from_another_origin_is_refused(assay_home, finished):
