@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import compileall
+import fcntl
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -55,6 +57,36 @@ def assay_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "assay-home"
     home.mkdir()
     monkeypatch.setenv("ASSAY_HOME", str(home))
+    return home
+
+
+def run_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of this test run's own, shared by its xdist workers (each has a basetemp inside it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.fixture(scope="session")
+def finished_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An ``ASSAY_HOME`` where ``assay demo --sandbox none`` has run to its Verdict, made once per
+    test run whichever worker asks first (the others wait on its lock). Read it, or copy it into a
+    test's own folder before running assay on it: it is shared."""
+    root = run_root(tmp_path_factory)
+    done = root / "finished-demo"
+    with open(root / "finished-demo.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.is_dir():
+            building = root / f"finished-demo.{os.getpid()}"
+            building.mkdir()
+            ran = run_cli(building, "demo", "--sandbox", "none", "--json")
+            assert ran.returncode == 0, ran.stderr
+            building.rename(done)
+    return done
+
+
+def copy_home(source: Path, home: Path) -> Path:
+    """``source``'s whole ``ASSAY_HOME`` copied into ``home`` (which may exist, empty)."""
+    shutil.copytree(source, home, symlinks=True, dirs_exist_ok=True)
     return home
 
 

@@ -129,6 +129,15 @@ def make_runner(folder: Path, name: str, behaviour: dict, git_exclude: tuple[str
     return manifest
 
 
+def runner_experiment(home: Path, cwd: Path, baseline: Path, candidate: Path, *, sandbox: str = "none",
+                      **extra: str) -> subprocess.CompletedProcess:
+    """``assay experiment`` on the ``proc`` suite between two Custom runners' manifests, one Trial per
+    task, with ``--json`` (``extra``: environment variables)."""
+    return run_cli(home, "experiment", "--suite", "proc", "--baseline-runner", str(baseline), "--candidate-runner",
+                   str(candidate), "--trials-per-task", "1", "--sandbox", sandbox, "--json", plugins=PLUGINS, cwd=cwd,
+                   **extra)
+
+
 def make_released_factory(root: Path) -> dict[str, str]:
     """A Factory with release tags: v1.0, then v1.1 (a skill change), a docs-only commit (tagged
     build-7, which the default pattern ignores), then HEAD, which changes the skill and moves the

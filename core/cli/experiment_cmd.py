@@ -18,14 +18,14 @@ from typing import Annotated, Any, Optional
 
 import attrs
 import typer
-from assay.cli.experiment_records import command_record, find_experiment, verdict_line
+from assay.cli.experiment_records import command_record, find_experiment, shared_family_note, verdict_line
 from assay.cli.output import JsonOpt, emit_json, fail, say, table
 from assay.engine.results import listing, read_verdict
 from assay.hooks import plugin_manager as plugin_loading
 from assay.storage import commands
 from assay.storage.files import Locked, NotALockFile
 from assay.storage.home import AssayHome
-from assay.storage.records import ARMS, Bar, PanelSeat
+from assay.storage.records import ARMS, GRADERS, Bar, PanelSeat
 
 EXIT_PAUSED = 3
 EXIT_NOT_FINAL = 5
@@ -166,8 +166,8 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         scripted_provider: list[str] = typer.Option(
             [], "--scripted-provider", metavar="[ARM=]SCRIPT",
             help="For testing: every Trial's model is a scripted provider playing SCRIPT (both Arms, or "
-                 "baseline=/candidate= each); recorded in the Arms, so the result is never taken for a real "
-                 "one (docs/scripted-provider.md)."),
+                 "baseline=/candidate= each; grader= for every model Grader and panel seat session); recorded "
+                 "in the Arms and the Bar, so the result is never taken for a real one (docs/scripted-provider.md)."),
         json_: bool = JsonOpt,
     ) -> None:
         """Compare the Baseline and the Candidate on Eval suites and give a Verdict against the Bar.
@@ -271,11 +271,12 @@ def _panel_flags(mode: str | None, seats: list[str], vote: str | None, arm_famil
 
 
 def _arm_scripts(values: list[str]) -> dict[str, Path]:
-    """``SCRIPT`` (both Arms) or ``ARM=SCRIPT`` values as a script per Arm."""
+    """``SCRIPT`` (both Arms), ``ARM=SCRIPT`` or ``grader=SCRIPT`` values as a script per Arm (and
+    one for every Grader session)."""
     scripts: dict[str, Path] = {}
     for value in values:
         arm, named, path = value.partition("=")
-        arms, path = ((arm,), path) if named and arm in ARMS else (ARMS, value)
+        arms, path = ((arm,), path) if named and arm in (*ARMS, GRADERS) else (ARMS, value)
         for name in arms:
             if name in scripts:
                 fail(f"--scripted-provider: the {name.title()} already has a script ({scripts[name]})")
@@ -395,6 +396,8 @@ def _announce(plan: Any, bar: Bar, json_: bool) -> None:
     counts = {t.trials for t in setup.tasks}
     k = counts.pop() if len(counts) == 1 else None
     typer.echo(f"  Eval tasks: {len(setup.tasks)} in {', '.join(setup.suites)}; sandbox: {setup.sandbox}")
+    if bar.model_grader_shared_family:
+        typer.echo(f"  {shared_family_note(bar.model_grader_shared_family)}")
     tasks = _plural(len(setup.tasks), "task")
     if plan.chosen_because:
         typer.echo("  Suites chosen from the change:")
@@ -544,6 +547,8 @@ def _show(data: dict) -> None:
     bar = data["bar"]
     typer.echo(f"  Bar: margin {bar['margin']}, level {bar['level']}, seed {bar['seed']}, draws {bar['draws']}, "
                f"timeout {bar['timeout_seconds']}s")
+    typer.echo(f"  Sandbox: {data['sandbox']}" + ("; grading ran unsandboxed (--sandbox none)"
+                                                  if data["grading"]["unsandboxed"] else ""))
     typer.echo("")
     table(["TASK", "ARM", "#", "ATTEMPT", "OUTCOME", "VOID CAUSE", "SCORE", "WHY"], [
         (t["task"], t["arm"], t["index"], t["attempt"], t["outcome"], t["void_cause"] or "",

@@ -10,6 +10,12 @@ from assay.hooks import plugin_manager as plugin_loading
 from assay.storage.home import AssayHome
 
 
+def shared_family_note(family: str) -> str:
+    """What an Experiment graded by a Model of an Arm's own family says (spec 977 US40)."""
+    return (f"Graded by a {family} model Grader, the family an Arm runs on: no seat from a third family "
+            "was configured (seat one with --model-grader or grading.seats).")
+
+
 def verdict_line(verdict: dict, exp_id: str, *, one_look: bool = False) -> str:
     """The Verdict in a few lines, with its look and whatever still keeps it from being final (escaped
     for a terminal).
@@ -24,6 +30,8 @@ def verdict_line(verdict: dict, exp_id: str, *, one_look: bool = False) -> str:
     decided_by = verdict.get("decided_by", "credible interval")
     every = ", valid at every look" if decided_by == "confidence sequence" else ""
     text += f"\n  Look {look}: decided by the {decided_by}{every}."
+    if verdict.get("model_grader_shares_family"):
+        text += f"\n  {shared_family_note(verdict['model_grader_shares_family'])}"
     for group in verdict.get("groups", []):
         if group.get("reason"):
             text += f"\n  {group['reason']}"

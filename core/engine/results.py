@@ -66,8 +66,8 @@ class ExperimentVerdict:
     Score's recheck, a pending Score, a missing panel call, a counted reader's review).
     """
 
-    FORMAT: ClassVar[int] = 5
-    UPGRADES: ClassVar[dict] = {1: lambda d: {**d, "final": True}, 2: dict, 3: dict, 4: dict}
+    FORMAT: ClassVar[int] = 6  # 6: model_grader_shares_family
+    UPGRADES: ClassVar[dict] = {1: lambda d: {**d, "final": True}, 2: dict, 3: dict, 4: dict, 5: dict}
 
     verdict: str
     interval: tuple[float, float] | None
@@ -88,6 +88,8 @@ class ExperimentVerdict:
     pending_on_people: tuple[str, ...] = ()  # of ``pending``: the tasks that wait only on people's calls
     broken_arms: tuple[Mapping[str, Any], ...] = ()  # Arms most of whose Trials failed the same way (:func:`broken_arms`)
     why: str = ""  # why the Verdict is inconclusive when no group says so (people-panel agreement)
+    # The Arms' family the model Grader shared, no seat from a third family being configured (format 6)
+    model_grader_shares_family: str | None = None
 
 
 WAITING_ON_PEOPLE = "waiting on people"
@@ -287,6 +289,7 @@ def experiment_verdict(
         people=decisions.people, waiting_on_people=decisions.waiting, why=decisions.inconclusive_because,
         pending_on_people=tuple(r.task for r in results if r.waits_on == "people"),
         broken_arms=tuple(broken_arms(exp, setup, bar)),
+        model_grader_shares_family=bar.model_grader_shared_family,
     )
     return attrs.evolve(result, final=not any(w.blocks for w in waits(attrs.asdict(result, recurse=False), exp.id)))
 
@@ -515,8 +518,11 @@ def describe(exp: ExperimentDir, command: Any | None,
     outcomes: dict[str, dict[str, int]] = {arm: {} for arm in ARMS}
     tokens: dict[str, dict[str, int]] = {arm: {} for arm in ARMS}
     cost: dict[str, float | None] = {arm: None for arm in ARMS}
+    graded_in: set[str] = set()  # the backends grading work on Trials' leftovers ran in
     for slot in exp.slots(setup.tasks):
         score, state = exp.score(slot), exp.slot_state(slot, bar)
+        if score is not None and score.backend:
+            graded_in.add(score.backend)
         if state.last is not None:
             last = state.last.outcome.value
             outcomes[slot.arm][last] = outcomes[slot.arm].get(last, 0) + 1
@@ -544,6 +550,7 @@ def describe(exp: ExperimentDir, command: Any | None,
         "bar": {k: v for k, v in formats.unstructure(bar).items() if k != "format"},
         "suites": list(setup.suites),
         "sandbox": setup.sandbox,
+        "grading": {"backends": sorted(graded_in), "unsandboxed": "none" in graded_in},
         "created_at": setup.created_at.isoformat(),
         "label": setup.label,
         "release": formats.unstructure(setup.release) if setup.release else None,

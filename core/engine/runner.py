@@ -22,7 +22,9 @@ from assay.evaltasks import manifests, timesafe
 from assay.hooks.loaded import Plugins
 from assay.hooks.protocols import (
     ArmRuntime,
+    CannotGoOn,
     GradingContext,
+    Harness,
     ProcessResult,
     SandboxBackend,
     SessionOutcome,
@@ -31,13 +33,12 @@ from assay.hooks.protocols import (
 from assay.pairs.evidence import pair_evidence
 from assay.pairs.panel import ORDERS, Panel, saved_calls
 from assay.pairs.spend import Budget
+from assay.sessions.leftovers import Job, LeftoversError, Opened, Status, run_job
 from assay.storage import files, formats
 from assay.storage.commands import Command, now
-from assay.storage.git import GitError
 from assay.storage.home import AssayHome
-from assay.storage.records import ARMS, Arm, Bar, EvalTask, Outcome, Score, Setup, TrialRecord, VoidCause
+from assay.storage.records import ARMS, Arm, Bar, EvalTask, Outcome, Score, Setup, TrialRecord, TrialView, VoidCause
 from assay.storage.untrusted import capped_log
-from assay.storage.untrusted_git import inspected
 from assay.storage.userconfig import grading_config
 from assay.traces import spans
 from assay.traces.workflow import Workflow
@@ -113,6 +114,10 @@ class ExperimentRun:
     workers: int
     command: Command
     report: Reporter
+    # What Grader sessions run with (a scripted Experiment's routed to its grader script); None: the
+    # installed Harnesses, on ``backend``.
+    grader_harnesses: Mapping[str, Harness] | None = None
+    grading_backend: SandboxBackend | None = None
     paused: bool = False
     stopped: bool = False
     counts: Counts = attrs.field(factory=Counts)
@@ -248,7 +253,7 @@ class ExperimentRun:
         started = now()
         repository = await self._repository(task, folder / "repo")
         review_only = getattr(self.plugins.suite_kinds()[task.kind], "review_only", False)
-        before = _repository_state(repository) if review_only else None
+        before = await self._repository_state(repository) if review_only else None
         home = folder / "home"
         home.mkdir()
         with capped_log(folder / "session.log") as log:
@@ -263,15 +268,20 @@ class ExperimentRun:
             except OSError as e:  # the session's process never started: the sandbox's fault, not the Arm's
                 outcome = SessionOutcome(Outcome.VOID, VoidCause.SANDBOX_FAILED, diagnostic=f"{type(e).__name__}: {e}")
                 process = ProcessResult(exit_code=None, backend=self.backend.name, duration=0.0)
+            except CannotGoOn:
+                raise
+            except Exception as e:  # reading, parsing or walking what it left: the Trial's failure, never the Experiment's
+                outcome = SessionOutcome(Outcome.FAILED, diagnostic=f"what the Trial left could not be read: {_described(e)}")
+                process = ProcessResult(exit_code=None, backend=self.backend.name, duration=0.0)
         outcome = _sandbox_says(outcome, process)
         if process.stderr_tail:  # what a session said before it died: often the only clue
             files.write_text(folder / "stderr.log", process.stderr_tail)
         if outcome.plan_limit or outcome.void_cause in PLAN_LIMIT_CAUSES:
             self._pause()  # a limit read only once the session ended never reached the live callback
         if review_only and outcome.outcome is not Outcome.VOID:
-            if _repository_state(repository) != before:
-                outcome = attrs.evolve(outcome, outcome=Outcome.VOID, void_cause=VoidCause.REPOSITORY_CHANGED,
-                                       diagnostic="the review changed its repository (commits or edits)")
+            if await self._repository_state(repository) != before:  # the Arm's doing: a void would let it drop the task
+                outcome = attrs.evolve(outcome, outcome=Outcome.FAILED, diagnostic=(
+                    "the review changed its repository (commits or edits); a review must leave it as it found it"))
         record = TrialRecord(
             task=slot.task, arm=slot.arm, index=slot.index, attempt=attempt, outcome=outcome.outcome,
             started_at=started, ended_at=now(), backend=process.backend, void_cause=outcome.void_cause,
@@ -285,6 +295,20 @@ class ExperimentRun:
             self.trace.trial, self.exp.trial_trace(slot, attempt), record, self.setup.arm(slot.arm), outcome, ctx.prompt)
         formats.write(folder / "trial.json", record)
         return record
+
+    async def _repository_state(self, repository: Any) -> tuple[str, tuple[str, ...]]:
+        """HEAD and the working tree's status: what a review must leave as it found it, read in a
+        grading sandbox (a repository that can't be read so was changed)."""
+        job = Job()
+        opened, status = job.open(repository), job.status()
+        try:
+            report = await run_job(self.backend, job, repository.parent / "state", timeout=self.bar.timeout_seconds)
+            head, left = report.get(opened, Opened), report.get(status, Status)
+        except LeftoversError as e:
+            return "", (f"unreadable: {e}",)
+        if report.problem or head is None or left is None:
+            return "", (f"unreadable: {report.problem}",)
+        return head.head, (*left.lines, f"and {left.more} more")
 
     # --- Grading ------------------------------------------------------------------------------
 
@@ -334,6 +358,12 @@ class ExperimentRun:
                 why = f"the session ended {record.outcome.value}" + (f": {record.diagnostic}" if record.diagnostic else "")
                 scored.append(self._save_score(state.slot, Score(task.id, state.slot.arm, state.slot.index, "assay",
                                                                  False, why)))
+            elif record.outcome is Outcome.VOID:  # its voids ran out, each on the Arm's own word
+                why = (f"void {record.void_cause.value if record.void_cause else ''} on every attempt, each claimed by "
+                       "the Arm itself with nothing the host saw to back it; a void only the Arm vouches for can't "
+                       "drop the task")
+                scored.append(self._save_score(state.slot, Score(task.id, state.slot.arm, state.slot.index, "assay",
+                                                                 False, why)))
             else:
                 ungraded[(state.slot.arm, state.slot.index)] = state
         kind = self.plugins.suite_kinds()[task.kind]
@@ -343,13 +373,13 @@ class ExperimentRun:
             grader = self.plugins.get("assay_graders", grader_name)
             views = [self.exp.view(s.slot, s.last) for s in ungraded.values()]  # type: ignore[arg-type]
             context = GradingContext(
-                self.backend, self.bar.timeout_seconds, seed=self.bar.seed, seats=self.bar.model_graders,
+                self.grading_backend or self.backend, self.bar.timeout_seconds, seed=self.bar.seed, seats=self.bar.model_graders,
                 arm_models=tuple((a.harness, a.model) for a in (self.setup.baseline, self.setup.candidate)),
                 harness_versions=tuple(a.harness_version or "" for a in (self.setup.baseline, self.setup.candidate)),
-                harnesses=self.plugins.harnesses(), workspace=self.exp.path / "grading" / task_dirname(task.id),
+                harnesses=self._grader_harnesses(), workspace=self.exp.path / "grading" / task_dirname(task.id),
                 assay_home=self.home.root, families=grading_config(self.home.root).families,
             )
-            for score in await grader.grade(task, views, context):
+            for score in await _grade_contained(grader, grader_name, task, views, context):
                 state = ungraded.pop((score.arm, score.index), None)
                 if state is None:
                     raise RuntimeError(f"Grader '{grader_name}' scored an unknown Trial {score.arm}-{score.index} of {task.id}")
@@ -382,7 +412,7 @@ class ExperimentRun:
 
     async def _panel(self, task: EvalTask, states: list[SlotState]) -> None:
         """Ask the Grader panel for every missing call on this task's pairs with evidence."""
-        panel = Panel(self.bar, self.plugins.harnesses(), self.backend, self.home.root,
+        panel = Panel(self.bar, self._grader_harnesses(), self.grading_backend or self.backend, self.home.root,
                       blinding.words(self.exp, self.setup, self.bar), grading_config(self.home.root).families)
         for index in sorted({s.slot.index for s in states}):
             evidence = self.exp.pair(task.id, index)
@@ -400,6 +430,9 @@ class ExperimentRun:
                 self.command.activity("panel_spending_limit", f"experiment {self.exp.id} reached its panel spending limit")
                 if self._queue is not None:
                     self._queue.close()
+
+    def _grader_harnesses(self) -> Mapping[str, Harness]:
+        return self.grader_harnesses if self.grader_harnesses is not None else self.plugins.harnesses()
 
     def _save_score(self, slot: Slot, score: Score) -> tuple[Score, int]:
         score = attrs.evolve(score, graded=self.exp.in_force(slot))
@@ -426,14 +459,25 @@ class ExperimentRun:
             error=outcome if outcome in ("stopped", "paused") else None)
 
 
-def _repository_state(repository: Any) -> tuple[str, str]:
-    """HEAD and the working tree's status: what a review must leave as it found it (read as
-    untrusted data; a repository that can't be read that way was changed)."""
+async def _grade_contained(grader: Any, name: str, task: EvalTask, views: Sequence[TrialView],
+                           context: GradingContext) -> Sequence[Score]:
+    """The Grader's Scores; if it raises on what the Trials left, each Trial is graded alone, and
+    one it still raises on fails with why: one Trial's leftovers never error the Experiment."""
     try:
-        with inspected(repository) as repo:
-            return repo.head, repo.status()
-    except GitError as e:
-        return "", f"unreadable: {e}"
+        return await grader.grade(task, views, context)
+    except Exception as e:
+        if len(views) == 1:
+            view = views[0]
+            return [Score(task.id, view.record.arm, view.record.index, name, False,
+                          f"the {name} Grader could not grade what the Trial left: {_described(e)}")]
+    return [score for view in views for score in await _grade_contained(grader, name, task, [view], context)]
+
+
+def _described(error: BaseException) -> str:
+    """``Type: message`` of an exception, seen through the groups trio's nurseries wrap one in."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return f"{type(error).__name__}: {error}"
 
 
 def _diagnostic(outcome: SessionOutcome, process: ProcessResult) -> str | None:
@@ -446,7 +490,12 @@ def _diagnostic(outcome: SessionOutcome, process: ProcessResult) -> str | None:
 
 def _sandbox_says(outcome: SessionOutcome, process: ProcessResult) -> SessionOutcome:
     """The sandbox's own void cause (memory cap, failed start, a kill from outside) outranks the
-    session's reading. A session SIGKILLed from inside its sandbox is read as any other ending: the Arm's."""
+    session's reading; then a budget the session spent on the host (its output, its proxy's log
+    lines or connections) makes it the Arm's failure, whatever it claims. A session SIGKILLed from
+    inside its sandbox is read as any other ending: the Arm's."""
     if process.void_cause is not None:
         return attrs.evolve(outcome, outcome=Outcome.VOID, void_cause=process.void_cause)
+    if process.overrun is not None:
+        return attrs.evolve(outcome, outcome=Outcome.FAILED, void_cause=None, plan_limit=False,
+                            diagnostic="; ".join(filter(None, [process.overrun, outcome.diagnostic])))
     return outcome

@@ -30,6 +30,7 @@ from assay.harnesscheck.checks import (
     judge_hosts,
     judge_plan_limit,
     judge_server_error,
+    committed,
     judge_session,
     judge_stop,
     judge_stream,
@@ -106,9 +107,10 @@ async def check_harness(harness: RoutableHarness, binary: HarnessBinary, backend
         bench = Bench(harness, binary, providers, folder, timeout=timeout, assay_home=assay_home)
         script = commit_script(first_nonce)
         first = await bench.run("first", script, _prompt(first_nonce, f"commit {first_nonce}"))
+        head = await committed(backend, first, timeout)
         if not first.provider.model_requests():
             why = "the first session never reached the scripted provider (see the session and hosts checks)"
-            found = {"session": judge_session(first, first_nonce), "hosts": judge_hosts(harness, [first])}
+            found = {"session": judge_session(first, first_nonce, head), "hosts": judge_hosts(harness, [first])}
             return tuple(found.get(name) or skipped(name, why) for name in CHECKS)
         sessions = [first]
         for name, later, prompt, options in (
@@ -120,7 +122,9 @@ async def check_harness(harness: RoutableHarness, binary: HarnessBinary, backend
             sessions.append(await bench.run(name, later, prompt, **options))
     _, second, stop, limit, error = sessions
     return (
-        judge_session(first, first_nonce), judge_stream(first, script, first_nonce), judge_web_tools(first),
+        judge_session(first, first_nonce, head),
+        judge_stream(first, script, first_nonce, tokens_reported=getattr(harness, "reports_tokens", True)),
+        judge_web_tools(first),
         judge_fresh_home(first, second, first_nonce), judge_stop(stop, getattr(backend, "grace", DEFAULT_GRACE)),
         judge_plan_limit(limit), judge_server_error(error), judge_hosts(harness, sessions),
     )

@@ -15,11 +15,10 @@ from typing import Literal
 
 import attrs
 from assay.harnesscheck.bench import Session
-from assay.hooks.protocols import RoutableHarness
+from assay.hooks.protocols import RoutableHarness, SandboxBackend
 from assay.scripted_provider import Call, RateLimit, Script, ServerError, Turn, Usage
-from assay.storage.git import GitError
+from assay.sessions.leftovers import Job, LeftoversError, Read, run_job
 from assay.storage.records import Outcome, VoidCause
-from assay.storage.untrusted_git import inspected
 
 Status = Literal["pass", "fail", "skip"]
 # Every check, in the order they are reported, with what a pass proves.
@@ -98,7 +97,20 @@ def server_error_script() -> Script:
 # --- the judges -------------------------------------------------------------------------------
 
 
-def judge_session(first: Session, nonce: str) -> Check:
+async def committed(backend: SandboxBackend, session: Session, timeout: float) -> tuple[str, str]:
+    """What the session's HEAD holds at :data:`CHECK_FILE`, and HEAD's subject ("" for each it
+    lacks), read in a grading sandbox: the CLI's agent had the repository in its hands."""
+    job = Job()
+    job.open(session.repository)
+    read = job.read(CHECK_FILE)
+    try:
+        found = (await run_job(backend, job, session.folder / "committed", timeout=timeout)).get(read, Read)
+    except LeftoversError:
+        return "", ""
+    return ((found.text or "").strip(), found.subject) if found else ("", "")
+
+
+def judge_session(first: Session, nonce: str, head: tuple[str, str]) -> Check:
     requests = first.provider.model_requests()
     outcome = first.outcome
     diagnostic = outcome.diagnostic if outcome else ""
@@ -106,12 +118,7 @@ def judge_session(first: Session, nonce: str) -> Check:
         return failed("session", f"the CLI never reached the scripted provider ({diagnostic or 'no diagnostic'})",
                       "see the hosts check and session.log: the CLI must go through HTTPS_PROXY and trust the "
                       "CA its route names (ProviderRoute.ca_file)", [f"folder: {first.folder}"])
-    try:
-        with inspected(first.repository) as repo:  # the CLI's agent had it in its hands
-            content = repo.git("show", f"{repo.head}:{CHECK_FILE}")
-            commit = repo.git("log", "-1", "--format=%h %s", repo.head)
-    except GitError:
-        content = commit = ""
+    content, commit = head  # from :func:`committed`
     if content != nonce:
         return failed("session", f"the tool call did not commit {CHECK_FILE}", "read session.log: the Harness must "
                       "let its CLI run shell commands unattended (its permission or approval mode)",
@@ -121,7 +128,9 @@ def judge_session(first: Session, nonce: str) -> Check:
         f"outcome: {outcome.outcome.value if outcome else 'none'}"])
 
 
-def judge_stream(first: Session, script: Script, nonce: str) -> Check:
+def judge_stream(first: Session, script: Script, nonce: str, *, tokens_reported: bool = True) -> Check:
+    """``tokens_reported``: whether the CLI's stream reports usage at all (a Harness's
+    ``reports_tokens``); one that reports none is checked for none."""
     outcome = first.outcome
     assert outcome is not None
     model_turns = [t for t in script.turns if t.is_model_turn]
@@ -135,7 +144,10 @@ def judge_stream(first: Session, script: Script, nonce: str) -> Check:
         problems.append(f"decoded as {outcome.outcome.value}, not delivered: {outcome.diagnostic}")
     if outcome.final_message != answer(nonce):
         problems.append(f"final message {outcome.final_message!r}, scripted {answer(nonce)!r}")
-    if tokens.get("output_tokens") != given_out or tokens.get("input_tokens") not in (given_in, given_in + cached):
+    if not tokens_reported:
+        if tokens:
+            problems.append(f"tokens {tokens} from a CLI whose stream reports none")
+    elif tokens.get("output_tokens") != given_out or tokens.get("input_tokens") not in (given_in, given_in + cached):
         problems.append(f"tokens {tokens} don't add up to the script's {given_in} in (+{cached} cached), "
                         f"{given_out} out")
     if outcome.cost_usd is not None and outcome.cost_usd <= 0:
@@ -143,7 +155,8 @@ def judge_stream(first: Session, script: Script, nonce: str) -> Check:
     if sessions and outcome.session_id not in sessions:
         problems.append(f"session id {outcome.session_id} is not the one the provider saw ({', '.join(sessions)})")
     evidence = [f"outcome {outcome.outcome.value}, final message {outcome.final_message!r}",
-                f"tokens {tokens} (script: {given_in} in, {cached} cached, {given_out} out)",
+                (f"tokens {tokens} (script: {given_in} in, {cached} cached, {given_out} out)" if tokens_reported
+                 else "tokens: none (the CLI's stream reports none)"),
                 "cost: " + (f"${outcome.cost_usd:.6f}" if outcome.cost_usd is not None else "none (the CLI reports none)"),
                 f"session id {outcome.session_id}" + (" (the provider saw the same)" if sessions else "")]
     if problems:

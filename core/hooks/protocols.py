@@ -23,6 +23,12 @@ class NotYetImplemented(RuntimeError):
     """Raised by a plugin object that registers (``implemented = False``) before it works."""
 
 
+class CannotGoOn(RuntimeError):
+    """Raised by a plugin when the Experiment itself can't go on fairly (a frozen runner file changed
+    between Trials): it errors the Experiment. Anything else raised while a Trial runs or is read
+    is that Trial's failure (docs/sandbox.md, threat model)."""
+
+
 @attrs.frozen
 class HarnessBinary:
     """A Harness binary resolved once when an Experiment starts; every Trial runs this one."""
@@ -96,11 +102,18 @@ class Invocation:
     stop_signals: tuple[int, ...] = (15,)
     log_dir: Path | None = None  # where a sandbox keeps its own logs (the proxy's); None: cwd's parent
     broker: Brokered | None = None  # the login whose stand-ins the session holds (SessionRequest.brokered)
+    # Writable folders whose contents are thrown away when the run ends (a grading sandbox's
+    # checkouts): a sandbox gives each a fresh space within its disk cap; the pass-through uses them as they are.
+    scratch: tuple[Path, ...] = ()
 
 
 @attrs.frozen
 class ProcessResult:
-    """What a sandbox backend saw of a process; ``void_cause`` is set only by the sandbox itself."""
+    """What a sandbox backend saw of a process; ``void_cause`` is set only by the sandbox itself.
+
+    ``overrun`` says which of the run's budgets on the host (its output, its proxy's log lines or
+    connections) the process spent, whereupon the backend stopped it: the Arm's failure, never a void.
+    """
 
     exit_code: int | None
     backend: str
@@ -108,6 +121,7 @@ class ProcessResult:
     timed_out: bool = False
     stderr_tail: str = ""
     void_cause: VoidCause | None = None
+    overrun: str | None = None
 
 
 @attrs.frozen

@@ -21,6 +21,11 @@ Format history:
   ``panel_families``, ``panel_spending_limit``, ``panel_agreement``) and people's reviews
   (``people``, ``people_readers``, ``people_sample``, ``people_overlap``); an older Bar reads with
   both off, as it ran.
+- Bar 7: ``scripted_graders`` (the digest of the script a scripted Experiment's Grader sessions played;
+  older Bars read None: their Graders were never scripted).
+- Bar 6: ``model_grader_shared_family`` (the Arms' family the model Grader shares when no seat from a
+  third family was configured; older Bars read None, as they ran: such an Experiment was refused).
+- Score 4: ``backend`` (the sandbox its grading work on the Trial's leftovers ran in).
 """
 
 from __future__ import annotations
@@ -44,13 +49,19 @@ class VoidCause(str, enum.Enum):
     PLAN_LIMIT = "plan_limit"
     HOST_KILL = "host_kill"  # killed from outside its sandbox (the kernel's OOM killer, a person), not by assay
     MEMORY_CAP = "memory_cap"
-    REPOSITORY_CHANGED = "repository_changed"  # a review that edited or committed its repository
+    REPOSITORY_CHANGED = "repository_changed"  # read in old records only: a review that changes its repository now fails
     LOGIN_MISMATCH = "login_mismatch"  # the session used another login than the one assay gave it
     HARNESS_CHANGED = "harness_changed"  # the session ran another version than the one fixed at the start
     # The only causes a Custom runner may claim for itself (custom-runners ticket).
     SESSION_UNAVAILABLE = "session_unavailable"
     USAGE_LIMIT = "usage_limit"
     RATE_LIMIT = "rate_limit"
+
+
+# The causes a Custom runner may claim for itself (custom-runners ticket): only the Arm's own word
+# backs them, so they re-run a Trial but can never drop its task for both Arms (a Trial whose voids
+# run out on them is its Arm's fail). Every other cause is the host's or its sandbox's observation.
+CLAIMED_VOID_CAUSES = frozenset({VoidCause.SESSION_UNAVAILABLE, VoidCause.USAGE_LIMIT, VoidCause.RATE_LIMIT})
 
 
 class Outcome(str, enum.Enum):
@@ -99,6 +110,7 @@ class Suite:
 
 Arm = Literal["baseline", "candidate"]
 ARMS: tuple[Arm, Arm] = ("baseline", "candidate")
+GRADERS = "grader"  # beside the Arms, what a scripted Experiment's Grader sessions are called (--scripted-provider grader=)
 
 
 def _rule(test, expected: str):
@@ -154,9 +166,9 @@ class Bar:
     2k+1 values a task's difference can take.
     """
 
-    FORMAT: ClassVar[int] = 5
+    FORMAT: ClassVar[int] = 7
     UPGRADES: ClassVar[dict] = {1: dict, 2: lambda d: {**d, "void_provider_errors": 10, "void_backoff_seconds": 30.0},
-                                3: lambda d: {**d, "look_rule": LOOK_RULES[0]}, 4: dict}
+                                3: lambda d: {**d, "look_rule": LOOK_RULES[0]}, 4: dict, 5: dict, 6: dict}
 
     margin: float = attrs.field(default=0.10, validator=_SHARE)
     level: float = attrs.field(default=0.95, validator=_rule(lambda v: 0.0 < v < 1.0, "strictly between 0 and 1"))
@@ -175,6 +187,11 @@ class Bar:
     void_backoff_seconds: float = attrs.field(default=30.0, validator=_rule(lambda v: v >= 0, "0 or more seconds"))
     max_dropped_share: float = attrs.field(default=0.10, validator=_SHARE)
     model_graders: tuple[str, ...] = ()  # "harness:model" seats, tried in order
+    # The Arms' family the model Grader shares, set when no seat from a third family is configured
+    # (spec 977 US40: "from neither Arm when another is available"); None: the family rule held.
+    model_grader_shared_family: str | None = None
+    # A scripted Experiment's Grader sessions played this script (its SHA-256), not a model.
+    scripted_graders: str | None = None
     # How looks are judged (docs/verdict.md, "More looks"): "confidence-sequence" lets --add-tasks
     # extend an inconclusive Experiment, later looks judged by the confidence sequence;
     # "confidence-sequence-only" judges look 1 by it too; "one-look" refuses any extension.
@@ -248,8 +265,8 @@ class Score:
     A ``pending`` Score (its reason) has no judgement yet: its task waits, and so does the Verdict.
     """
 
-    FORMAT: ClassVar[int] = 3
-    UPGRADES: ClassVar[dict] = {1: dict, 2: dict}
+    FORMAT: ClassVar[int] = 4
+    UPGRADES: ClassVar[dict] = {1: dict, 2: dict, 3: dict}
 
     task: str
     arm: Arm
@@ -263,6 +280,9 @@ class Score:
     pending: str | None = None
     label: str | None = None
     graded: str | None = None  # the attempt it judged ("attempt-N sha256:…"); it counts only while that is in force
+    # The sandbox backend its work on the Trial's leftovers ran in ("none": unsandboxed, as the Trials
+    # were); None when it read nothing of the Trial's but its reports.
+    backend: str | None = None
 
 
 @attrs.frozen

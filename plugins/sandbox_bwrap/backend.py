@@ -27,6 +27,7 @@ from assay.plugins.sandbox_bwrap import disk, limits, memory, mounts, pids, resi
 from assay.plugins.sandbox_bwrap.broker import Broker, BrokerCA, upstream_context
 from assay.plugins.sandbox_bwrap.handshake import Handshake
 from assay.plugins.sandbox_bwrap.limits import TrialLimits
+from assay.plugins.sandbox_bwrap.meter import ProxyMeter
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, private_hosts, resolver, upstream_table
 from assay.sessions import hostkills
 from assay.sessions.proctree import ProcessTree
@@ -129,7 +130,7 @@ class BwrapBackend(Supervisor):
                 proxy = Proxy(
                     Allowlist.of(invocation.hosts), (invocation.log_dir or invocation.cwd.parent) / PROXY_LOG,
                     resolver(self.hosts_file), own_addresses(), upstreams=upstream_table(self.upstreams),
-                    private=Allowlist.of(self.private_hosts), broker=broker,
+                    private=Allowlist.of(self.private_hosts), broker=broker, meter=ProxyMeter.from_env(),
                 )
                 async with trio.open_nursery() as nursery:
                     await nursery.start(proxy.serve, Path(sockets) / SOCKET)
@@ -140,12 +141,14 @@ class BwrapBackend(Supervisor):
                             env={**invocation.env, **dict.fromkeys(PROXY_ENV, f"http://127.0.0.1:{RELAY_PORT}"), **trust},
                             timeout=timeout, on_line=on_line, stop_signals=invocation.stop_signals,
                             preexec_fn=None, pass_fds=handshake.child_ends, on_start=handshake.hand_over,
-                            signal_stop=_signal_session, end_early=cap.killed,
+                            signal_stop=_signal_session,
+                            end_early=lambda: cap.killed() or proxy.meter.overrun is not None,
                         )
                         reports.cancel_scope.deadline = trio.current_time() + self.drain  # the last reports
                     nursery.cancel_scope.cancel()
             notes = cap.notes() + await trio.to_thread.run_sync(staged.finish)
-            result = attrs.evolve(result, stderr_tail=result.stderr_tail + notes)
+            result = attrs.evolve(result, stderr_tail=result.stderr_tail + notes,
+                                  overrun=result.overrun or proxy.meter.overrun)
             return hostkills.judge(_reading(result, handshake, capped=cap.killed()), oom_before)
         finally:
             handshake.close()
@@ -170,7 +173,7 @@ class BwrapBackend(Supervisor):
         return [
             self.executable, *ISOLATION, "--json-status-fd", str(handshake.report_bwrap),
             *(("--seccomp", str(handshake.seccomp)) if handshake.seccomp is not None else ()),
-            *mounts.toolchains(), *mounts.binds(invocation, staged),
+            *mounts.toolchains(), *mounts.binds(invocation, staged, self.disk_limit or disk.default_limit()),
             "--ro-bind", str(RELAY), str(INSIDE / RELAY.name), "--ro-bind", str(sockets), str(INSIDE / "proxy"),
             "--chdir", str(invocation.cwd), "--",
             os.path.realpath(sys.executable), "-I", "-S", str(INSIDE / RELAY.name), str(handshake.report_relay),

@@ -8,12 +8,12 @@ system of its own (:mod:`.disk`), where this machine allows one.
 
 from __future__ import annotations
 
-import os
 import resource
 
 import attrs
 from assay.hooks.protocols import Limit
 from assay.plugins.sandbox_bwrap import broker, disk, memory, pids, seccomp
+from assay.storage.sizes import size_from_env
 
 FILE_SIZE_ENV = "ASSAY_TRIAL_FILE_SIZE"
 DEFAULT_FILE_SIZE = 4 << 30
@@ -21,11 +21,7 @@ DEFAULT_FILE_SIZE = 4 << 30
 
 def file_size_limit() -> int:
     """``$ASSAY_TRIAL_FILE_SIZE`` (e.g. ``1G``) if set, else 4 GiB."""
-    raw = os.environ.get(FILE_SIZE_ENV, "").strip()
-    try:
-        return memory.parse_size(raw) if raw else DEFAULT_FILE_SIZE
-    except ValueError as e:
-        raise ValueError(f"{FILE_SIZE_ENV}: {e}") from None
+    return size_from_env(FILE_SIZE_ENV, DEFAULT_FILE_SIZE)
 
 
 @attrs.frozen

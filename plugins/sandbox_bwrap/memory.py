@@ -16,24 +16,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import resource
 from pathlib import Path
 from typing import Protocol
 
 import attrs
 from assay.plugins.sandbox_bwrap import cgroups
+from assay.storage.sizes import parse_size
 
 MEMORY_ENV = "ASSAY_TRIAL_MEMORY"
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
-def parse_size(text: str) -> int:
-    """Bytes from ``"512M"``, ``"8G"``, ``"1.5G"`` or a plain number (binary units)."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*", text, re.IGNORECASE)
-    if not match or float(match[1]) <= 0:
-        raise ValueError(f"{text!r} is not a memory size (e.g. 512M, 8G)")
-    return int(float(match[1]) * _UNITS[match[2].upper()])
 
 
 def default_limit(proc: Path = Path("/proc")) -> int:

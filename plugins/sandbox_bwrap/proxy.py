@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import os
+import re
 import socket
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -29,12 +30,14 @@ from pathlib import Path
 import attrs
 import trio
 from assay.plugins.sandbox_bwrap.broker import Broker
+from assay.plugins.sandbox_bwrap.meter import ProxyMeter
 from assay.storage.commands import now
 from assay.storage.files import append_line
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
 HEAD_LIMIT = 8192
+_PORT = re.compile(r"[0-9]{1,5}")  # ASCII digits only: '²'.isdigit() is true, and int('²') raises
 PRIVATE_ENV = "ASSAY_PRIVATE_HOSTS"
 _PHRASES = {200: "Connection established", 400: "Bad Request", 403: "Forbidden",
             405: "Method Not Allowed", 408: "Request Timeout", 502: "Bad Gateway"}
@@ -130,6 +133,7 @@ class Proxy:
     upstreams: Mapping[tuple[str, int], Path] = attrs.field(factory=dict)  # see upstream_table
     private: Allowlist = Allowlist(frozenset())  # hosts that may resolve to private addresses
     broker: Broker | None = None  # the Trial's credential broker, for the hosts it serves
+    meter: ProxyMeter = attrs.field(factory=ProxyMeter)  # the run's budgets (see .meter)
 
     async def serve(self, path: Path, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Listen on the Unix socket ``path`` until cancelled."""
@@ -141,10 +145,22 @@ class Proxy:
             await trio.serve_listeners(self.handle, [listener])
 
     async def handle(self, client: trio.SocketStream) -> None:
-        """One CONNECT request: refuse it with a status, or tunnel it until both sides are done."""
+        """One CONNECT request: refuse it with a status, or tunnel it until both sides are done.
+
+        Whatever a request holds, it ends here: a connection past the run's budgets is closed at
+        once, and one the proxy can't handle is logged and closed, never raised (that would end
+        the proxy, so the Trial's run, so the Experiment).
+        """
         async with client:
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):  # the client left
-                await self._tunnel(client)
+            if not self.meter.admit():
+                return
+            try:
+                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):  # the client left
+                    await self._tunnel(client)
+            except Exception as e:
+                self._log("", 400, reason=f"the proxy could not handle this connection ({type(e).__name__})")
+            finally:
+                self.meter.release()
 
     async def _tunnel(self, client: trio.SocketStream) -> None:
         target = ""
@@ -199,6 +215,8 @@ class Proxy:
         await client.send_all(message.encode())
 
     def _log(self, target: str, status: int, *, address: str | None = None, reason: str = "") -> None:
+        if not self.meter.may_log():
+            return
         append_line(self.log, {
             "time": now().isoformat(timespec="milliseconds"), "target": target, "allowed": status == 200,
             "status": status, "address": address, "reason": reason,
@@ -245,7 +263,7 @@ def _split(target: str, *, default_port: int | None) -> tuple[str, int]:
         if default_port is None:
             raise Refused(400, f"{target!r} names no port")
         return host, default_port
-    if not port.isdigit() or not 0 < int(port) < 65536:
+    if not _PORT.fullmatch(port) or not 0 < int(port) < 65536:
         raise Refused(400, f"{target!r} has no valid port")
     return host, int(port)
 

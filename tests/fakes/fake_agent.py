@@ -24,6 +24,7 @@ behaviour is a comma-separated list of steps, e.g. "sleep:0.2,right":
   fifo_report     make ~/reports/zz.md a FIFO (a read of it would block)
   git_link:TARGET  put a symbolic link to TARGET in its .git (a repository assay won't read)
   commit:PATH=TEXT write PATH in the repository ("|" becomes a new line, "^" a comma) and commit it
+  explode:WHAT    print an event the fake decoder raises KeyError(WHAT) on (a decoder with a bug)
   say:TEXT        print a message event ("|" becomes a new line)
   hostile         print a message and tool results with markup, terminal escapes and a 1 MB output
 
@@ -167,6 +168,8 @@ def main() -> int:
             os.mkfifo(reports / "zz.md")
         elif name == "crash":
             return 3
+        elif name == "explode":
+            print(json.dumps({"type": "explode", "what": arg}), flush=True)
         elif name == "die":
             print(arg, file=sys.stderr, flush=True)
             return 1

@@ -56,6 +56,8 @@ class FakeDecoder:
             self.void = event["cause"]
         elif event.get("type") == "result":
             self.result = event
+        elif event.get("type") == "explode":  # a decoder with a bug a Trial's output can reach
+            raise KeyError(event["what"])
 
     def finish(self, process) -> SessionOutcome:
         if process.timed_out:
@@ -142,7 +144,8 @@ class FixtureKind:
 
 
 class FixtureGrader:
-    """Passes a Trial whose committed HEAD has answer.txt saying "right"."""
+    """Passes a Trial whose committed HEAD has answer.txt saying "right" (and raises on "explode",
+    as a Grader with a bug a Trial's leftovers can reach would)."""
 
     name = "fixture"
 
@@ -151,6 +154,8 @@ class FixtureGrader:
         for view in trials:
             answer = subprocess.run(["git", "show", "HEAD:answer.txt"], cwd=view.repository,
                                     capture_output=True, text=True).stdout.strip()
+            if answer == "explode":
+                raise ValueError("answer.txt blew the Grader up")
             scores.append(Score(task.id, view.record.arm, view.record.index, self.name,
                                 answer == "right", f"answer.txt says {answer or 'nothing'}"))
         return scores
