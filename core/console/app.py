@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from assay.console import views
+from assay.console import change, views
 from assay.engine import results, reviews
 from assay.evaltasks import proposals
 from assay.evaltasks.manifests import ManifestError
@@ -92,7 +92,7 @@ class Console:
         return self._view(request, "experiment", views.experiment, request.path_params["id"])
 
     async def trial(self, request: Request) -> Response:
-        """A Trial's page (its diff is read from its repository: in a worker thread), or with
+        """A Trial's page (read in a worker thread; its diff in a grading sandbox), or with
         ``?evidence=PATH`` one of its evidence files, shown as escaped text."""
         p = request.path_params
         args = (p["id"], p["task"], p["arm_index"], p["attempt"])
@@ -102,6 +102,8 @@ class Console:
             data = await run_in_threadpool(views.trial, self.home, self.plugins, *args)
         except views.NotFound as e:
             return self.error(request, 404, str(e))
+        backend = self.plugins.sandbox_backends().get(data["sandbox"])
+        data["change"] = await change.committed_change(backend, Path(data["trial"]["folder"]), data.pop("base"))
         return self.page(request, "trial", data)
 
     async def pair(self, request: Request) -> Response:

@@ -1,22 +1,23 @@
 """The change a Trial committed, as a Trial's page shows it: a file list and each file's diff,
 unified and side by side, syntax-highlighted.
 
-The diff is read like every other read of a Trial's leftovers (DESIGN.md, the host rules): through
-:func:`committed_patch`, the one place that reaches the Trial's repository, which reads it through
-``storage/untrusted_git`` (a shadow git folder: the Trial's git config and hooks never run) to a
-limit. Everything after that is text: parsed, its control characters made visible, and highlighted
-by Pygments, which escapes what it is given.
+The diff is built like every other read of a Trial's leftovers (DESIGN.md, the host rules): by
+:func:`committed_patch`, the one place that reaches the Trial's repository, as a job of
+:mod:`assay.sessions.leftovers` in a grading sandbox of its own (the Experiment's sandbox backend),
+whose checked report is all the host reads. Everything after that is text: parsed, its control
+characters made visible, and highlighted by Pygments, which escapes what it is given.
 """
 
 from __future__ import annotations
 
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
-from assay.storage.git import GitError
-from assay.storage.untrusted import MIB, UntrustedFileError, visible
-from assay.storage.untrusted_git import inspected
+from assay.hooks.protocols import SandboxBackend
+from assay.sessions.leftovers import Descends, Diff, Job, LeftoversError, Opened, run_job
+from assay.storage.untrusted import MIB, visible
 from markupsafe import escape
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
@@ -27,31 +28,43 @@ PATCH_SHOWN = 2 * MIB  # of the patch a page shows; the rest is said to be cut
 FILES_SHOWN = 200
 LINE_SHOWN = 2000  # characters of one diff line
 HIGHLIGHTED = 5000  # diff lines highlighted on one page; any more are shown plain (escaped)
+TIMEOUT = 60.0  # seconds the grading sandbox has to read the diff
 _HUNK = re.compile(r"@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@(.*)")
 _FORMAT = HtmlFormatter(nowrap=True, classprefix="hl-")
 
 
-def committed_patch(repository: Path, base: str) -> tuple[str, str | None]:
-    """The patch from ``base`` to the Trial's HEAD, and a problem (None when it could be read)."""
-    try:
-        with inspected(repository) as repo:
-            if not repo.descends_from(base):
-                return "", f"its final commit {repo.head[:12]} does not descend from the base {base[:12]}"
-            return repo.git("diff", "--no-ext-diff", "--no-textconv", "--no-color", base, repo.head), None
-    except (GitError, UntrustedFileError, OSError) as e:
-        return "", f"its repository could not be read: {e}"
+async def committed_patch(backend: SandboxBackend, repository: Path, base: str, folder: Path) -> tuple[str, bool]:
+    """The patch from ``base`` to the Trial's HEAD, read in a grading sandbox (``folder``: where the job
+    keeps its scratch, removed after), and whether it was cut; LeftoversError saying why there is none."""
+    job = Job()
+    opened, descends, diff = job.open(repository), job.descends(base), job.diff(base, PATCH_SHOWN)
+    report = await run_job(backend, job, Path(tempfile.mkdtemp(prefix=".diff-", dir=folder)), timeout=TIMEOUT)
+    head = report.get(opened, Opened)
+    if report.problem or head is None:
+        raise LeftoversError(report.problem or "its repository could not be opened")
+    if not report.get(descends, Descends).descends:  # type: ignore[union-attr]
+        raise LeftoversError(f"its final commit {head.head[:12]} does not descend from the base {base[:12]}")
+    patch = report.get(diff, Diff)
+    assert patch is not None
+    return patch.text, patch.cut
 
 
-def committed_change(repository: Path, base: str | None) -> dict[str, Any]:
-    """What a Trial's page shows of its change (``files``), or why nothing (``problem``)."""
+async def committed_change(backend: SandboxBackend | None, folder: Path, base: str | None) -> dict[str, Any]:
+    """What a Trial's page shows of the change in the Trial ``folder``'s repository (``files``), or
+    why nothing (``problem``)."""
     if base is None:
         return {"files": [], "problem": "the Eval task names no base commit", "cut": False}
-    if not (repository / ".git").exists():
+    if backend is None:
+        return {"files": [], "problem": "the Experiment's sandbox backend is not installed here: its change can't "
+                "be read safely", "cut": False}
+    if not (folder / "repo" / ".git").exists():
         return {"files": [], "problem": "the Trial's repository is no longer there", "cut": False}
-    patch, problem = committed_patch(repository, base)
-    cut = len(patch) > PATCH_SHOWN
-    files = parse(patch[:PATCH_SHOWN])
-    return {"files": files[:FILES_SHOWN], "problem": problem, "cut": cut or len(files) > FILES_SHOWN}
+    try:
+        patch, cut = await committed_patch(backend, folder / "repo", base, folder)
+    except LeftoversError as e:
+        return {"files": [], "problem": f"its change could not be read: {e}", "cut": False}
+    files = parse(patch)
+    return {"files": files[:FILES_SHOWN], "problem": None, "cut": cut or len(files) > FILES_SHOWN}
 
 
 def _lexer(path: str) -> Any:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from assay.console import change, transcript
+from assay.console import transcript
 from assay.engine import results
 from assay.engine.folder import Slot
 from assay.evaltasks.proposals import list_proposals as proposal_list
@@ -63,7 +63,8 @@ def chart(verdict: dict | None, margin: float) -> dict[str, Any] | None:
 
 def trial(home: AssayHome, plugins: Plugins, ref: str, task: str, arm_index: str, attempt: int) -> dict[str, Any]:
     """One attempt of one Trial: its record and Score, its session as a transcript (from its Session
-    trace), the change it committed, its evidence, stderr and sandbox log."""
+    trace), its evidence, stderr and sandbox log (the change it committed is read by the page, in a
+    sandbox: :func:`assay.console.change.committed_change`)."""
     data = experiment(home, ref)
     arm, _, index = arm_index.rpartition("-")
     found = [t for t in data["trials"] if t["task"] == task and t["arm"] == arm and str(t["index"]) == index
@@ -79,7 +80,7 @@ def trial(home: AssayHome, plugins: Plugins, ref: str, task: str, arm_index: str
     return {"experiment": data["id"], "trial": record, "arm_label": setup.arm(arm).label(),
             "recheck": {k: v for k, v in formats.unstructure(recheck).items() if k != "format"} if recheck else None,
             "session": _session(exp, slot, attempt, folder, plugins.harnesses().get(setup.arm(arm).harness or "")),
-            "change": change.committed_change(folder / "repo", base),
+            "base": base, "sandbox": setup.sandbox,  # for its change (change.committed_change), read in a sandbox
             "stderr": visible("".join(_lines(folder, "stderr.log"))),
             "sandbox_log": visible("".join(_lines(folder, "proxy.log"))),
             "evidence": evidence_files(folder)}

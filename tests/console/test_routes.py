@@ -36,7 +36,7 @@ def finished(tmp_path: Path, assay_home: Path) -> str:
 
 
 def client(home: Path, plugins=PLUGGED, **kw) -> TestClient:
-    return TestClient(make_app(AssayHome(home), plugins, **kw), base_url="http://127.0.0.1:8700")
+    return TestClient(make_app(AssayHome(home), plugins, **kw), base_url="http://127.0.0.1:8700", backend="trio")  # as served
 
 
 def cli_json(home: Path, *args: str):

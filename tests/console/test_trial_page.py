@@ -84,3 +84,14 @@ def test_evidence_opens_as_escaped_text_and_nothing_outside_it(assay_home, hosti
     for name in ("grade/link.txt", "trial.json", "../../../../../../setup.json", "/etc/passwd"):
         refused = c.get(URL.format(hostile) + f"?evidence={name}")
         assert refused.status_code == 404 and "TOP-SECRET" not in refused.text, name
+
+
+def test_without_its_sandbox_backend_the_change_is_not_read_on_the_host(assay_home, tmp_path):
+    """DESIGN.md host rule 1: building diffs happens "in a bwrap sandbox of its own": the page reads
+    the change through the Experiment's sandbox backend, and where that isn't installed it says so
+    rather than reading the Trial's repository on the host."""
+    exp = run(assay_home, tmp_path, "commit:fix.py=print('fixed')")
+    setup = next(assay_home.glob("evals/experiments/*/setup.json"))
+    setup.write_text(setup.read_text().replace('"sandbox": "none"', '"sandbox": "elsewhere"'))
+    data = client(assay_home, plugins=WITH_FAKES).get(URL.format(exp), headers=JSON).json()
+    assert data["change"]["files"] == [] and "sandbox backend is not installed here" in data["change"]["problem"]
