@@ -30,15 +30,23 @@ class Watch:
     def feed(self, line: str) -> None:
         self._log.write(line if line.endswith("\n") else line + "\n")
         self.decoder.feed(line)
-        if self._traced is not None:
-            at = time.time_ns()
-            for event in self._traced.events():
-                if len(self._events) < MAX_EVENTS:
-                    self._events.append(attrs.evolve(event, at=at, text=bounded(event.text)))
-                else:
-                    self._dropped += 1
+        self._take()
+
+    def _take(self) -> None:
+        """The events the decoder read since the last call, stamped now and bounded."""
+        if self._traced is None:
+            return
+        at = time.time_ns()
+        for event in self._traced.events():
+            if len(self._events) < MAX_EVENTS:
+                self._events.append(attrs.evolve(event, at=at, text=bounded(event.text)))
+            else:
+                self._dropped += 1
 
     def finish(self, process: ProcessResult) -> SessionOutcome:
-        """The decoder's outcome, with what assay saw of the session as it ran."""
-        return attrs.evolve(self.decoder.finish(process), trace=SessionTrace(
+        """The decoder's outcome, with what assay saw of the session as it ran (and what the decoder
+        read only once it ended, such as an error on stderr)."""
+        outcome = self.decoder.finish(process)
+        self._take()
+        return attrs.evolve(outcome, trace=SessionTrace(
             self._started, time.time_ns(), tuple(self._events), self._dropped, self._provider))

@@ -10,12 +10,15 @@ import pytest
 from assay.hooks.protocols import ProcessResult
 from assay.plugins.harness_claude import ClaudeHarness
 from assay.plugins.harness_codex import CodexHarness
+from assay.plugins.harness_kimi import KimiHarness
+from assay.plugins.harness_opencode import OpenCodeHarness
 from assay.sessions.watch import EVENT_TEXT, MAX_EVENTS, Watch
 from assay.traces.read import span_data
 from assay.traces.session import session_spans
 from assay.traces.spans import Recorder
 from assay.traces import otlp
 
+from tests.harness_fixtures import STREAMS, recorded
 from tests.plugins.test_harness_claude import INIT, RESULT
 from tests.plugins.test_harness_codex import COMPLETED, STARTED, TURN
 
@@ -75,6 +78,31 @@ def test_every_harness_decoder_gives_the_same_span_tree(harness, stream, tmp_pat
     assert len(result) < EVENT_TEXT + 100 and result.endswith(f"[... {(1 << 20) - EVENT_TEXT} more characters]")
     assert json.loads(last["attributes"]["gen_ai.output.messages"])[0]["parts"][0]["content"] == "Fixed and committed."
     assert session["start"] <= first["start"] <= first["end"] <= tool["start"] <= tool["end"] <= last["end"] <= session["end"]
+
+
+@pytest.mark.parametrize("harness, name", [(OpenCodeHarness(), "real-opencode-1.18.33-success.jsonl"),
+                                           (KimiHarness(), "real-kimi-2.1.0-success.jsonl")], ids=["opencode", "kimi"])
+def test_the_recorded_opencode_and_kimi_sessions_are_traced_alike(harness, name, tmp_path):
+    """Every Harness's decoder feeds the same builder: a real recorded session of each is a tool call
+    (its command, its output) and the answer after it."""
+    spans = traced(harness, [json.loads(line) for line in recorded(name)], tmp_path)
+    [session] = [s for s in spans if s["parent"] is None]
+    steps = sorted((s for s in spans if s["parent"] == session["span_id"]), key=lambda s: s["attributes"]["assay.sequence"])
+    tool = next(s for s in steps if s["name"] == f"execute_tool {'bash' if harness.name == 'opencode' else 'Bash'}")
+    assert "assay-check-" in tool["attributes"]["gen_ai.tool.call.arguments"]
+    assert tool["attributes"]["gen_ai.tool.call.result"] == "committed\n" and not tool["error"]
+    answer = json.loads(steps[-1]["attributes"]["gen_ai.output.messages"])[0]["parts"][0]["content"]
+    assert steps[-1]["name"].startswith("chat") and answer.startswith("Committed check.txt")
+
+
+def test_an_error_read_once_the_session_ended_is_in_its_trace(tmp_path):
+    """Kimi Code says why it failed on stderr only: its decoder reads it at the end, and the trace keeps it."""
+    watch = Watch(KimiHarness(), io.StringIO())
+    for line in recorded("real-kimi-2.1.0-quota.jsonl"):
+        watch.feed(line)
+    stderr = (STREAMS / "real-kimi-2.1.0-quota.stderr").read_text()
+    seen = watch.finish(ProcessResult(exit_code=1, backend="none", duration=1.0, stderr_tail=stderr)).trace
+    assert seen.events[-1].kind == "error" and "quota" in seen.events[-1].text
 
 
 def test_a_claude_turn_keeps_its_model_and_usage(tmp_path):
