@@ -48,6 +48,17 @@ def make_factory(root: Path) -> Path:
     return factory
 
 
+def make_claude_factory(root: Path) -> Path:
+    """A Factory of one commit on main whose defaults run Claude Code (Model opus)."""
+    factory = root / "factory"
+    factory.mkdir()
+    git(factory, "init", "-q", "-b", "main")
+    (factory / "assay.toml").write_text('[defaults]\nharness = "claude"\nmodel = "opus"\n')
+    git(factory, "add", ".")
+    git(factory, "commit", "-qm", "factory")
+    return factory
+
+
 def make_suite(home: Path, tasks: int = 4, name: str = "fixture") -> list[str]:
     suite = home / "evals" / "suites" / name
     suite.mkdir(parents=True)

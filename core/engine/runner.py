@@ -11,12 +11,12 @@ import collections
 import contextlib
 import signal
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
 import trio
-from assay.engine import blinding, results
+from assay.engine import blinding, findings, results
 from assay.engine.folder import ExperimentDir, Slot, SlotState, task_dirname
 from assay.evaltasks import manifests, timesafe
 from assay.hooks.loaded import Plugins
@@ -34,6 +34,7 @@ from assay.pairs.evidence import pair_evidence
 from assay.pairs.panel import ORDERS, Panel, saved_calls
 from assay.pairs.spend import Budget
 from assay.sessions.leftovers import Job, LeftoversError, Opened, Status, run_job
+from assay.sessions.slots import arm_login, login_slot
 from assay.storage import files, formats
 from assay.storage.commands import Command, now
 from assay.storage.home import AssayHome
@@ -49,6 +50,7 @@ SELF_EVIDENT_FAILS = {Outcome.FAILED, Outcome.TIMEOUT, Outcome.STOPPED_TO_ASK}
 PLAN_LIMIT_CAUSES = {VoidCause.PLAN_LIMIT, VoidCause.USAGE_LIMIT}
 # Void causes that mean the provider is failing: a re-run waits first (the Bar's backoff).
 PROVIDER_FAILING = {VoidCause.SERVER_ERROR, VoidCause.PROVIDER_UNREACHABLE}
+FINDING_CAUSES = {VoidCause.MEMORY_CAP, VoidCause.PROVIDER_UNREACHABLE}  # voids that may make a finding
 
 
 class SlotQueue:
@@ -143,19 +145,21 @@ class ExperimentRun:
         is graded after the Trials.
         """
         self._graders = trio.CapacityLimiter(self.workers)
-        async with trio.open_nursery() as root:
-            root.start_soon(self._watch_signals)
-            # A Stop cuts Trials and grading short alike (both resume); the grade stage ends when
-            # the last grading does.
-            with self._work, contextlib.ExitStack() as grade_stage:
-                async with trio.open_nursery() as grading:
-                    self._grading = grading
-                    with self.command.stage("trials"):
-                        await self._trials()
-                    if not self.paused:
-                        grade_stage.enter_context(self.command.stage("grade"))
-                        self._grade()
-            root.cancel_scope.cancel()
+        # A Stop is watched for from the run's first moment (until then, start takes it as Ctrl-C).
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async with trio.open_nursery() as root:
+                root.start_soon(self._watch_signals, signals)
+                # A Stop cuts Trials and grading short alike (both resume); the grade stage ends when
+                # the last grading does.
+                with self._work, contextlib.ExitStack() as grade_stage:
+                    async with trio.open_nursery() as grading:
+                        self._grading = grading
+                        with self.command.stage("trials"):
+                            await self._trials()
+                        if not self.paused:
+                            grade_stage.enter_context(self.command.stage("grade"))
+                            self._grade()
+                root.cancel_scope.cancel()
         if self.stopped or self.paused:
             outcome = "stopped" if self.stopped else "paused"
         else:
@@ -164,21 +168,32 @@ class ExperimentRun:
         self._root_span(outcome)
         return outcome
 
-    async def _watch_signals(self) -> None:
+    async def _watch_signals(self, signals: AsyncIterator[int]) -> None:
         """A Stop (SIGTERM from ``assay stop``, or Ctrl-C) cuts in-flight Trials short."""
-        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-            async for signum in signals:
-                self.stopped = True
-                self.command.log(f"Stop received ({signal.Signals(signum).name}): cutting in-flight work short")
-                self._work.cancel()
-                return
+        async for signum in signals:
+            self.stopped = True
+            self.command.log(f"Stop received ({signal.Signals(signum).name}): cutting in-flight work short")
+            self._work.cancel()
+            return
 
     # --- Trials -------------------------------------------------------------------------------
 
     def states(self) -> list[SlotState]:
         return [self.exp.slot_state(s, self.bar) for s in self.exp.slots(self.setup.tasks)]
 
+    def _note_findings(self) -> None:
+        """Put what the Experiment found about its set-up in its Command record, which the Inbox
+        reads (a Needs you), as soon as it is found; each new one in the log and the Activity log."""
+        found = tuple(findings.findings(self.exp, self.setup, self.bar))
+        for finding in found:
+            if finding not in self.command.record.findings:
+                self.command.log(f"finding: {finding}")
+                self.command.activity("finding", f"experiment {self.exp.id}: {finding}")
+        if found != self.command.record.findings:
+            self.command.update(findings=found)
+
     async def _trials(self) -> None:
+        self._note_findings()  # those of an earlier run, on a resume
         states = self.states()
         todo = [(s.slot, s.next_attempt) for s in states if s.next_attempt is not None]
         self.counts.total = len(states)
@@ -214,6 +229,8 @@ class ExperimentRun:
                 f"Trial {slot.key} attempt {attempt}: {record.outcome.value}"
                 + (f" ({record.void_cause.value})" if record.void_cause else "")
             )
+            if record.void_cause in FINDING_CAUSES:
+                self._note_findings()
             self.report("trial ended", self.counts)
             queue.done(again)
             if again is None:
@@ -261,10 +278,12 @@ class ExperimentRun:
                 task=task, prompt=self.prompts[slot.arm][task.id], folder=folder, repository=repository, home=home,
                 backend=self.backend, timeout=self.bar.timeout_seconds, assay_home=self.home.root,
                 log=log, on_plan_limit=self._pause, provider_error_limit=self.bar.void_provider_errors,
+                usage_warning=self.bar.usage_warning,
                 writable=tuple(p for p in [timesafe.origin_path(repository)] if p.exists()),
             )
             try:
-                outcome, process = await self.runtimes[slot.arm].run(ctx)
+                async with login_slot(arm_login(self.setup.arm(slot.arm), self.plugins.harnesses())):  # two at once per login
+                    outcome, process = await self.runtimes[slot.arm].run(ctx)
             except OSError as e:  # the session's process never started: the sandbox's fault, not the Arm's
                 outcome = SessionOutcome(Outcome.VOID, VoidCause.SANDBOX_FAILED, diagnostic=f"{type(e).__name__}: {e}")
                 process = ProcessResult(exit_code=None, backend=self.backend.name, duration=0.0)
@@ -448,7 +467,7 @@ class ExperimentRun:
                                             families=grading_config(self.home.root).families)
         results.record_verdict(self.exp, result)
         self.trace.verdict(self.exp.traces / "verdict.jsonl", started, results.read_verdict(self.exp) or {})
-        return result.verdict
+        return results.outcome(result)
 
     def _root_span(self, outcome: str) -> None:
         """The Experiment's own span in its trace, to now: its Arms as the CLI labels them, and how this run ended."""

@@ -42,6 +42,7 @@ class TaskFields:
     criteria: dict[str, Any] = attrs.Factory(dict)
     description: str = ""
     process_grading: dict[str, Any] | None = None
+    issue_url: str | None = None
 
 
 @attrs.frozen
@@ -157,8 +158,8 @@ def read_task(suite: str, kind: SuiteKind | None, folder: Path, problems: list[P
     if data is None:
         return None
     before = len(problems)
-    _unknown_keys(data, {"repository", "base", "change", "inputs", "criteria", "description", "process_grading"},
-                  path, problems)
+    _unknown_keys(data, {"repository", "base", "change", "inputs", "criteria", "description", "process_grading",
+                         "issue_url"}, path, problems)
     for key in ("repository", "base"):
         if key not in data:
             problems.append(Problem(path, key, "required"))
@@ -205,12 +206,15 @@ def read_task(suite: str, kind: SuiteKind | None, folder: Path, problems: list[P
         if name not in criteria:
             problems.append(Problem(path, f"criteria.{name}", f"required for {kind.name} tasks"))
     process_grading = _process_grading(typed, kind, path, problems)
+    issue_url = typed.get("issue_url")
+    if issue_url is not None and not re.match(r"https?://\S+$", issue_url):
+        problems.append(Problem(path, "issue_url", f"expected an http(s) URL, got {issue_url!r}"))
     if len(problems) > before or kind is None or repository is None or fields["base"] is None:
         return None
     return EvalTask(
         suite=suite, name=folder.name, kind=kind.name, folder=folder, repository=repository,
         base=fields["base"], change=fields["change"], inputs=inputs, criteria=criteria,
-        process_grading=process_grading,
+        process_grading=process_grading, issue_url=issue_url,
     )
 
 

@@ -99,6 +99,11 @@ class Invocation:
     read_only: tuple[Path, ...] = ()
     read_write: tuple[Path, ...] = ()
     hosts: tuple[str, ...] = ()
+    # The hosts of its Harness's provider (default: every host on ``hosts``). The proxy refusing one
+    # is assay's gap (an allowlist, a lookup, the network), never the Arm's: the session can't
+    # reach its provider, so it ends at once, void (provider_unreachable). Any other host an agent
+    # asks for is refused and the session goes on.
+    provider_hosts: tuple[str, ...] = attrs.field(default=attrs.Factory(lambda self: self.hosts, takes_self=True))
     stop_signals: tuple[int, ...] = (15,)
     log_dir: Path | None = None  # where a sandbox keeps its own logs (the proxy's); None: cwd's parent
     broker: Brokered | None = None  # the login whose stand-ins the session holds (SessionRequest.brokered)
@@ -122,6 +127,7 @@ class ProcessResult:
     stderr_tail: str = ""
     void_cause: VoidCause | None = None
     overrun: str | None = None
+    memory_peak: int | None = None  # the most memory it held at once (bytes), where the sandbox counts it
 
 
 @attrs.frozen
@@ -216,9 +222,24 @@ class TracedDecoder(Protocol):
 
 
 @runtime_checkable
+class ReportDecoder(Protocol):
+    """The optional part of the StreamDecoder API for a CLI whose usage reports are not in its
+    stream: a line of one of the files its Harness names (:class:`ReportingHarness`)."""
+
+    def feed_report(self, line: str, warn_at: float) -> None:
+        """Read one line; a window of the plan used at or past ``warn_at`` (a share, the Bar's) is
+        a plan-limit warning (``plan_limit``), as a CLI's own warning is."""
+
+
+@runtime_checkable
 class Harness(Protocol):
-    """An adapter for one agent CLI (optionally with ``provider_name``, its provider's name in the
-    GenAI semantic conventions, e.g. ``anthropic``: a Session trace's ``gen_ai.provider.name``)."""
+    """An adapter for one agent CLI.
+
+    It may name the ``login`` its sessions spend (a string attribute, default: its ``name``):
+    Harnesses that share one provider login name it alike, so their sessions share its two slots
+    (:mod:`assay.sessions.slots`). It may name ``provider_name``, its provider's name in the GenAI
+    semantic conventions (e.g. ``anthropic``): a Session trace's ``gen_ai.provider.name``.
+    """
 
     name: str
     provider_hosts: tuple[str, ...]
@@ -234,6 +255,17 @@ class Harness(Protocol):
 
     def decoder(self) -> StreamDecoder:
         """A fresh decoder for one session's event stream."""
+
+
+@runtime_checkable
+class ReportingHarness(Protocol):
+    """The optional part of the Harness API for a CLI that writes its usage reports to files in
+    its home rather than to its stream (Codex's rollouts); they are read as the session runs
+    (:mod:`assay.sessions.reports`) by a decoder that is a :class:`ReportDecoder`."""
+
+    def usage_reports(self, home: Path) -> Sequence[Path]:
+        """The files under the session's ``home`` holding its usage reports so far (listed without
+        following a link: the session may have made them)."""
 
 
 @attrs.frozen
@@ -351,6 +383,7 @@ class TrialContext:
     on_plan_limit: Callable[[], None]  # start nothing new
     writable: tuple[Path, ...] = ()  # more the session may write, e.g. a spec-review's local origin
     provider_error_limit: int = 10  # provider errors before any work that stop a session (the Bar's)
+    usage_warning: float = 0.9  # the share of a plan window used that warns, as a CLI's warning (the Bar's)
 
 
 class ArmRuntime(Protocol):

@@ -74,6 +74,19 @@ def read_bytes(path: Path, *, root: Path, limit: int, label: str | None = None) 
         os.close(fd)
 
 
+def read_from(path: Path, *, root: Path, offset: int, limit: int) -> bytes:
+    """Up to ``limit`` bytes of ``path`` (inside ``root``, reached as :func:`read_bytes` reaches it,
+    a regular file of any size) from ``offset`` on: the new part of a log a session keeps writing."""
+    fd = _open(path, root, None, directory=False)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UntrustedFileError(f"{path} is {_kind(info.st_mode)}, not a regular file")
+        return os.pread(fd, limit, offset)
+    finally:
+        os.close(fd)
+
+
 def read_text(path: Path, *, root: Path, limit: int, label: str | None = None) -> str:
     """:func:`read_bytes` decoded as UTF-8 (undecodable bytes replaced)."""
     return read_bytes(path, root=root, limit=limit, label=label).decode(errors="replace")

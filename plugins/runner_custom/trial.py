@@ -41,13 +41,14 @@ class CustomRunnerArm:
         output.mkdir()
         branch = git("rev-parse", "--abbrev-ref", "HEAD", cwd=ctx.repository)
         request = ctx.folder / "request.json"
+        argv = _argv(frozen["command"], bundle, request)
         files.write_json(request, {
             "version": REQUEST_VERSION, "repository": str(ctx.repository), "issue_file": str(issue),
-            "base": ctx.task.base, "branch": branch, "runner_dir": str(bundle), "output_dir": str(output),
-            "home": str(ctx.home), "task": ctx.task.id,
+            "issue_url": ctx.task.issue_url, "base": ctx.task.base, "branch": branch, "runner_dir": str(bundle),
+            "output_dir": str(output), "record_command": list(argv), "home": str(ctx.home), "task": ctx.task.id,
         })
         invocation = Invocation(
-            argv=_argv(frozen["command"], bundle, request), cwd=ctx.repository,
+            argv=argv, cwd=ctx.repository,
             env={**_env(ctx.home), "ASSAY_REQUEST": str(request)},
             read_only=(bundle, issue, request), read_write=(ctx.repository, ctx.home, output), log_dir=ctx.folder,
         )

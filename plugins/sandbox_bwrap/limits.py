@@ -50,6 +50,9 @@ class TrialLimits:
     def killed(self) -> bool:
         return self.memory.killed()
 
+    def peak(self) -> int | None:
+        return self.memory.peak()
+
     def notes(self) -> str:
         """Lines for the Trial's stderr about limits it reached without being killed."""
         return "assay sandbox: the Trial reached its process limit\n" if self.pids.hit() else ""
@@ -62,10 +65,11 @@ class TrialLimits:
 
 
 def in_force(memory_caps: memory.MemoryCaps, memory_limit: int, pids_caps: pids.PidsCaps, pids_limit: int,
-             disk_caps: disk.DiskCaps, disk_limit: int, file_size: int) -> tuple[Limit, ...]:
-    """Each limit a Trial gets on this machine, for ``assay sandbox check``."""
+             disk_caps: disk.DiskCaps, disk_limit: int, file_size: int, memory_source: str = "") -> tuple[Limit, ...]:
+    """Each limit a Trial gets on this machine, for ``assay sandbox check`` (``memory_source``: where
+    the memory cap's size comes from)."""
     return (
-        Limit("memory", True, memory_caps.describe(memory_limit)),
+        Limit("memory", True, "; ".join(filter(None, (memory_caps.describe(memory_limit), memory_source)))),
         Limit("pids", pids_caps.in_force, pids_caps.describe(pids_limit)),
         Limit("disk", disk_caps.in_force,
               f"{disk_caps.describe(disk_limit)}; each file at most {file_size / (1 << 30):.2f} GiB (rlimit fsize)"),

@@ -9,6 +9,12 @@ host is one the user named as a private provider; it then connects to an address
 so a second lookup can't rebind the name. Every
 allowed and refused connection is one JSON line in the Trial's log.
 
+A refusal of a host of the Trial's provider (its ``provider`` list: on the allowlist but
+unresolvable, unreachable or resolving where it may not, or missing from the allowlist) is kept in
+``refused_provider``: the backend ends the session at once as void, since it can't reach its
+provider (its log line says ``"provider": true``). An error inside a tunnel already opened is never
+one: an agent can cause that.
+
 For the hosts a Trial's login is brokered on, the tunnel goes through the credential broker
 (:mod:`.broker`), which holds the login outside the sandbox; every other host is passed through.
 
@@ -133,6 +139,8 @@ class Proxy:
     upstreams: Mapping[tuple[str, int], Path] = attrs.field(factory=dict)  # see upstream_table
     private: Allowlist = Allowlist(frozenset())  # hosts that may resolve to private addresses
     broker: Broker | None = None  # the Trial's credential broker, for the hosts it serves
+    provider: Allowlist = Allowlist(frozenset())  # the hosts of the Trial's provider
+    refused_provider: list[tuple[str, str]] = attrs.field(factory=list)  # (target, why) of each refusal of one
     meter: ProxyMeter = attrs.field(factory=ProxyMeter)  # the run's budgets (see .meter)
 
     async def serve(self, path: Path, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -210,16 +218,26 @@ class Proxy:
         raise Refused(502, "unreachable: " + ("; ".join(errors) or "no address"))
 
     async def _refuse(self, client: trio.SocketStream, target: str, refused: Refused) -> None:
-        self._log(target, refused.status, reason=refused.reason)
+        provider = self._of_provider(target)
+        if provider:
+            self.refused_provider.append((target, refused.reason))
+        self._log(target, refused.status, reason=refused.reason, provider=provider)
         message = f"HTTP/1.1 {refused.status} {_PHRASES[refused.status]}\r\nContent-Length: 0\r\n\r\n"
         await client.send_all(message.encode())
 
-    def _log(self, target: str, status: int, *, address: str | None = None, reason: str = "") -> None:
+    def _of_provider(self, target: str) -> bool:
+        try:
+            return bool(target) and self.provider.allows(*_split(target, default_port=None))
+        except Refused:  # a target that names no valid port names no host of the provider
+            return False
+
+    def _log(self, target: str, status: int, *, address: str | None = None, reason: str = "",
+             provider: bool = False) -> None:
         if not self.meter.may_log():
             return
         append_line(self.log, {
             "time": now().isoformat(timespec="milliseconds"), "target": target, "allowed": status == 200,
-            "status": status, "address": address, "reason": reason,
+            "status": status, "address": address, "reason": reason, **({"provider": True} if provider else {}),
         })
 
 

@@ -104,6 +104,11 @@ class FakeJudgeHarness(FakeAgentHarness):
 
     name = "fake-judge"
 
+    @property
+    def login(self) -> str:
+        """The login its sessions spend: ``FAKE_JUDGE_LOGIN`` names another Harness's, to share it."""
+        return os.environ.get("FAKE_JUDGE_LOGIN") or self.name
+
     def locate(self) -> HarnessBinary:
         if os.environ.get("FAKE_JUDGE_MISSING"):  # as if its CLI were not installed
             raise FileNotFoundError("'fake-judge' is not on PATH")
@@ -111,7 +116,7 @@ class FakeJudgeHarness(FakeAgentHarness):
 
     def invocation(self, request) -> Invocation:
         return Invocation(
-            argv=(request.binary.path, str(JUDGE), request.model or ""), cwd=request.repository,
+            argv=(request.binary.path, str(JUDGE), request.model or "", request.prompt), cwd=request.repository,
             env={"PATH": os.environ.get("PATH", ""), "HOME": str(request.home)}, read_only=(JUDGE,),
             read_write=(request.repository, request.home), hosts=self.provider_hosts,
         )
