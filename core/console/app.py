@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import hmac
 import os
+import re
 import secrets
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from assay.console import change, views
+import trio
+from assay.console import change, shown, views
 from assay.engine import results, reviews
 from assay.evaltasks import proposals
 from assay.evaltasks.manifests import ManifestError
@@ -36,7 +38,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -54,6 +56,9 @@ HEADERS = {
     "Referrer-Policy": "same-origin",  # "no-referrer" would make a form's Origin "null"
 }
 STOP_WAIT = 30.0
+LIVE_EVERY = 1.0  # seconds between looks at a running Experiment, for its page's events
+KEEPALIVE = 15.0  # seconds of no change before a keep-alive comment
+SSE_LINES = re.compile(r"\r\n|\r|\n")  # what ends a line of an event stream (a \r in a Trial's text too)
 
 
 class Console:
@@ -66,7 +71,7 @@ class Console:
         self.csrf = secrets.token_urlsafe(24)
         self.templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape())
         self.templates.filters["url"] = lambda value: quote(str(value), safe="")
-        self.templates.globals.update(csrf=self.csrf, criteria=CRITERIA)
+        self.templates.globals.update(csrf=self.csrf, criteria=CRITERIA, duration=shown.duration)
 
     def page(self, request: Request, template: str, data: dict[str, Any], status: int = 200) -> Response:
         """The page, or its data as JSON when the request asks for JSON."""
@@ -89,7 +94,37 @@ class Console:
         return self.page(request, "experiments", views.experiments(self.home))
 
     async def experiment(self, request: Request) -> Response:
-        return self._view(request, "experiment", views.experiment, request.path_params["id"])
+        return self._view(request, "experiment", views.experiment, request.path_params["id"], _sort(request))
+
+    async def experiment_events(self, request: Request) -> Response:
+        """The Experiment page's live part as server-sent events: each time it changes (looked at every
+        ``LIVE_EVERY`` seconds), an ``update`` with the new HTML; an ``end`` once the Experiment stops
+        running. The page falls back to fetching ``?fragment=live`` if the connection drops."""
+        id, sort = request.path_params["id"], _sort(request)
+        try:
+            results.find(self.home, id)
+        except ValueError as e:
+            return self.error(request, 404, str(e))
+        template = self.templates.get_template("experiment_live.html")
+
+        async def stream() -> AsyncIterator[str]:
+            shown_html, quiet = None, 0.0
+            while not await request.is_disconnected():
+                data = await run_in_threadpool(views.experiment, self.home, id, sort)
+                html = template.render(data=data, request=request, path=f"/experiments/{quote(id)}")
+                if html != shown_html:
+                    yield "event: update\n" + "".join(f"data: {line}\n" for line in SSE_LINES.split(html)) + "\n"
+                    shown_html, quiet = html, 0.0
+                if data["state"] != "running":
+                    yield "event: end\ndata: \n\n"
+                    return
+                if quiet >= KEEPALIVE:  # a comment: proxies and browsers keep the connection
+                    yield ": still running\n\n"
+                    quiet = 0.0
+                await trio.sleep(LIVE_EVERY)
+                quiet += LIVE_EVERY
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
 
     async def trial(self, request: Request) -> Response:
         """A Trial's page (read in a worker thread; its diff in a grading sandbox), or with
@@ -264,6 +299,12 @@ class Console:
         return RedirectResponse(f"/bug-origins/{quote(key, safe='')}", status_code=303)
 
 
+def _sort(request: Request) -> str:
+    """The Eval tasks' order a page asks for (``?sort=difference``, ``-`` first: descending)."""
+    sort = request.query_params.get("sort", "task")
+    return sort if sort.lstrip("-") in shown.SORTS else "task"
+
+
 def _rubric(text: str) -> dict[str, int]:
     """``name=1..5, …`` (empty: no rubric)."""
     out = {}
@@ -324,6 +365,7 @@ def make_app(home: AssayHome, plugins: Plugins, *, token: str | None = None, loo
         Route("/", console.inbox),
         Route("/experiments", console.experiments),
         Route("/experiments/{id}", console.experiment),
+        Route("/experiments/{id}/events", console.experiment_events),
         Route("/experiments/{id}/stop", console.stop, methods=["POST"]),
         Route("/commands/{kind}/{id}/stop", console.stop_command, methods=["POST"]),
         Route("/experiments/{id}/recheck", console.recheck, methods=["POST"]),

@@ -6,15 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from assay.console import transcript
+from assay.console import shown, transcript
 from assay.engine import results
 from assay.engine.folder import Slot
+from assay.engine.progress import progress
 from assay.evaltasks.proposals import list_proposals as proposal_list
 from assay.hooks.loaded import Plugins
 from assay.hooks.protocols import Harness
 from assay.scoring import origins, runs, yours
 from assay.scoring.store import ScoringStore
-from assay.storage import files, formats
+from assay.storage import commands, files, formats
 from assay.storage.home import AssayHome
 from assay.storage.untrusted import MIB, UntrustedFileError, read_text, visible
 from assay.traces import otlp
@@ -39,26 +40,23 @@ def experiments(home: AssayHome) -> dict[str, Any]:
     return {"experiments": rows, "broken": broken}
 
 
-def experiment(home: AssayHome, ref: str) -> dict[str, Any]:
+def experiment(home: AssayHome, ref: str, sort: str = "task") -> dict[str, Any]:
+    """``assay experiments ID --json``, the interval's chart, and under ``page`` what else its page
+    draws: how far it has got (:func:`assay.engine.progress.progress`), the Eval tasks' rows sorted
+    by ``sort``, the Bar as settings."""
     try:
         exp = results.find(home, ref)
     except ValueError as e:
         raise NotFound(str(e)) from None
-    data = results.describe(exp, results.command_of(home, exp.id))
-    data["chart"] = chart(data["verdict"], data["bar"]["margin"])
-    data["left"] = sum(1 for t in data["trials"] if t["outcome"] is None)
+    command = results.command_of(home, exp.id)
+    data = results.describe(exp, command)
+    data["chart"] = shown.chart(data["verdict"], data["bar"]["margin"])
+    data["page"] = {
+        "progress": progress(exp, command, commands.now()),
+        "tasks": shown.task_rows(exp.id, data["tasks"], data["trials"], sort), "sort": sort,
+        "bar": shown.bar_settings(data["bar"]),
+    }
     return data
-
-
-def chart(verdict: dict | None, margin: float) -> dict[str, Any] | None:
-    """Where the interval, zero and -margin sit on a 0..100 axis spanning [-1, 1]."""
-    if not verdict or not verdict.get("interval"):
-        return None
-    lo, hi = verdict["interval"]
-
-    def x(value: float) -> float:
-        return round((max(-1.0, min(1.0, value)) + 1) * 50, 2)
-    return {"lo": x(lo), "hi": x(hi), "zero": x(0.0), "margin": x(-margin), "verdict": verdict["verdict"]}
 
 
 def trial(home: AssayHome, plugins: Plugins, ref: str, task: str, arm_index: str, attempt: int) -> dict[str, Any]:

@@ -268,6 +268,7 @@ class ExperimentRun:
         folder = self.exp.fresh_attempt(slot, attempt)
         task = self.tasks[slot.task]
         started = now()
+        files.write_text(self.exp.started_file(slot, attempt), started.isoformat())  # what runs, since when
         repository = await self._repository(task, folder / "repo")
         review_only = getattr(self.plugins.suite_kinds()[task.kind], "review_only", False)
         before = await self._repository_state(repository) if review_only else None

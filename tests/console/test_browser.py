@@ -70,22 +70,47 @@ def shots(page, folder: Path, name: str) -> list[Path]:
     return taken
 
 
+@pytest.mark.slow
 def test_the_experiment_page_updates_live_while_the_experiment_runs(browser, assay_home, tmp_path):
+    """Issue 32: "n/N Trials done, which are running (task, Arm, for how long), void and re-run counts,
+    elapsed and an estimate of what is left, updating as it runs (server-sent events rather than
+    polling; fall back to polling if the connection drops)". One page listens to the events; another,
+    its events refused, polls; both advance with the real Experiment and end at its Verdict."""
     factory = make_factory(tmp_path)
     make_suite(assay_home)
-    sc = scenario(tmp_path / "s.json", {"good": {"*": "sleep:1,right"}, "bad": {"*": "sleep:1,right"}})
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "sleep:1.5,right"}, "bad": {"*": "sleep:1.5,right"}})
     running = start_experiment(assay_home, factory, sc, "--candidate-model", "bad")
     wait_for(lambda: list((assay_home / "logs" / "experiment").glob("*.json")), what="the Command record")
     [record] = (assay_home / "logs" / "experiment").glob("*.json")
     with console(assay_home) as url:
-        page = browser.new_page()
-        page.goto(f"{url}/experiments/{record.stem}")
+        page, polled = browser.new_page(), browser.new_page()
+        polled.route("**/events*", lambda route: route.abort())
+        for p in (page, polled):
+            p.goto(f"{url}/experiments/{record.stem}")
         assert page.locator(".state").first.inner_text() == "running"
         assert page.locator("button.stop").count() == 1
+        page.wait_for_selector("#live[data-via=events]", state="attached")
+        polled.wait_for_selector("#live[data-via=polling]", state="attached", timeout=30_000)
+        seen = set()
+
+        def advanced(p) -> bool:  # some Trials done, some running, and still running
+            done, state = p.locator(".done-count"), p.locator(".state").first
+            return done.count() == 1 and state.inner_text() == "running" and \
+                int(done.inner_text().split("/")[0]) > 0 and p.locator("ul.running li").count() > 0
+
+        for p in (page, polled):  # advancing while it runs, with no reload
+            wait_for(lambda: advanced(p), timeout=120, what="the page advancing")
+            seen.add(p.locator(".done-count").inner_text())
+            assert p.locator("ul.running li").first.inner_text().startswith("fixture/t")
+            assert " for " in p.locator("ul.running li").first.inner_text()
+            assert "left" in p.locator(".estimate").inner_text() or "estimate" in p.locator(".estimate").inner_text()
+        assert all(int(s.split("/")[0]) < 16 for s in seen) and all(s.endswith("/16") for s in seen)
         shots(page, tmp_path / "screenshots", "experiment-running")
-        page.wait_for_selector("h2:has-text('Verdict:')", timeout=120_000)  # no reload: the page polls itself
-        assert page.locator(".state").first.inner_text() == "done"
-        assert page.locator("svg.chart").count() == 1 and page.locator("button.stop").count() == 0
+        for p in (page, polled):
+            p.wait_for_selector("h2:has-text('Verdict:')", timeout=180_000)
+            assert p.locator(".state").first.inner_text() == "done"
+            assert p.locator(".done-count").inner_text() == "16/16" and p.locator("ul.running li").count() == 0
+            assert p.locator(".axis-chart").count() == 1 and p.locator("button.stop").count() == 0
         taken = shots(page, tmp_path / "screenshots", "experiment-done")
         assert all(p.stat().st_size > 10_000 for p in taken)
         page.set_viewport_size({"width": 390, "height": 844})

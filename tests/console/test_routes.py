@@ -48,7 +48,7 @@ def test_every_page_has_a_json_twin_equal_to_the_cli(assay_home, finished):
     assert c.get("/experiments", headers=JSON).json()["experiments"] == cli_json(assay_home, "experiments")
     page = c.get(f"/experiments/{finished}", headers=JSON).json()
     shown = cli_json(assay_home, "experiments", finished)
-    assert {k: v for k, v in page.items() if k not in ("chart", "left")} == shown
+    assert {k: v for k, v in page.items() if k not in ("chart", "page")} == shown
     assert page["chart"]["verdict"] == shown["verdict"]["verdict"] and 0 <= page["chart"]["lo"] <= page["chart"]["hi"] <= 100
     inbox = c.get("/?format=json").json()
     assert {k: inbox[k] for k in ("running", "needs_you", "done")} == cli_json(assay_home, "inbox")
@@ -58,18 +58,73 @@ def test_every_page_has_a_json_twin_equal_to_the_cli(assay_home, finished):
 
 
 def test_the_experiment_page_shows_the_verdict_chart_tasks_and_every_trial(assay_home, finished):
+    """Issue 32: "the interval on a real axis in points with zero and the margin marked; per-task rows
+    with both Arms' pass counts as "2/3", the difference, sortable, with a link to each Trial; the Bar
+    as a readable list of settings with their flags' names; Arms with their labels … exactly as the CLI
+    shows them", and no Python reprs or a 0 where the value is unknown."""
     c = client(assay_home)
     html = c.get(f"/experiments/{finished}").text
     data = c.get(f"/experiments/{finished}", headers=JSON).json()
     assert f"Verdict: <span class=\"verdict v-{data['verdict']['verdict']}\">" in html
-    assert '<svg class="chart"' in html and "−margin 0.1" in html
-    assert html.count("/trials/fixture/") == len(data["trials"]) == 16
+    assert '<span class="final">final</span>' in html
+    assert 'class="axis-chart"' in html and "the margin at −10" in html and '<span class="tick"' in html
+    lo, hi = data["verdict"]["interval"]
+    assert f"{round(lo * 100, 1):g}".replace("-", "−") in html  # the interval's ends in points
+    assert html.count("/trials/fixture/") == 2 * len(data["trials"]) == 32  # each task's row and every Trial
+    t1 = next(r for r in data["page"]["tasks"] if r["task"] == "fixture/t1")
+    assert (t1["baseline"], t1["candidate"], t1["shown_difference"]) == ("2/2", "0/2", "−100")
+    assert [len(t1["links"][arm]) for arm in ("baseline", "candidate")] == [2, 2]
+    assert '<td data-label="Candidate"><strong>0/2</strong></td>' in html and "−100 pts" in html
+    by_difference = c.get(f"/experiments/{finished}?sort=-difference", headers=JSON).json()["page"]["tasks"]
+    assert by_difference[-1]["task"] == "fixture/t1" and by_difference[0]["difference"] == 0
+    assert 'href="/experiments/' + finished + '?sort=difference"' in html  # each column sorts
+    assert c.get(f"/experiments/{finished}?sort=nonsense", headers=JSON).json()["page"]["sort"] == "task"
+    bar = html[html.index("<h2>Bar</h2>"):]
+    assert "<code>--trials-per-task</code>" in bar and "fixture 2" in bar and "<strong>90 %</strong>" in bar
+    assert "<strong>10 points</strong>" in bar and "<code>--margin</code>" in bar
+    assert not any(repr_ in bar for repr_ in ("{'", "True", "None", "[]"))
+    cli = run_cli(assay_home, "experiments", finished, plugins=PLUGINS).stdout
+    for arm in ("baseline", "candidate"):  # the Arm's label, as the CLI prints it
+        assert f'<code class="label">{data["labels"][arm]}</code>' in html and data["labels"][arm] in cli
+    assert "Tokens</th>" in html and ">0</td>" not in html  # unknown is said, never 0
+    assert "None" not in html[html.index("<h2>Eval tasks</h2>"):]
     assert "answer.txt says wrong" in html  # a Score's why
     assert "Stop</button>" not in html  # a finished Experiment has nothing to stop
     listing = c.get("/experiments").text
     assert f'href="/experiments/{finished}"' in listing
     inbox = c.get("/").text
     assert finished in inbox and "Needs you" in inbox and "Activity" in inbox
+
+
+def events(body: str) -> list[tuple[str, str]]:
+    """An event stream's events as (name, data), as a browser's EventSource reads them."""
+    out = []
+    for block in body.split("\n\n"):
+        lines = [line for line in block.split("\n") if line and not line.startswith(":")]
+        if lines:
+            name = next((line[7:] for line in lines if line.startswith("event: ")), "message")
+            out.append((name, "\n".join(line[6:] for line in lines if line.startswith("data: "))))
+    return out
+
+
+def test_the_live_part_comes_as_server_sent_events(assay_home, finished):
+    """Issue 32: the live page updates "as it runs (server-sent events rather than polling; fall back
+    to polling if the connection drops)": the events carry the same live part the page would poll,
+    then end once the Experiment no longer runs. Its progress reads from the folder: n/N done."""
+    c = client(assay_home)
+    html = c.get(f"/experiments/{finished}").text
+    assert 'data-events=' not in html  # a finished Experiment's page listens to nothing
+    with c.stream("GET", f"/experiments/{finished}/events?sort=-difference") as r:
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+        got = events(r.read().decode())
+    assert [name for name, _ in got] == ["update", "end"]
+    assert got[0][1] == c.get(f"/experiments/{finished}?fragment=live&sort=-difference").text.rstrip("\n")
+    assert '<strong class="done-count">16/16</strong>' in got[0][1] and "data-still-live" not in got[0][1]
+    progress = c.get(f"/experiments/{finished}", headers=JSON).json()["page"]["progress"]
+    assert (progress["done"], progress["total"], progress["running"], progress["graded"], progress["tasks"]) == \
+        (16, 16, [], 4, 4)
+    assert progress["elapsed"] > 0 and progress["left"] is None
+    assert c.get("/experiments/nope/events").status_code == 404
 
 
 def test_the_experiment_page_shows_each_look_and_which_interval_decided(assay_home, finished, tmp_path):
@@ -87,9 +142,10 @@ def test_the_experiment_page_shows_each_look_and_which_interval_decided(assay_ho
     html = c.get(f"/experiments/{finished}").text
     data = c.get(f"/experiments/{finished}", headers=JSON).json()
     assert "Look 2: decided by the confidence sequence, valid at every look." in html
-    assert html.count("<td>confidence sequence</td>") == 1 and html.count("<td>credible interval</td>") == 1
+    assert html.count('"decided by">confidence sequence</td>') == 1 and html.count('"decided by">credible interval</td>') == 1
     lo, hi = data["looks"][1]["interval"]
-    assert f"<td>2</td><td>{data['looks'][1]['at']}</td><td>6</td>" in html and f"[{lo:+.3f}, {hi:+.3f}]" in html
+    assert (f'<td data-label="look">2</td><td data-label="when">{data["looks"][1]["at"]}</td>'
+            f'<td data-label="Eval tasks">6</td>') in html and f"[{lo:+.3f}, {hi:+.3f}]" in html
 
 
 def test_a_trials_page_shows_its_session_readably_and_its_evidence(assay_home, finished):
