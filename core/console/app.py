@@ -35,6 +35,7 @@ from assay.storage.userconfig import UserConfigError, scoring_config
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
@@ -84,6 +85,13 @@ class Console:
 
     def error(self, request: Request, status: int, message: str) -> Response:
         return self.page(request, "error", {"error": message, "status": status}, status)
+
+    async def http_error(self, request: Request, exc: Exception) -> Response:
+        """An unknown address (404) or method (405) as a page of the Console, not Starlette's bare text."""
+        status = getattr(exc, "status_code", 500)
+        message = {404: f"There is no page at {request.url.path}.",
+                   405: f"{request.method} is not allowed at {request.url.path}."}.get(status, str(getattr(exc, "detail", "")))
+        return self.error(request, status, message)
 
     # --- pages ------------------------------------------------------------------------------
 
@@ -386,4 +394,5 @@ def make_app(home: AssayHome, plugins: Plugins, *, token: str | None = None, loo
         Route("/bug-origins/{issue:path}", console.bug),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(Guard, console=console, loopback=loopback)])
+    return Starlette(routes=routes, middleware=[Middleware(Guard, console=console, loopback=loopback)],
+                     exception_handlers={HTTPException: console.http_error})

@@ -1,11 +1,12 @@
 """The Console in a real headless browser (Debian's chromium, driven by Playwright): the live
-Experiment page updating while a fake-Harness Experiment runs, the Scores form, the Cron jobs
-page, and screenshots at
-desktop and phone sizes kept under the test's tmp folder (docs/console.md)."""
+Experiment page updating while a fake-Harness Experiment runs, every page at both sizes, the Stop
+of a running Command from the Inbox, the Scores form, the Cron jobs page, a Trial's transcript, and
+screenshots at desktop and phone sizes kept under the test's tmp folder (docs/console.md)."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
 import signal
 import socket
@@ -22,7 +23,7 @@ from tests.conftest import cli_env, wait_for
 from tests.console.test_cron_jobs import crontab, write  # noqa: F401 - crontab is a fixture
 from tests.console.test_routes import finished  # noqa: F401 - a fixture
 from tests.experiment_fixtures import PLUGINS, make_factory, make_suite, scenario, start_experiment
-from tests.scoring_fixtures import RUN, score, world  # noqa: F401 - world is a fixture
+from tests.scoring_fixtures import RUN, score, score_in_background, seats, world  # noqa: F401 - world is a fixture
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SIZES = {"desktop": (1440, 900), "phone": (390, 844)}
@@ -165,8 +166,6 @@ def test_the_blind_pair_review_in_a_browser(browser, assay_home, tmp_path):
 
 def test_a_recheck_from_a_trials_page_in_a_browser(browser, assay_home, tmp_path):
     """Issue 21: a Score rechecked where its session is read; the Verdict follows, as `assay recheck`."""
-    import json
-
     from tests.experiment_fixtures import experiment
 
     factory = make_factory(tmp_path)
@@ -209,8 +208,6 @@ def test_a_trials_transcript_in_a_browser(browser, assay_home, tmp_path):
     """Issue 32: a Trial reads as a transcript: tool calls one line each, opened on a click; long outputs
     folded; a failed call marked; the change as a diff, unified or side by side; stderr behind a toggle.
     A hostile Trial's markup runs nothing: no dialog, the title stays, its tags shown as text."""
-    import json
-
     from tests.experiment_fixtures import experiment
 
     factory = make_factory(tmp_path)
@@ -244,3 +241,56 @@ def test_a_trials_transcript_in_a_browser(browser, assay_home, tmp_path):
         assert page.locator("li.step.says").count() == 3 and page.locator(".timeline .bar").count() >= 3
         page.locator("summary:has-text('stderr')").click()
         shots(page, tmp_path / "screenshots", "trial")
+
+
+def sideways(page) -> int:
+    """How far the page reaches past the viewport's width (0: no sideways scrolling)."""
+    return page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+
+
+@pytest.mark.slow
+def test_every_page_at_both_sizes_and_a_running_commands_stop_from_the_inbox(browser, assay_home, tmp_path,
+                                                                             finished, world):  # noqa: F811
+    """Issue 32: "Every page works at 390 px (tables that become stacked rows, not sideways scrolling),
+    has a styled 404"; "A Scoring run page with its live state and Stop; the Inbox's running Commands
+    with Stop"; the Inbox's summary no longer "squeezed to two characters at 390 px", nor long text past
+    the page at 1440 px. Each page is opened at 1440×900 and 390×844 and kept as screenshots."""
+    seats(assay_home, "fake-scorer:slow30-claude-9", "fake-scorer:slow30-gpt-9")
+    scoring = score_in_background(assay_home, world, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    wait_for(lambda: list(assay_home.glob("evals/scoring/pulls/*/session-0/session.log")), what="a Grader session")
+    [record] = (assay_home / "logs" / "scoring").glob("*.json")
+    pages = {"inbox": "/", "experiments": "/experiments", "experiment": f"/experiments/{finished}",
+             "trial": f"/experiments/{finished}/trials/fixture/t1/candidate-0/0", "scoring-runs": "/scoring-runs",
+             "scoring-run": f"/scoring-runs/{record.stem}", "scores": "/scores", "bug-origins": "/bug-origins",
+             "proposals": "/proposals", "not-found": "/no-such-page"}
+    with console(assay_home, FAKE_GH_WORLD=str(world["path"])) as url:
+        page = browser.new_page()
+        for name, path in pages.items():
+            for size, (width, height) in SIZES.items():
+                page.set_viewport_size({"width": width, "height": height})
+                answer = page.goto(url + path)
+                assert answer.status == (404 if name == "not-found" else 200), name
+                assert page.locator("nav a").count() >= 5 and page.locator("link[rel=stylesheet]").count() == 1
+                assert sideways(page) <= 1, f"{name} at {size} scrolls sideways by {sideways(page)} px"
+                page.screenshot(path=str(tmp_path / "screenshots" / f"tour-{name}-{size}.png"), full_page=True)
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.goto(url + "/")
+        summary = page.locator("td.summary-cell").first
+        assert finished in page.locator("table.commands").first.inner_text()
+        assert summary.bounding_box()["width"] > 300  # the whole row, not two characters
+        stop = page.locator("table.running-commands button.stop").bounding_box()
+        assert stop["width"] > stop["height"]  # "Stop" on one line, not squeezed to "Sto / p"
+        tables = page.evaluate("[...document.querySelectorAll('table')].map(t => t.getBoundingClientRect().right)")
+        assert tables and max(tables) <= 390  # stacked rows, no table reaching past the screen
+        page.goto(url + pages["scoring-run"])
+        assert page.locator(".state").first.inner_text() == "running" and page.locator("button.stop").count() == 1
+        page.set_viewport_size({"width": 1440, "height": 900})
+        page.goto(url + "/")
+        row = page.locator("table.running-commands tr", has_text=record.stem)
+        assert row.count() == 1 and "assay stop " + record.stem in row.inner_text()
+        row.locator("button.stop").click()  # Stop, from the Inbox
+        page.wait_for_selector("text=Nothing running.")
+        out, _ = scoring.communicate(timeout=60)
+        assert scoring.returncode == 3 and json.loads(out)["stopped"] == "stopped"
+        page.goto(url + pages["scoring-run"])
+        assert page.locator(".state").first.inner_text() == "stopped" and page.locator("button.stop").count() == 0

@@ -127,6 +127,19 @@ def test_the_live_part_comes_as_server_sent_events(assay_home, finished):
     assert c.get("/experiments/nope/events").status_code == 404
 
 
+def test_an_unknown_address_is_a_styled_404_and_says_so_escaped(assay_home):
+    """Issue 32: "unknown routes get an unstyled 404": every page, errors too, "has a styled 404"."""
+    c = client(assay_home)
+    missing = c.get("/no-such-page/<script>x</script>")
+    assert missing.status_code == 404 and 'rel="stylesheet"' in missing.text and "<nav>" in missing.text
+    assert "There is no page at /no-such-page/&lt;script&gt;x&lt;/script&gt;." in missing.text
+    assert "<script>x" not in missing.text and missing.headers["x-frame-options"] == "DENY"
+    assert c.get("/nowhere", headers=JSON).json() == {"error": "There is no page at /nowhere.", "status": 404}
+    wrong = c.get("/experiments/x/stop")  # a POST-only address
+    assert wrong.status_code == 405 and "GET is not allowed at /experiments/x/stop." in wrong.text
+    assert 'rel="stylesheet"' in wrong.text
+
+
 def test_the_experiment_page_shows_each_look_and_which_interval_decided(assay_home, finished, tmp_path):
     """Issue 22: "Output and JSON show the look number and which interval decided", the page as
     the CLI; after an extension, every look with its Verdict and interval."""
