@@ -43,6 +43,7 @@ def cli_json(home: Path, *args: str):
     return json.loads(run_cli(home, *args, "--json", plugins=PLUGINS).stdout)
 
 
+@pytest.mark.slow
 def test_every_page_has_a_json_twin_equal_to_the_cli(assay_home, finished):
     c = client(assay_home)
     assert c.get("/experiments", headers=JSON).json()["experiments"] == cli_json(assay_home, "experiments")
@@ -57,6 +58,7 @@ def test_every_page_has_a_json_twin_equal_to_the_cli(assay_home, finished):
     assert c.get("/bug-origins", headers=JSON).json() == {"bug_origins": [], "counted_against": {}}
 
 
+@pytest.mark.slow
 def test_the_experiment_page_shows_the_verdict_chart_tasks_and_every_trial(assay_home, finished):
     """Issue 32: "the interval on a real axis in points with zero and the margin marked; per-task rows
     with both Arms' pass counts as "2/3", the difference, sortable, with a link to each Trial; the Bar
@@ -107,6 +109,7 @@ def events(body: str) -> list[tuple[str, str]]:
     return out
 
 
+@pytest.mark.slow
 def test_the_live_part_comes_as_server_sent_events(assay_home, finished):
     """Issue 32: the live page updates "as it runs (server-sent events rather than polling; fall back
     to polling if the connection drops)": the events carry the same live part the page would poll,
@@ -140,6 +143,7 @@ def test_an_unknown_address_is_a_styled_404_and_says_so_escaped(assay_home):
     assert 'rel="stylesheet"' in wrong.text
 
 
+@pytest.mark.slow
 def test_the_experiment_page_shows_each_look_and_which_interval_decided(assay_home, finished, tmp_path):
     """Issue 22: "Output and JSON show the look number and which interval decided", the page as
     the CLI; after an extension, every look with its Verdict and interval."""
@@ -161,6 +165,7 @@ def test_the_experiment_page_shows_each_look_and_which_interval_decided(assay_ho
             f'<td data-label="Eval tasks">6</td>') in html and f"[{lo:+.3f}, {hi:+.3f}]" in html
 
 
+@pytest.mark.slow
 def test_a_trials_page_shows_its_session_readably_and_its_evidence(assay_home, finished):
     """Issue 32: a Trial reads as a transcript (the task, then what the agent said and each tool call),
     with the change it committed; from its Session trace, not the raw stream."""
@@ -184,6 +189,7 @@ def test_a_trials_page_shows_its_session_readably_and_its_evidence(assay_home, f
     assert c.get("/experiments/nope").status_code == 404
 
 
+@pytest.mark.slow
 def test_a_hostile_trial_log_is_shown_escaped_and_a_link_is_not_followed(assay_home, finished, tmp_path):
     """What a Trial left is untrusted input to the host: a Trial with no Session trace has its
     session.log read through its Harness's decoder and escaped in the page, and a session.log that
@@ -208,6 +214,7 @@ def test_a_hostile_trial_log_is_shown_escaped_and_a_link_is_not_followed(assay_h
     assert "TOP-SECRET" not in html and "symbolic link" in html
 
 
+@pytest.mark.slow
 def test_stop_from_the_page_stops_a_running_experiment(assay_home, tmp_path):
     factory = make_factory(tmp_path)
     make_suite(assay_home)
@@ -254,6 +261,7 @@ def test_no_page_can_be_framed_and_none_runs_a_script_not_its_own(assay_home):
         assert response.headers["x-content-type-options"] == "nosniff"
 
 
+@pytest.mark.slow
 def test_a_post_from_another_origin_is_refused(assay_home, finished):
     c = client(assay_home)
     csrf = re.search(r'name="csrf" value="([^"]+)"', c.get("/").text + c.get(f"/experiments/{finished}").text)
@@ -262,6 +270,7 @@ def test_a_post_from_another_origin_is_refused(assay_home, finished):
     assert r.status_code == 403 and "evil.example" in r.text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stop_signal", ["SIGINT", "SIGTERM"])
 def test_assay_console_serves_over_http_and_refuses_a_busy_port(assay_home, finished, stop_signal):
     """The real server (Hypercorn on trio) as a user starts it; Ctrl-C (or a service manager's
@@ -299,6 +308,7 @@ def test_assay_console_serves_over_http_and_refuses_a_busy_port(assay_home, fini
     assert out.rstrip().endswith("Console stopped.")
 
 
+@pytest.mark.slow
 def test_a_recheck_from_the_page_moves_the_verdict_as_the_cli_does(assay_home, finished):
     c = client(assay_home)
     data = c.get(f"/experiments/{finished}", headers=JSON).json()
