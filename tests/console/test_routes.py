@@ -89,6 +89,14 @@ def test_the_experiment_page_shows_the_verdict_chart_tasks_and_every_trial(assay
     for arm in ("baseline", "candidate"):  # the Arm's label, as the CLI prints it
         assert f'<code class="label">{data["labels"][arm]}</code>' in html and data["labels"][arm] in cli
     assert "Tokens</th>" in html and ">0</td>" not in html  # unknown is said, never 0
+    setup_file = assay_home / "evals" / "experiments" / finished / "setup.json"
+    setup = json.loads(setup_file.read_text())
+    setup["candidate"]["scripted_provider"] = "5c" * 32  # as a scripted-provider Experiment records it
+    setup_file.write_text(json.dumps(setup))
+    html = c.get(f"/experiments/{finished}").text
+    label = c.get(f"/experiments/{finished}", headers=JSON).json()["labels"]["candidate"]
+    assert label.endswith(" scripted provider " + "5c" * 6) and f'<code class="label">{label}</code>' in html
+    assert f"Candidate {label};" in run_cli(assay_home, "experiments", finished, plugins=PLUGINS).stdout
     assert "None" not in html[html.index("<h2>Eval tasks</h2>"):]
     assert "answer.txt says wrong" in html  # a Score's why
     assert "Stop</button>" not in html  # a finished Experiment has nothing to stop

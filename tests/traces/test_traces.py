@@ -19,7 +19,8 @@ from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from tests.conftest import run_cli
-from tests.experiment_fixtures import PLUGINS, experiment, make_factory, make_suite, scenario
+from tests.experiment_fixtures import (PLUGINS, experiment, make_factory, make_process_suite, make_runner, make_suite,
+                                       runner_experiment, scenario)
 from tests.scoring_fixtures import RUN, score, world  # noqa: F401 - world is a fixture
 
 HEX = re.compile(r"[0-9a-f]+")
@@ -163,6 +164,30 @@ def collector(status: int = 200) -> Iterator[tuple[str, list]]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.mark.slow
+def test_a_custom_runners_trial_is_traced_at_session_level(assay_home, tmp_path):
+    """Issue 32: a Session trace "built from each Harness's decoded event stream (so every Harness,
+    Custom runners included at session level, gets one)": a Custom runner's Trial (no stream assay
+    decodes) is its Trial's span with one session span under it, its outcome and runner named."""
+    make_process_suite(assay_home, tasks=1)
+    good = make_runner(tmp_path / "good", "good", {"*": "fix"})
+    lazy = make_runner(tmp_path / "lazy", "lazy", {"*": "nofix"})
+    done = runner_experiment(assay_home, tmp_path, lazy, good)
+    assert done.returncode == 0, done.stderr
+    [folder] = (assay_home / "evals" / "experiments").iterdir()
+    files = sorted((folder / "traces" / "trials").rglob("*.jsonl"))
+    assert len(files) == 2  # one Trial per Arm
+    for file in files:
+        spans = spans_of(parsed(file))
+        [trial] = [s for s in spans if s["name"].startswith("trial ")]
+        [session] = [s for s in spans if s["parent"] == trial["id"]]
+        assert len(spans) == 2 and session["name"] == f"invoke_agent {trial['attributes']['assay.arm.label'].split()[1]}"
+        assert trial["attributes"]["assay.arm.label"].startswith("runner ")
+        assert session["attributes"]["gen_ai.operation.name"] == "invoke_agent"
+        assert session["attributes"]["assay.outcome"] == trial["attributes"]["assay.outcome"] == "delivered"
+        assert trial["start"] <= session["start"] <= session["end"] <= trial["end"]
 
 
 def test_traces_export_sends_the_whole_trace_to_an_otlp_http_collector(assay_home, finished_experiment):
