@@ -623,7 +623,7 @@ def find(home: AssayHome, ref: str) -> ExperimentDir:
 def command_of(home: AssayHome, id: str) -> CommandRecord | None:
     """The Experiment's Command record, if it ever ran."""
     path = commands.record_path(home, "experiment", id)
-    return formats.read(path, CommandRecord) if path.exists() else None
+    return commands.read_record(path) if path.exists() else None
 
 
 def listing(home: AssayHome) -> tuple[list[dict[str, Any]], list[str]]:

@@ -95,12 +95,21 @@ class Command:
             self.activity(state, f"{self.record.kind} {self.record.id} {outcome}: {summary}", outcome=outcome)
 
 
+def read_record(path: Path) -> CommandRecord:
+    """A Command record as its process left it. One read "running" whose process no longer runs it
+    is read again: its process may have written its end just after the first read (it writes its
+    end before it lets go of its lock, so a read after the lock is free sees the end, if it wrote
+    one); only a record still "running" then was left by a killed process."""
+    record = formats.read(path, CommandRecord)
+    return formats.read(path, CommandRecord) if record.state == "running" and not runs(record) else record
+
+
 def all_records(home: AssayHome) -> list[CommandRecord]:
     """Every Command record, newest first; unreadable ones are skipped (they are reported elsewhere)."""
     out = []
     for path in home.logs.glob("*/*.json"):
         try:
-            out.append(formats.read(path, CommandRecord))
+            out.append(read_record(path))
         except (formats.FormatError, OSError):
             continue
     return sorted(out, key=lambda r: r.started_at, reverse=True)

@@ -62,6 +62,21 @@ def console(home: Path, **env: str) -> Iterator[str]:
         server.wait(timeout=30)
 
 
+@contextlib.contextmanager
+def reaped(process: subprocess.Popen) -> Iterator[subprocess.Popen]:
+    """``process`` for the block, killed and reaped after it if it still runs (a failed assertion
+    leaves no process, pipe or zombie behind for the next test)."""
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        for pipe in (process.stdout, process.stderr):
+            if pipe is not None and not pipe.closed:
+                pipe.close()
+        process.wait(timeout=60)
+
+
 def shots(page, folder: Path, name: str) -> list[Path]:
     taken = []
     for size, (width, height) in SIZES.items():
@@ -80,10 +95,10 @@ def test_the_experiment_page_updates_live_while_the_experiment_runs(browser, ass
     factory = make_factory(tmp_path)
     make_suite(assay_home)
     sc = scenario(tmp_path / "s.json", {"good": {"*": "sleep:1.5,right"}, "bad": {"*": "sleep:1.5,right"}})
-    running = start_experiment(assay_home, factory, sc, "--candidate-model", "bad")
-    wait_for(lambda: list((assay_home / "logs" / "experiment").glob("*.json")), what="the Command record")
-    [record] = (assay_home / "logs" / "experiment").glob("*.json")
-    with console(assay_home) as url:
+    with reaped(start_experiment(assay_home, factory, sc, "--candidate-model", "bad")) as running, \
+            console(assay_home) as url:
+        wait_for(lambda: list((assay_home / "logs" / "experiment").glob("*.json")), what="the Command record")
+        [record] = (assay_home / "logs" / "experiment").glob("*.json")
         page, polled = browser.new_page(), browser.new_page()
         polled.route("**/events*", lambda route: route.abort())
         for p in (page, polled):
@@ -116,8 +131,8 @@ def test_the_experiment_page_updates_live_while_the_experiment_runs(browser, ass
         assert all(p.stat().st_size > 10_000 for p in taken)
         page.set_viewport_size({"width": 390, "height": 844})
         assert page.evaluate("document.documentElement.scrollWidth") <= 390 + 1  # usable on a phone: no sideways page
-    running.communicate(timeout=60)
-    assert running.returncode == 0
+        running.communicate(timeout=60)
+        assert running.returncode == 0
 
 
 @pytest.mark.slow
@@ -260,7 +275,12 @@ def test_every_page_at_both_sizes_and_a_running_commands_stop_from_the_inbox(bro
     with Stop"; the Inbox's summary no longer "squeezed to two characters at 390 px", nor long text past
     the page at 1440 px. Each page is opened at 1440×900 and 390×844 and kept as screenshots."""
     seats(assay_home, "fake-scorer:slow30-claude-9", "fake-scorer:slow30-gpt-9")
-    scoring = score_in_background(assay_home, world, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    with reaped(score_in_background(assay_home, world, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                    text=True)) as scoring:
+        tour(browser, assay_home, finished, world, scoring, tmp_path / "screenshots")
+
+
+def tour(browser, assay_home: Path, finished: str, world: dict, scoring: subprocess.Popen, screenshots: Path) -> None:
     wait_for(lambda: list(assay_home.glob("evals/scoring/pulls/*/session-0/session.log")), what="a Grader session")
     [record] = (assay_home / "logs" / "scoring").glob("*.json")
     pages = {"inbox": "/", "experiments": "/experiments", "experiment": f"/experiments/{finished}",
@@ -276,7 +296,7 @@ def test_every_page_at_both_sizes_and_a_running_commands_stop_from_the_inbox(bro
                 assert answer.status == (404 if name == "not-found" else 200), name
                 assert page.locator("nav a").count() >= 5 and page.locator("link[rel=stylesheet]").count() == 1
                 assert sideways(page) <= 1, f"{name} at {size} scrolls sideways by {sideways(page)} px"
-                page.screenshot(path=str(tmp_path / "screenshots" / f"tour-{name}-{size}.png"), full_page=True)
+                page.screenshot(path=str(screenshots / f"tour-{name}-{size}.png"), full_page=True)
         page.set_viewport_size({"width": 390, "height": 844})
         page.goto(url + "/")
         summary = page.locator("td.summary-cell").first
