@@ -26,6 +26,14 @@ zero" are the exact tests; the true bounds lie within one step outside the repor
 *How many more at the next look.* As the Dirichlet search (same posterior simulations, same
 0.8 chance), but each simulated future is judged by this sequence: the capitals at -margin and
 0 are carried on from the tasks already run, through the simulated new ones.
+
+*Or a few at a time.* Because the sequence is valid at every look, a user may add a batch of b
+tasks, look, and add b more until it is clear, at no cost to the guarantee. The same simulated
+futures give each one's first task count at which the sequence is clear, T; a plan of b tasks
+per look for at most ``LOOKS_AHEAD`` looks settles when T <= b * LOOKS_AHEAD and uses
+b * min(ceil(T / b), LOOKS_AHEAD) tasks. The batch plan is the b (at most the one-jump answer)
+whose expected tasks are fewest among those settling with a CLEAR_CHANCE chance (issue 34: the
+jump sized for 80% at the next look uses a quarter to a third more tasks for the same power).
 """
 
 from __future__ import annotations
@@ -42,6 +50,8 @@ GRID_STEP = 0.001
 """Step of the candidate means the sequence is computed on, in mean difference (0.1 point)."""
 MAX_BET = 0.75
 """Largest bet; keeps every capital above a quarter of itself after any one task."""
+LOOKS_AHEAD = 4
+"""Looks a batch plan may take to reach CLEAR_CHANCE (a group-sequential plan's usual 4)."""
 _BLOCK = 100
 
 
@@ -98,22 +108,58 @@ def state(diffs: Sequence[float], *, level: float, margin: float) -> State:
     )
 
 
+@attrs.frozen
+class BatchPlan:
+    """Add ``size`` tasks per look, up to ``looks`` looks: a ``chance`` of a clear Verdict by then,
+    ``tasks`` extra tasks expected (a clear look ends it early)."""
+
+    size: int
+    looks: int
+    chance: float
+    tasks: float
+
+
 def more_tasks(
     alpha: np.ndarray, values: np.ndarray, now: State, *, level: float, margin: float, seed: int
-) -> tuple[int, bool, float]:
-    """(extra tasks, over the cap?, chance there): the fewest extra tasks with a CLEAR_CHANCE of
-    a clear Verdict at the next look under the sequence, simulated from the Dirichlet posterior
-    ``alpha`` over ``values``; the capitals start from ``now``."""
+) -> tuple[int, bool, float, BatchPlan | None]:
+    """(extra tasks, over the cap?, chance there, batch plan): the fewest extra tasks with a
+    CLEAR_CHANCE of a clear Verdict at the next look under the sequence, simulated from the
+    Dirichlet posterior ``alpha`` over ``values``, the capitals starting from ``now``; and from
+    the same futures, the batch plan (None past the cap). See the module doc."""
     rng = np.random.default_rng([seed, 3])
     gammas = rng.standard_gamma(alpha, size=(SIMULATIONS, alpha.size))
     thresholds = np.cumsum(gammas / gammas.sum(axis=1, keepdims=True), axis=1)[:, :-1]
-    chance = 0.0
-    for extra, chances in _futures(_sampler(rng, values, thresholds), now, level=level, margin=margin, upto=MORE_TASKS_CAP):
-        settled = np.flatnonzero(chances >= CLEAR_CHANCE)
-        if settled.size:
-            return int(extra[settled[0]]), False, float(chances[settled[0]])
-        chance = float(chances[-1])
-    return MORE_TASKS_CAP, True, chance
+    chance, jump = 0.0, None
+    first = np.full(SIMULATIONS, np.inf)  # each future's first extra count at which it is clear
+    for extra, reached in _futures(_sampler(rng, values, thresholds), now, level=level, margin=margin,
+                                   upto=MORE_TASKS_CAP):
+        new = np.isinf(first) & reached[:, -1]
+        first[new] = extra[reached[new].argmax(axis=1)]
+        if jump is None:
+            chances = reached.mean(axis=0)
+            settled = np.flatnonzero(chances >= CLEAR_CHANCE)
+            if settled.size:
+                jump = int(extra[settled[0]]), float(chances[settled[0]])
+            else:
+                chance = float(chances[-1])
+        if jump is not None and extra[-1] >= min(MORE_TASKS_CAP, LOOKS_AHEAD * jump[0]):
+            return jump[0], False, jump[1], _batch_plan(first, *jump, int(extra[-1]))
+    return MORE_TASKS_CAP, True, chance, None
+
+
+def _batch_plan(first: np.ndarray, jump: int, jump_chance: float, simulated: int) -> BatchPlan:
+    """The batch size of fewest expected tasks that settles with a CLEAR_CHANCE chance within
+    LOOKS_AHEAD looks, from each future's first clear count (inf: not within ``simulated``)."""
+    sizes = np.arange(1, min(jump, simulated // LOOKS_AHEAD) + 1)
+    looks_needed = np.ceil(first[None, :] / sizes[:, None])
+    settles = looks_needed <= LOOKS_AHEAD
+    chances = settles.mean(axis=1)
+    tasks = (sizes[:, None] * np.minimum(looks_needed, LOOKS_AHEAD)).mean(axis=1)
+    tasks[chances < CLEAR_CHANCE] = np.inf
+    best = int(np.argmin(tasks))
+    if np.isinf(tasks[best]):  # only the one jump itself reaches the chance (it is a plan of 1 look)
+        return BatchPlan(jump, 1, jump_chance, float(jump))
+    return BatchPlan(int(sizes[best]), LOOKS_AHEAD, float(chances[best]), float(tasks[best]))
 
 
 def chance_of_clear(probabilities: np.ndarray, values: np.ndarray, n_tasks: int, *, level: float, margin: float,
@@ -124,9 +170,10 @@ def chance_of_clear(probabilities: np.ndarray, values: np.ndarray, n_tasks: int,
         return 0.0
     rng = np.random.default_rng([seed, 4])
     thresholds = np.broadcast_to(np.cumsum(probabilities)[:-1], (SIMULATIONS, probabilities.size - 1))
-    *_, (_extra, chances) = _futures(_sampler(rng, values, thresholds), state((), level=level, margin=margin),
-                                     level=level, margin=margin, upto=n_tasks)
-    return float(chances[-1])
+    for _extra, reached in _futures(_sampler(rng, values, thresholds), state((), level=level, margin=margin),
+                                    level=level, margin=margin, upto=n_tasks):
+        pass
+    return float(reached[:, -1].mean())
 
 
 def _sampler(rng: np.random.Generator, values: np.ndarray, thresholds: np.ndarray) -> Callable[[int], np.ndarray]:
@@ -138,7 +185,7 @@ def _futures(draw: Callable[[int], np.ndarray], now: State, *, level: float, mar
              upto: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Simulated futures of up to ``upto`` extra tasks after ``now``, ``draw(n)`` giving each
     future's next n differences: yields, a block of extra tasks at a time, (the extra task
-    counts, the share of futures the sequence has been clear in by each count)."""
+    counts, per future and count: has the sequence been clear by then?)."""
     threshold = math.log(2 / (1 - level))
     low, high = (1 - margin) / 2, 0.5
     shape = (SIMULATIONS,)
@@ -158,7 +205,7 @@ def _futures(draw: Callable[[int], np.ndarray], now: State, *, level: float, mar
         run_high = cap_high[:, None] + np.cumsum(np.log1p(-bets * (x - high)), axis=1)
         reached = np.logical_or.accumulate((run_low >= threshold) | (run_high >= threshold), axis=1)
         reached |= done[:, None]
-        yield extra, reached.mean(axis=0)
+        yield extra, reached
         total, spread, cap_low, cap_high = sums[:, -1], spreads[:, -1], run_low[:, -1], run_high[:, -1]
         done = reached[:, -1]
 

@@ -108,8 +108,8 @@ class ArmSummary:
 class Verdict:
     """A Verdict and everything that shaped it, so it can be recorded and re-checked."""
 
-    FORMAT: ClassVar[int] = 2
-    UPGRADES: ClassVar[dict] = {1: dict}
+    FORMAT: ClassVar[int] = 3
+    UPGRADES: ClassVar[dict] = {1: dict, 2: dict}
 
     measure: Measure
     verdict: Outcome
@@ -148,6 +148,16 @@ class Verdict:
     """The interval behind ``verdict``: the Dirichlet "credible interval" at the first look, the
     "confidence sequence" (:mod:`assay.verdict.confidence_sequence`) at every later one (and at
     the first under the look rule ``confidence-sequence-only``)."""
+    batch_size: int | None = None
+    """Beside ``more_tasks`` when the next look is judged by the confidence sequence: add this many
+    Eval tasks per look, up to ``batch_looks`` looks, for a ``batch_chance`` of a clear Verdict
+    with ``batch_tasks`` extra tasks expected (:class:`assay.verdict.confidence_sequence.BatchPlan`)."""
+    batch_looks: int | None = None
+    batch_chance: float | None = None
+    batch_tasks: float | None = None
+    caveat: str = ""
+    """A warning the interval's own figures don't show: the one-look interval is optimistic on a
+    small suite of 1 Trial per task (:data:`SMALL_SUITE`)."""
 
     @property
     def more_tasks_text(self) -> str:

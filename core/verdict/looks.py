@@ -63,11 +63,13 @@ def verdict_at_look(
     if first.verdict != "inconclusive" or _too_many_dropped(pairs, bar) or not advise:
         return first
     alpha = _prior(k, bar) + first.counts
-    more, over, chance = confidence_sequence.more_tasks(
+    more, over, chance, plan = confidence_sequence.more_tasks(
         alpha, _values(k), confidence_sequence.state(diffs, level=bar.level, margin=bar.margin),
         level=bar.level, margin=bar.margin, seed=bar.seed,
     )
-    return attrs.evolve(first, more_tasks=more, more_tasks_over_cap=over, more_tasks_chance=chance)
+    batch = {} if plan is None else {"batch_size": plan.size, "batch_looks": plan.looks,
+                                     "batch_chance": plan.chance, "batch_tasks": plan.tasks}
+    return attrs.evolve(first, more_tasks=more, more_tasks_over_cap=over, more_tasks_chance=chance, **batch)
 
 
 def chance_of_clear_first_look(n_tasks: int, trials_per_task: int, bar: Bar, *, sequence_from: int = 2) -> float:

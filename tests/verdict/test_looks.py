@@ -29,7 +29,8 @@ def test_look_one_decides_exactly_as_the_spec_verdict() -> None:
     for groups in (((0, 10), (-1, 5), (1, 5)), ((1, 30), (0, 10)), ((-3, 20),), ((0, 100), (-3, 50), (3, 50))):
         pairs = tasks(*groups)
         spec, first = compute_verdict(pairs, trials_per_task=3, bar=BAR), at_look(pairs, 1)
-        advice = ("more_tasks", "more_tasks_over_cap", "more_tasks_chance")
+        advice = ("more_tasks", "more_tasks_over_cap", "more_tasks_chance", "batch_size", "batch_looks",
+                  "batch_chance", "batch_tasks")
         assert attrs.evolve(first, **{f: getattr(spec, f) for f in advice}) == spec
         assert first.look == 1 and first.decided_by == "credible interval"
 
