@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli_env, run_cli
-from tests.experiment_fixtures import PLUGINS, git, make_repo
+from assay.plugins.demo.scoring import gh_on_path
 
-FAKE_GH = Path(__file__).parent / "fakes" / "fake_gh.py"
+from tests.conftest import cli_env, run_cli
+from tests.experiment_fixtures import PLUGINS, git
+
 CLAUDE = "Built with claude 2.1.197 · claude-opus-5 · high"
 CODEX = "Built with codex · gpt-5.5 · medium"  # an older line, without the Harness version
 SEATS = '["fake-scorer:claude-sonnet-9", "fake-scorer:gpt-9"]'
@@ -31,10 +32,35 @@ def pull(repo: str, number: int, commit: str, built_with: str | None, *, issue: 
     body = f"{body}\n{built_with}\n" if built_with else body
     return {"repo": repo, "number": number, "title": title, "body": body, "created_at": stamp(days_ago + 1),
             "merged_at": stamp(days_ago), "merge_commit_sha": commit, "labels": list(labels),
-            "diff": "diff --git a/pager.py b/pager.py\n+++ b/pager.py\n+# FIXED: pages round up\n"
-                    "diff --git a/test_pager.py b/test_pager.py\n+++ b/test_pager.py\n+def test_pages(): ...\n"
-                    f"+# {CLAUDE}\n",
+            "closes": [issue] if issue else [],
             "commits": [stamp(days_ago + 0.5)], "checks": [["tests", "success"], ["lint", "failure"]]}
+
+
+# The repository's history, as a Factory writes it: agents' commits carry their attribution lines.
+ATTRIBUTION = "\n\n🤖 Generated with [Claude Code](https://claude.com/claude-code)\n\nCo-Authored-By: Claude <noreply@anthropic.com>"
+HISTORY = [
+    ({"pager.py": "def pages(n, size):\n    return 1\n"}, "Start the pager" + ATTRIBUTION, ("Claude", "noreply@anthropic.com")),
+    ({"pager.py": "def pages(n, size):\n    return n // size\n"},  # PR #20 lets a bug in
+     f"Count pages\n\n{CLAUDE}\nCo-Authored-By : Codex <codex@openai.com>", ("dev", "dev@acme.test")),
+    ({"pager.py": "def pages(n, size):\n    return -(-n // size)  # FIXED: pages round up\n",  # which this fixes
+      "test_pager.py": f"def test_pages():\n    assert pages(10, 3) == 4  # {CLAUDE}\n"},
+     "Round pages up" + ATTRIBUTION + "\nAssisted-by: GPT-5.5 (OpenAI)", ("Claude Opus 4.5", "claude@anthropic.com")),
+]
+
+
+def make_history(repo: Path, history: list = HISTORY) -> list[str]:
+    """A real repository on main with one commit per (files, message, (author, email)); the commit ids."""
+    repo.mkdir(parents=True, exist_ok=True)
+    git(repo, "init", "-q", "-b", "main")
+    ids = []
+    for files, message, (name, email) in history:
+        for path, text in files.items():
+            (repo / path).write_text(text)
+        git(repo, "add", ".")
+        subprocess.run(["git", "-c", f"user.name={name}", "-c", f"user.email={email}", "-C", str(repo), "commit", "-qm",
+                        message], check=True)
+        ids.append(git(repo, "rev-parse", "HEAD"))
+    return ids
 
 
 @pytest.fixture
@@ -42,17 +68,20 @@ def world(tmp_path: Path, assay_home: Path) -> dict:
     """acme/app with six merged factory PRs (three per setup), a security fix, one with no Built-with
     line and one merged before the window; and a gh that serves them."""
     repo = tmp_path / "acme-app"
-    commits = make_repo(repo, {"pager.py": "def pages(n, size):\n    return 1\n"},
-                        {"pager.py": "def pages(n, size):\n    return n // size\n"},  # PR #20 lets a bug in
-                        {"pager.py": "def pages(n, size):\n    return -(-n // size)\n"})  # which this fixes
+    commits = make_history(repo)
     pulls = [pull("acme/app", n, commits[2], CLAUDE if n % 2 else CODEX, issue=100 + n) for n in range(1, 7)]
-    pulls += [pull("acme/app", 7, commits[2], CLAUDE, issue=107),  # its issue is a security fix
+    pulls += [pull("acme/app", 7, "7" * 40, CLAUDE, issue=107),  # its issue is a security fix
               pull("acme/app", 8, commits[2], None, issue=108),  # not built by the Factory
               pull("acme/app", 9, commits[2], CLAUDE, issue=109, days_ago=30),  # before the first window
               pull("acme/app", 20, commits[1], CLAUDE, issue=119, days_ago=400)]  # long ago: the bug's origin
-    issues = [{"repo": "acme/app", "number": 100 + n, "title": f"Pager bug {n}", "body": "now", "labels": ["bug"],
-               "edits": [[stamp(5), f"The pager drops the last page ({n}).\n{CLAUDE}"], [stamp(0.1), "EDITED LATER"]],
-               "renames": [[stamp(0.1), f"Pager bug {n}", "RENAMED LATER"]]} for n in range(1, 10)]
+    # each issue as opened, edited after work began and before the merge (the text the packet holds), then after
+    issues = [{"repo": "acme/app", "number": 100 + n, "title": "now", "body": "now", "labels": ["bug"],
+               "edits": [[stamp(40), f"As opened ({n})."],
+                         [stamp(days + 0.2), f"The pager drops the last page ({n}).\n{CLAUDE}"],
+                         [stamp(days - 0.9), "EDITED LATER"]],
+               "renames": [[stamp(days + 0.2), f"Pager {n}", f"Pager bug {n}"],
+                           [stamp(days - 0.9), f"Pager bug {n}", "RENAMED LATER"]]}
+              for n, days in ((n, 30 if n == 9 else 1) for n in range(1, 10))]
     issues[6]["labels"] = ["security-fix"]
     issues += [{"repo": "acme/app", "number": 120, "title": "The last page is lost", "body": "10 items, 3 a page: 3 pages",
                 "labels": ["bug"], "closed_at": stamp(1), "fixed_by": commits[2]},
@@ -63,17 +92,13 @@ def world(tmp_path: Path, assay_home: Path) -> dict:
     data = {"logged_in": True, "repos": {"acme/app": {"clone_url": str(repo)}}, "pulls": pulls, "issues": issues,
             "commit_diffs": {commits[2]: git(repo, "diff", commits[1], commits[2])}, "commits": commits}
     (tmp_path / "world.json").write_text(json.dumps(data))
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "gh").write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE_GH} \"$@\"\n")
-    (bin_dir / "gh").chmod(0o755)
+    bin_dir = gh_on_path(tmp_path / "bin", tmp_path / "world.json", tmp_path / "gh.log")  # the fake gh assay ships
     seats(assay_home)
     return {"path": tmp_path / "world.json", "bin": bin_dir, "data": data, "log": tmp_path / "gh.log"}
 
 
 def score(assay_home: Path, world: dict, *args: str, **env: str):
-    return run_cli(assay_home, *args, plugins=PLUGINS, PATH=f"{world['bin']}{os.pathsep}{os.environ['PATH']}",
-                   FAKE_GH_WORLD=str(world["path"]), FAKE_GH_LOG=str(world["log"]), **env)
+    return run_cli(assay_home, *args, plugins=PLUGINS, PATH=f"{world['bin']}{os.pathsep}{os.environ['PATH']}", **env)
 
 
 RUN = ("score", "--sandbox", "none", "--unsandboxed-grader", "--seed", "7", "--json")
@@ -87,7 +112,6 @@ def seats(assay_home: Path, *seated: str) -> None:
 
 def score_in_background(assay_home: Path, world: dict, **popen) -> subprocess.Popen:
     """`assay score` (RUN) as a process of its own, for a test that kills or stops it."""
-    env = cli_env(assay_home, PLUGINS, PATH=f"{world['bin']}{os.pathsep}{os.environ['PATH']}",
-                  FAKE_GH_WORLD=str(world["path"]))
+    env = cli_env(assay_home, PLUGINS, PATH=f"{world['bin']}{os.pathsep}{os.environ['PATH']}")
     return subprocess.Popen([sys.executable, "-m", "assay", *RUN], env=env, **popen)
 

@@ -42,7 +42,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "review": ("review_cmd", "Review a pair of process Trials blind: merge calls, then a preference."),
     "verdict": ("verdict_cmd", "Compute a Verdict from per-task pass counts."),
     "score": ("scoring_cmd", "Start a Scoring run: grade a sample of merged pull requests blind."),
-    "scores": ("scoring_cmd", "List the Scoring run's Scores, or show one pull request's."),
+    "scoring-runs": ("scoring_cmd", "List the Scoring runs, or show one: what it drew and what became of each."),
+    "scores": ("scoring_cmd", "List each week's sample and its Scores, or show one pull request's."),
     "bug-origins": ("scoring_cmd", "List Bug origins; confirm, correct or reject one."),
     "console": ("console_cmd", "Serve the Console: Experiments live, Scores and Bug origins, in a browser."),
     "built-with": ("scoring_cmd", "Print the Built-with line for a pull request a session made."),
@@ -134,10 +135,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         app(args=argv, prog_name="assay")
     except output.UserError as e:
-        print(f"assay: error: {e}", file=sys.stderr)
+        output.print_error(str(e))
         sys.exit(e.code)
     except Exception as e:
         if not _is_input_error(e):
             raise
-        print(f"assay: error: {e}", file=sys.stderr)
+        output.print_error(str(e))
         sys.exit(2)

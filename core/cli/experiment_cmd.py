@@ -1,21 +1,24 @@
 """``assay experiment``, ``assay experiments``, ``assay stop`` and ``assay inbox``.
 
-Exit codes of ``assay experiment``: 0 the Experiment ended with a Verdict (read it: pass, fail
-or inconclusive); 1 it errored; 2 bad input, refused before any Trial; 3 paused (plan limit) or
-stopped — run the same command again to resume.
+Exit codes of ``assay experiment`` (docs/experiments.md): 0 the Experiment ended with a final
+Verdict (read it: pass, fail or inconclusive); 1 it errored; 2 bad input, refused before any Trial;
+3 paused (plan limit) or stopped — run the same command again to resume; 5 it ended with a
+provisional Verdict that waits on something (a recheck, people's reviews, pending Scores): it says what.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
+import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import attrs
 import typer
 from assay.cli.experiment_records import command_record, find_experiment, verdict_line
-from assay.cli.output import JsonOpt, emit_json, fail, table
+from assay.cli.output import JsonOpt, emit_json, fail, say, table
 from assay.engine.results import listing, read_verdict
 from assay.hooks import plugin_manager as plugin_loading
 from assay.storage import commands
@@ -24,6 +27,7 @@ from assay.storage.home import AssayHome
 from assay.storage.records import ARMS, Bar, PanelSeat
 
 EXIT_PAUSED = 3
+EXIT_NOT_FINAL = 5
 
 
 def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
@@ -136,6 +140,12 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         people_reader: list[str] = typer.Option([], "--people-reader", help="Bar: a reader of pairs (repeatable)."),
         people_sample: float = typer.Option(None, "--people-sample", help="Bar: the share of pairs given to readers, drawn from the seed (default 1)."),
         people_overlap: int = typer.Option(None, "--people-overlap", help="Bar: readers per sampled pair (default 0: every reader)."),
+        label: str = typer.Option(
+            None, "--label", metavar="NAME",
+            help="Start (or, the same command again, resume) an Experiment of its own beside the one these Arms "
+                 "and suites name: after a changed Bar or an edited Eval task. Listed with its label."),
+        new: bool = typer.Option(False, "--new", help="Start afresh beside it under the next free label (2, 3, …)."),
+        yes: bool = typer.Option(False, "--yes", "-y", help="Start without asking (on a terminal it asks after the estimate)."),
         workers: int = typer.Option(2, min=1, help="Trials running at once."),
         sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap where it works, else none)."),
         unsandboxed_grader: bool = typer.Option(
@@ -168,11 +178,20 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         if add_tasks:
             _extend(plugins, home, candidate, add_tasks, given, workers=workers, json_=json_)
             return
+        if new and label:
+            fail("--new starts afresh under the next free label; --label names one: give one of them")
         bar = _bar(**given)
         plan = make_plan(plugins, home, bar, trials_per_task, sandbox, factory, suite, arm_flags(locals()),
                          scripts=_arm_scripts(scripted_provider), unsandboxed_grader=unsandboxed_grader,
                          release=release)
-        run_plan(home, plugins, plan, workers=workers, json_=json_)
+        if new or label:
+            from assay.engine import start as experiments_core
+
+            try:
+                plan = experiments_core.labelled(plan, label or experiments_core.free_label(home, plan))
+            except experiments_core.PlanError as e:
+                fail(str(e))
+        run_plan(home, plugins, plan, workers=workers, json_=json_, confirm=not yes, fresh=True)
 
     return experiment
 
@@ -253,23 +272,33 @@ def _arm_scripts(values: list[str]) -> dict[str, Path]:
     return scripts
 
 
-def run_plan(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, workers: int, json_: bool) -> None:
-    """Announce, run with live progress, and print the result (shared with ``assay demo``)."""
-    exp, outcome = execute(home, plugins, plan, workers=workers, json_=json_)
+def run_plan(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, workers: int, json_: bool,
+             confirm: bool = False, fresh: bool = False) -> None:
+    """Announce, run with live progress, and print the result (shared with ``assay demo``, which
+    never asks). ``confirm``: on a terminal, ask before the first Trial; ``fresh``: a refused
+    changed Bar or task list names the command that starts afresh (``--label``)."""
+    exp, outcome = execute(home, plugins, plan, workers=workers, json_=json_, confirm=confirm, fresh=fresh)
     _conclude(exp, outcome, json_)
 
 
 def execute(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, workers: int,
-            json_: bool, raise_if_running: bool = False) -> tuple[Any, str]:
+            json_: bool, raise_if_running: bool = False, confirm: bool = False, fresh: bool = False) -> tuple[Any, str]:
     """Announce and run (or resume) the Experiment with live progress; its folder and outcome.
     Bad input exits 2, a broken run 1 (shared with ``assay release-check``, which asks for
     :class:`~assay.engine.start.AlreadyRunning` to be raised, not refused, so it can wait)."""
     from assay.cli.progress import reporter
     from assay.engine import start as experiments_core
+    from assay.engine.folder import ExperimentDir
 
     _announce(plan, plan.bar, json_)
-    if plan.bar.panel != "off":
+    started = ExperimentDir(home.experiments / plan.id).verdict_file.exists()
+    if plan.bar.panel != "off" or not json_ and not started:
         _estimate(home, plan, json_)
+    if confirm and not json_ and not started and sys.stdin.isatty() and sys.stdout.isatty():
+        trials = sum(t.trials for t in plan.setup.tasks) * 2
+        if typer.prompt(f"Start {trials} Trials? [y/N]", default="", show_default=False).strip().lower() not in ("y", "yes"):
+            typer.echo(f"Not started; nothing recorded. (Scripts: --yes starts without asking.)")
+            raise typer.Exit(0)
     report, close = reporter(quiet=json_)
     try:
         exp, outcome = experiments_core.start(home, plugins, plan, workers=workers, report=report)
@@ -277,6 +306,11 @@ def execute(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, work
         if raise_if_running:
             raise
         fail(str(e))
+    except experiments_core.Refused as e:
+        if not fresh:
+            fail(str(e))
+        fail(f"{e}. It stands as it ran; to start a fresh Experiment beside it, run: "
+             f"{fresh_command(experiments_core.free_label(home, plan))}")
     except experiments_core.PlanError as e:
         fail(str(e))
     except experiments_core.ExperimentErrored as e:
@@ -286,6 +320,19 @@ def execute(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, work
     finally:
         close()
     return exp, outcome
+
+
+def fresh_command(label: str) -> str:
+    """The command the user typed, with ``--label LABEL`` in place of any ``--label``/``--new``."""
+    args, skip = [], False
+    for arg in sys.argv[1:]:
+        if skip:
+            skip = False
+        elif arg == "--label":
+            skip = True
+        elif arg != "--new" and not arg.startswith("--label="):
+            args.append(arg)
+    return shlex.join(["assay", *args, "--label", label])
 
 
 def _evals_app(plugins: plugin_loading.Plugins) -> typer.Typer:
@@ -328,7 +375,7 @@ def _announce(plan: Any, bar: Bar, json_: bool) -> None:
     from assay import verdict as verdicts
 
     setup = plan.setup
-    typer.echo(f"Experiment {setup.id}")
+    typer.echo(f"Experiment {setup.id}" + (f" (label {setup.label}, beside the one these Arms name)" if setup.label else ""))
     if setup.release:
         typer.echo(f"  Release   {setup.release.commit[:10]}, since the last release {setup.release.tag} "
                    f"({setup.release.tag_commit[:10]})")
@@ -341,7 +388,7 @@ def _announce(plan: Any, bar: Bar, json_: bool) -> None:
     if plan.chosen_because:
         typer.echo("  Suites chosen from the change:")
         for line in plan.chosen_because:
-            typer.echo(f"    {line}")
+            say(f"    {line}")
     if k is not None:
         chance = verdicts.chance_of_clear_first_look(len(setup.tasks), k, bar, sequence_from=bar.sequence_from or 2)
         typer.echo(
@@ -360,11 +407,15 @@ def _estimate(home: AssayHome, plan: Any, json_: bool) -> None:
     if json_:
         typer.echo(json.dumps({"id": plan.id, "estimate": est}))
         return
-    money = lambda v: "unknown" if v is None else f"${v:.2f}"  # noqa: E731
-    typer.echo("  Expected spend:")
+    money = lambda v: "cost unknown" if v is None else f"${v:.2f}"  # noqa: E731
+    typer.echo("  Expected spend (from earlier Trials of the same Harness and Model, or runner):")
     for arm, e in est["arms"].items():
-        typer.echo(f"    {arm.title():9} {e['sessions']:g} session(s), {money(e['cost_usd'])}"
-                   f" (from {_plural(e['history_trials'], 'earlier Trial')})")
+        minutes = "minutes unknown" if e["minutes"] is None else f"about {e['minutes']:g} min"
+        tokens = "tokens unknown" if e["tokens"] is None else f"{e['tokens']:,} tokens"
+        typer.echo(f"    {arm.title():9} {_plural(e['trials'], 'Trial')}, {e['sessions']:g} session(s), {minutes}, "
+                   f"{tokens}, {money(e['cost_usd'])} (from {_plural(e['history_trials'], 'earlier Trial')})")
+    if plan.bar.panel == "off":
+        return
     for seat, e in est["panel"].items():
         typer.echo(f"    panel {seat}: {_plural(e['sessions'], 'session')} x {money(e['price_usd'])} = {money(e['cost_usd'])}")
     limit = est["panel_spending_limit"]
@@ -380,7 +431,9 @@ def _conclude(exp: Any, outcome: str, json_: bool) -> None:
     if json_:
         line = {"id": exp.id, "outcome": outcome,
                 "verdict": verdict["verdict"] if verdict else None,
-                "interval": verdict["interval"] if verdict else None}
+                "interval": verdict["interval"] if verdict else None,
+                "final": verdict["final"] if verdict else False,
+                "waiting": verdict["waiting"] if verdict else []}
         if verdict and (verdict["look"] > 1 or verdict["decided_by"] != "credible interval"):
             # a one-look Experiment's line stays as it always was
             line |= {"look": verdict["look"], "decided_by": verdict["decided_by"]}
@@ -389,6 +442,8 @@ def _conclude(exp: Any, outcome: str, json_: bool) -> None:
         print_result(exp, outcome, verdict)
     if outcome in ("paused", "stopped"):
         raise typer.Exit(EXIT_PAUSED)
+    if verdict and not verdict["final"]:
+        raise typer.Exit(EXIT_NOT_FINAL)
 
 
 def print_result(exp: Any, outcome: str, verdict: dict | None) -> None:
@@ -400,7 +455,8 @@ def print_result(exp: Any, outcome: str, verdict: dict | None) -> None:
     table(["TASK", "BASELINE", "CANDIDATE", ""], [
         (r.task, f"{r.baseline}/{r.trials}" if r.baseline is not None else "-",
          f"{r.candidate}/{r.trials}" if r.candidate is not None else "-",
-         "dropped (void)" if r.dropped else "" if r.complete else "not finished")
+         "dropped (void)" if r.dropped else "" if r.complete else
+         "waits on people's reviews" if r.waits_on == "people" else "waits on its Scores")
         for r in task_results(exp, setup, bar, grading_config(AssayHome.from_env().root).families)
     ])
     typer.echo("")
@@ -444,15 +500,25 @@ def experiments(
     if json_:
         emit_json(rows)
         return
-    table(["ID", "STATE", "VERDICT", "BASELINE", "CANDIDATE", "SUITES", "RELEASE"], [
-        (r["id"], r["state"], r["verdict"]["verdict"] if r["verdict"] else "-", r["baseline"], r["candidate"],
+    table(["ID", "LABEL", "STARTED", "STATE", "VERDICT", "FINAL", "BASELINE", "CANDIDATE", "SUITES", "RELEASE"], [
+        (r["id"], r["label"] or "", _when(r["created_at"]), r["state"], r["verdict"]["verdict"] if r["verdict"] else "-",
+         "-" if r["final"] is None else "yes" if r["final"] else "no: " + "; ".join(w["on"] for w in r["waiting"] if w["blocks"]),
+         r["baseline"], r["candidate"],
          ",".join(r["suites"]), f"{r['release']['commit'][:10]} since {r['release']['tag']}" if r["release"] else "")
         for r in rows
     ], empty="No Experiments yet. Start one with `assay experiment`.")
 
 
+def _when(iso: str) -> str:
+    """A recorded time as a person reads it: local, to the minute."""
+    import datetime as dt
+
+    return dt.datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
+
+
 def _show(data: dict) -> None:
-    typer.echo(f"Experiment {data['id']}: {data['state']}" + (f" ({data['outcome']})" if data["outcome"] else ""))
+    typer.echo(f"Experiment {data['id']}" + (f" (label {data['label']})" if data["label"] else "")
+               + f": {data['state']}" + (f" ({data['outcome']})" if data["outcome"] else ""))
     if data["release"]:
         release = data["release"]
         typer.echo(f"  Release   {release['commit'][:10]}, since the last release {release['tag']} "
@@ -468,9 +534,9 @@ def _show(data: dict) -> None:
     typer.echo(f"  Bar: margin {bar['margin']}, level {bar['level']}, seed {bar['seed']}, draws {bar['draws']}, "
                f"timeout {bar['timeout_seconds']}s")
     typer.echo("")
-    table(["TASK", "ARM", "#", "ATTEMPT", "OUTCOME", "VOID CAUSE", "SCORE"], [
+    table(["TASK", "ARM", "#", "ATTEMPT", "OUTCOME", "VOID CAUSE", "SCORE", "WHY"], [
         (t["task"], t["arm"], t["index"], t["attempt"], t["outcome"], t["void_cause"] or "",
-         ("pass" if t["score"]["passed"] else "fail") if t["score"] else "")
+         ("pass" if t["score"]["passed"] else "fail") if t["score"] else "", _why(t))
         for t in data["trials"]
     ], empty="No Trials yet.")
     typer.echo("")
@@ -482,6 +548,17 @@ def _show(data: dict) -> None:
         typer.echo(f"Look {look['number']} ({look['at'][:16]}, {look['tasks']} Eval tasks): {shown}")
     if data["verdict"]:
         typer.echo(verdict_line(data["verdict"], data["id"], one_look=data["bar"]["look_rule"] == "one-look"))
+
+
+WHY_SHOWN = 100  # characters of a Trial's diagnostic or Score reason in its table row
+
+
+def _why(trial: dict) -> str:
+    """The first line of why a Trial ended as it did: its diagnostic when it didn't deliver, else the Score's why."""
+    text = trial["diagnostic"] if trial["outcome"] != "delivered" and trial.get("diagnostic") else \
+        (trial["score"] or {}).get("why") or ""
+    line = text.strip().split("\n")[0]
+    return line if len(line) <= WHY_SHOWN else line[:WHY_SHOWN - 1] + "…"
 
 
 def _recheck_command(plugins: plugin_loading.Plugins):
@@ -508,14 +585,16 @@ def _recheck_command(plugins: plugin_loading.Plugins):
         except NotALockFile as e:
             fail(str(e))
         waiting = [item["trial"] for item in result.recheck if not item["rechecked"]]
+        shown = results.read_verdict(exp)
         if json_:
             emit_json({"id": exp.id, "trial": trial, "passed": passed, "verdict": result.verdict,
-                       "interval": result.interval, "final": result.final, "waiting": waiting})
+                       "interval": result.interval, "final": shown["final"], "waiting": waiting,
+                       "waiting_on": shown["waiting"]})
             return
         typer.echo(f"Rechecked {trial}: {'pass' if passed else 'fail'}.")
-        typer.echo(verdict_line(results.read_verdict(exp), exp.id, one_look=exp.bar().look_rule == "one-look"))
-        typer.echo("The Verdict is final." if result.final else f"Still to recheck: {', '.join(waiting) or 'none'}"
-                   + ("; pending Scores: " + ", ".join(result.pending) if result.pending else ""))
+        typer.echo(verdict_line(shown, exp.id, one_look=exp.bar().look_rule == "one-look"))
+        if shown["final"]:
+            typer.echo("The Verdict is final.")
 
     return recheck
 
@@ -539,15 +618,23 @@ def stop(
 
 def inbox(json_: bool = JsonOpt) -> None:
     """Commands that need you (failed, inconclusive, paused, stopped, errored) and those done."""
-    box = commands.inbox(AssayHome.from_env())
-    needs, done = box["needs_you"], box["done"]
+    from assay.engine.results import inbox as read_inbox
+
+    box = read_inbox(AssayHome.from_env())
     if json_:
         emit_json(box)
         return
-    for title, rows in (("Needs you", needs), ("Done", done)):
+    typer.echo("Running:")
+    table(["KIND", "ID", "STARTED", "STOP"], [
+        (r["kind"], r["id"], _when(r["started_at"]), r["stop"]) for r in box["running"]])
+    typer.echo("")
+    for title, rows in (("Needs you", box["needs_you"]), ("Done", box["done"])):
         typer.echo(f"{title}:")
         table(["KIND", "ID", "OUTCOME", "SUMMARY"], [
             (r["kind"], r["id"], r["outcome"] or r["state"],
              f"{r['release']['commit'][:10]} since {r['release']['tag']}: {r['summary']}" if r["release"] else r["summary"])
             for r in rows])
+        for r in rows:
+            for wait in r["waiting"]:
+                say(f"  {r['id']} {'not final' if wait['blocks'] else 'note'}: {wait['text']}")
         typer.echo("")

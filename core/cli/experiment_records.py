@@ -5,16 +5,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.cli.output import fail
+from assay.cli.output import fail, untrusted
 from assay.hooks import plugin_manager as plugin_loading
 from assay.storage.home import AssayHome
 
 
 def verdict_line(verdict: dict, exp_id: str, *, one_look: bool = False) -> str:
-    """The Verdict in a few lines, with its look and whatever still keeps it from being final.
+    """The Verdict in a few lines, with its look and whatever still keeps it from being final (escaped
+    for a terminal).
     ``one_look``: the Bar's look rule refuses extensions, so "how many more" plans a new Experiment."""
     look = verdict.get("look", 1)
-    text = f"Verdict: {verdict['verdict']}"
+    final = verdict.get("final", True)
+    text = "".join(broken_text(b, exp_id) + "\n" for b in verdict.get("broken_arms", []))
+    text += f"Verdict: {verdict['verdict']}" if final else f"Provisional Verdict (not final): {verdict['verdict']}"
     if verdict.get("interval"):
         lo, hi = verdict["interval"]
         text += f", interval [{lo:+.3f}, {hi:+.3f}] (Candidate − Baseline pass share)"
@@ -37,11 +40,6 @@ def verdict_line(verdict: dict, exp_id: str, *, one_look: bool = False) -> str:
                      f"(a {group['more_tasks_chance']:.2f} chance): assay experiment {exp_id} --add-tasks SUITE/TASK,…")
     for group in verdict.get("wrong_findings", []):
         text += f"\n  Wrong findings: {group['verdict']}, interval [{group['interval'][0]:+.3f}, {group['interval'][1]:+.3f}]"
-    waiting = [item["trial"] for item in verdict.get("recheck", []) if not item["rechecked"]]
-    if waiting:
-        text += "\n  Not final: recheck " + ", ".join(waiting) + " (assay recheck ID TRIAL --pass|--fail --why …)"
-    if verdict.get("pending"):
-        text += "\n  Not final: Scores pending for " + ", ".join(verdict["pending"])
     for pair in verdict.get("panel", []):
         call = pair.get("call")
         said = "calls missing" if call is None else "merge " + ", ".join(
@@ -50,11 +48,17 @@ def verdict_line(verdict: dict, exp_id: str, *, one_look: bool = False) -> str:
         text += f"\n  Grader panel on {pair['pair']} ({'counted' if pair.get('counted') else 'beside'}): {said}"
     if verdict.get("why"):
         text += f"\n  Inconclusive: {verdict['why']}"
-    if verdict.get("waiting_on_people"):
-        text += "\n  Waiting on people: " + ", ".join(verdict["waiting_on_people"]) + " (assay review ID PAIR)"
-    if verdict.get("panel_missing"):
-        text += "\n  Not final: Grader panel calls missing for " + ", ".join(verdict["panel_missing"])
-    return text
+    for wait in verdict.get("waiting", []):
+        text += f"\n  {'Not final' if wait['blocks'] else 'Note'}: {wait['text']}"
+    return untrusted(text)  # it names tasks and Trials
+
+
+def broken_text(broken: dict, exp_id: str) -> str:
+    """A broken Arm, said before its Verdict: how many Trials failed the same way, and the first cause."""
+    every = "every" if broken["failed"] == broken["trials"] else f"{broken['failed']} of {broken['trials']}"
+    return (f"Broken Arm: {every} Trial of the {broken['arm'].title()} failed the same way; first cause "
+            f"({broken['trial']}): {broken['cause']}. This Verdict measures that breakage, not the "
+            f"{broken['arm'].title()}: fix it (assay experiments {exp_id} shows each Trial's reason).")
 
 
 def find_experiment(home: AssayHome, ref: str) -> Any:

@@ -7,7 +7,7 @@ nothing moved); 2 no such proposal, or it couldn't be moved.
 from __future__ import annotations
 
 import typer
-from assay.cli.output import JsonOpt, emit_json, fail, table
+from assay.cli.output import JsonOpt, emit_json, fail, say, table
 from assay.evaltasks import manifests, proposals
 from assay.hooks import plugin_manager as plugin_loading
 from assay.storage.home import AssayHome
@@ -49,7 +49,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
                            "problems": [proposals.problem_json(q) for q in e.problems]})
             else:
                 for q in e.problems:
-                    typer.echo(str(q), err=True)
+                    say(str(q), err=True)
                 typer.echo(f"{proposal}: not approved, {len(e.problems)} problem(s); nothing moved.", err=True)
             raise typer.Exit(1)
         folder = home.suites / approval.suite / approval.task

@@ -28,16 +28,16 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
-from assay.cli.experiment_cmd import EXIT_PAUSED, FactoryOpt, execute, make_plan, print_result
+from assay.cli.experiment_cmd import EXIT_NOT_FINAL, EXIT_PAUSED, FactoryOpt, execute, make_plan, print_result
 from assay.cli.experiment_records import verdict_line
-from assay.cli.output import table
+from assay.cli.output import say, table
+from assay.engine.results import read_verdict, waiting_text
 from assay.hooks import plugin_manager as plugin_loading
 from assay.storage import formats
 from assay.storage.home import AssayHome
 from assay.storage.records import Bar
 
 EXIT_HOLD = 4
-EXIT_NOT_FINAL = 5
 EXIT_INTERRUPTED = 130
 
 
@@ -85,12 +85,11 @@ def _release_check_command(plugins: plugin_loading.Plugins):
         if outcome in ("paused", "stopped"):
             _paused(exp, outcome, releases.pause(exp))
         result = formats.read(exp.verdict_file, ExperimentVerdict)
-        print_result(exp, outcome, formats.unstructure(result))
+        print_result(exp, outcome, read_verdict(exp))
         if releases.waiting_rechecks(result) and not result.pending:
             result = _wait_for_rechecks(exp, result, no_wait=no_wait, poll=poll)
         if result.pending:
-            typer.echo(f"No final Verdict: a Grader left Scores pending for {', '.join(result.pending)}; "
-                       "run this command again to grade them.", err=True)
+            typer.echo(f"No final Verdict: it {waiting_text(result, exp.id)}.", err=True)
             raise typer.Exit(EXIT_NOT_FINAL)
         _decide(home, exp, result)
 
@@ -111,7 +110,7 @@ def _paused(exp: Any, outcome: str, pause: Any) -> NoReturn:
                    "run this command again then.")
     else:
         said = f" (the session said: {pause.said})" if pause.said else ""
-        typer.echo(f"It can resume once the plan's limit resets{said}: run this command again then.")
+        say(f"It can resume once the plan's limit resets{said}: run this command again then.")  # a session's words
     raise typer.Exit(EXIT_PAUSED)
 
 
@@ -179,7 +178,7 @@ def _wait_for_rechecks(exp: Any, result: Any, *, no_wait: bool, poll: float) -> 
         _sleep(poll, "the Experiment is kept: run this command again to wait.")
         result = formats.read(exp.verdict_file, ExperimentVerdict)
     typer.echo("\nEvery listed Score is rechecked.")
-    typer.echo(verdict_line(formats.unstructure(result), exp.id, one_look=exp.bar().look_rule == "one-look"))
+    typer.echo(verdict_line(read_verdict(exp) or {}, exp.id, one_look=exp.bar().look_rule == "one-look"))
     return result
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 from assay.cli.experiment_records import find_experiment, verdict_line
-from assay.cli.output import JsonOpt, emit_json, fail
+from assay.cli.output import JsonOpt, emit_json, fail, say
 from assay.engine.folder import ExperimentDir
 from assay.engine.results import read_verdict
 from assay.hooks import plugin_manager as plugin_loading
@@ -31,7 +31,7 @@ def show_pair(exp: ExperimentDir, pair: str, reader: str | None, json_: bool) ->
     if json_:
         emit_json(page)
         return
-    typer.echo(page_text(page))
+    say(page_text(page))  # the Trials' diffs and test output, the task's ticket
     typer.echo(f"\nNext: {page['next']}")
 
 
@@ -106,9 +106,9 @@ def _print_review(exp: ExperimentDir, pair: str, record: Any, revealed: dict[str
         return
     typer.echo(f"Recorded your preference on {pair}. Revealed:")
     for side in ("A", "B"):
-        typer.echo(f"  Change {side} was the {revealed[side]['arm'].title()}: {revealed[side]['label']}")
+        say(f"  Change {side} was the {revealed[side]['arm'].title()}: {revealed[side]['label']}")
     if revealed["panel"] and revealed["panel"]["call"]:
         call = revealed["panel"]["call"]
         typer.echo(f"  The Grader panel: merge {call['merge']}, prefers {call['preference'] or 'neither'}")
     for other in revealed["other_readers"]:
-        typer.echo(f"  {other['reader']}: {other['kind']} {other['merge'] or other['preference']}")
+        say(f"  {other['reader']}: {other['kind']} {other['merge'] or other['preference']}")

@@ -1,4 +1,5 @@
-"""``assay score``, ``assay scores``, ``assay bug-origins`` and ``assay built-with``: the Scoring run (docs/scoring.md)."""
+"""``assay score``, ``assay scoring-runs``, ``assay scores``, ``assay bug-origins`` and ``assay built-with``:
+the Scoring run (docs/scoring.md)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
     ) -> None:
         """Start a Scoring run: sample the window's merged pull requests and grade each blind."""
         from assay.scoring.github import GitHub, GitHubError
-        from assay.scoring.run import ScoringRunner
+        from assay.scoring.run import INCOMPLETE, ScoringRunner
         from assay.storage.home import AssayHome
         from assay.storage.userconfig import UserConfigError, scoring_config
 
@@ -50,7 +51,7 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
         except GitHubError as e:
             output.fail(str(e))
         runner = ScoringRunner(home, config, github, plugins.harnesses(), backend, timeout,
-                               report=lambda line: None if json_out else typer.echo(line, err=True))
+                               report=lambda line: None if json_out else output.say(line, err=True))
         try:
             result = runner.score(seed)
         except GitHubError as e:
@@ -59,17 +60,61 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
             message = "skipped: another Scoring run is running"
             output.emit_json({"skipped": True, "why": message}) if json_out else typer.echo(message)
             return
-        shown = {"id": result.run.id, "window": [result.run.window_start, result.run.window_end],
+        shown = {"id": result.run.id, "outcome": result.outcome,
+                 "window": [result.run.window_start, result.run.window_end],
                  "seed": result.run.seed, "sample": [p.key for p in result.run.sample],
                  "scored": list(result.scored), "left": list(result.left), "stopped": result.stopped or None,
+                 "not_graded": dict(result.failed), "dropped": dict(result.dropped),
                  "bug_origins_proposed": result.traced}
         if json_out:
             output.emit_json(shown)
         else:
-            typer.echo(f"Scoring run {result.run.id}: {len(result.scored)} scored, {len(result.left)} left for the "
-                       f"next run, {result.traced} Bug origins proposed" + (f" ({result.stopped})" if result.stopped else ""))
+            typer.echo(f"Scoring run {result.run.id} {result.outcome}: {result.summary()}"
+                       + (f" ({result.stopped})" if result.stopped else ""))
         if result.stopped:
             raise typer.Exit(3)
+        if result.outcome == INCOMPLETE:
+            raise typer.Exit(4)
+
+    @app.command("scoring-runs")
+    def scoring_runs(
+        id: str = typer.Argument(None, help="A Scoring run's id: show its sample and how it went."),
+        json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    ) -> None:
+        """List the Scoring runs (running or how each ended), or show one: its window, seed, what it
+        drew and what became of each, and the end of its Command log."""
+        from assay.scoring import runs
+        from assay.scoring.store import ScoringStore
+        from assay.storage.home import AssayHome
+
+        store = ScoringStore(AssayHome.from_env())
+        if id is None:
+            rows = runs.listing(store)
+            if json_out:
+                output.emit_json({"scoring_runs": rows})
+                return
+            output.table(["id", "state", "outcome", "started", "window", "sampled"],
+                         [[r["id"], r["state"], r["outcome"] or "-", r["started_at"][:19],
+                           f"{r['window'][0][:10]} .. {r['window'][1][:10]}" if r["window"] else "-", r["sampled"]]
+                          for r in rows], empty="(no Scoring run yet: run `assay score`)")
+            return
+        try:
+            shown = runs.describe(store, id)
+        except runs.UnknownRun as e:
+            output.fail(str(e), 1)
+        if json_out:
+            output.emit_json(shown)
+            return
+        typer.echo(f"Scoring run {shown['id']}: {shown['state']}" + (f" ({shown['outcome']})" if shown["outcome"] else "")
+                   + (f", window {shown['window'][0][:19]} .. {shown['window'][1][:19]}, seed {shown['seed']}"
+                      if shown["window"] else ""))
+        if shown["summary"]:
+            typer.echo(shown["summary"])
+        output.table(["pull request", "built with", "state"],
+                     [[p["key"] + (" (carried)" if p["carried"] else "") + (" (yours)" if p["yours"] else ""),
+                       p["built_with"], p["state"]] for p in shown["sample"]], empty="(nothing drawn yet)")
+        if shown["running"]:
+            typer.echo(f"Stop it: assay stop {shown['id']}")
 
     @app.command("scores")
     def scores(
@@ -84,8 +129,8 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
         why: list[str] = typer.Option([], "--why", help="CRITERION=REASON, one per criterion you score (with --mine)."),
         json_out: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
-        """List the Scoring run's Scores by pull request with each criterion's calibration, or show one
-        pull request's; with --mine, score it yourself."""
+        """List each week's sample and its Scores with each criterion's calibration, or show one pull
+        request's; with --mine, score it yourself."""
         from assay.scoring import yours
         from assay.scoring.store import CRITERIA, ScoringStore
         from assay.storage.home import AssayHome
@@ -118,10 +163,14 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
             typer.echo(f"{version}: " + ", ".join(f"{name} {count}" for name, count in passes.items()))
         if listing["waiting_for_you"]:
             typer.echo(f"waiting for your Scores: {', '.join(listing['waiting_for_you'])}")
-        output.table(["pull request", "merged", "built with", *CRITERIA],
-                     [[p["key"], p["merged_at"][:10], p["built_with"],
-                       *(_cell(p["model"], name) for name in CRITERIA)] for p in listing["pulls"]],
-                     empty="(no Scores yet: run `assay score`)")
+        if not listing["weeks"]:
+            typer.echo("(no Scoring run yet: run `assay score`)")
+        for week in listing["weeks"]:
+            window = f"{week['window'][0][:10]} .. {week['window'][1][:10]}, " if week["window"] else ""
+            typer.echo(f"\nweek {week['week'] or '?'} ({window}Scoring run {week['run']}):")
+            output.table(["pull request", "merged", "built with", *CRITERIA],
+                         [[p["key"], p["merged_at"][:10], p["built_with"],
+                           *(_cell(p, name) for name in CRITERIA)] for p in week["pulls"]])
 
     @app.command("bug-origins")
     def bug_origins(
@@ -195,14 +244,16 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
         typer.echo(BuiltWith(harness, model, effort, version).line())
 
 
-def _cell(model: dict | None, name: str) -> str:
-    if model is None:
+def _cell(pull: dict, name: str) -> str:
+    if pull["state"] != "scored":
+        return pull["state"].partition(":")[0]  # not scored yet, dropped (the JSON says why)
+    if pull["model"] is None:
         return "hidden"
-    return "pass" if model[name]["passed"] else "fail"
+    return "pass" if pull["model"][name]["passed"] else "fail"
 
 
 def _show_one(shown: dict) -> None:
-    typer.echo(f"{shown['key']}  built with {shown['built_with']}; graded by {shown['grader'] or '(not yet)'}")
+    output.say(f"{shown['key']}  built with {shown['built_with']}; graded by {shown['grader'] or '(not yet)'}")
     for name in shown["criteria_order"]:
         model = shown["model"][name] if shown["model"] else None
         mine = shown["mine"].get(name) if shown["mine"] else None
@@ -210,7 +261,7 @@ def _show_one(shown: dict) -> None:
                                          shown["hidden"] or "not scored yet")
         if mine:
             line += f"\n  {'':<9} yours: {'pass' if mine['passed'] else 'fail'}  {mine['why']}"
-        typer.echo(line)
+        output.say(line)
 
 
 def _asker():
@@ -227,12 +278,12 @@ def _asker():
 
 
 def _show_bug(bug: dict) -> None:
-    typer.echo(f"{bug['key']}  {bug['title']}  [{bug['state']}]")
+    output.say(f"{bug['key']}  {bug['title']}  [{bug['state']}]")
     for label, origin in (("proposed", bug["proposed"]), ("settled", bug["settled"])):
         if origin:
-            typer.echo(f"  {label}: {origin['commit'][:12]} in {origin['pull'] or '(no pull request)'}"
+            output.say(f"  {label}: {origin['commit'][:12]} in {origin['pull'] or '(no pull request)'}"
                        f"{'; ' + origin['built_with'] if origin['built_with'] else ''}")
     if bug["why"]:
-        typer.echo(f"  why: {bug['why']}")
+        output.say(f"  why: {bug['why']}")
     if bug["eval_proposal"]:
-        typer.echo(f"  proposed Eval task: {bug['eval_proposal']} (take it in with `assay approve {bug['eval_proposal']}`)")
+        output.say(f"  proposed Eval task: {bug['eval_proposal']} (take it in with `assay approve {bug['eval_proposal']}`)")

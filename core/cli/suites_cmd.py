@@ -31,18 +31,23 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
             return
         home = AssayHome.from_env()
         suites, problems = manifests.check_all(home, plugins.suite_kinds())
-        bad = sorted({p.file.parent.name if p.file.name == manifests.SUITE_FILE else p.file.parent.parent.name for p in problems})
+        by_name = {s.name: s for s in suites}
+        of: dict[str, list[manifests.Problem]] = {}
+        for p in problems:
+            of.setdefault(p.file.parent.name if p.file.name == manifests.SUITE_FILE else p.file.parent.parent.name, []).append(p)
+        # every suite is listed: one whose suite.toml is invalid too, with its problems (never left out)
+        rows = [{"name": name, "kind": s.kind if s else None, "tasks": [t.name for t in s.tasks] if s else [],
+                 "depends_on": list(s.depends_on) if s else [], "defaults": list(s.defaults) if s else [],
+                 "description": s.description if s else "", "valid": name not in of,
+                 **({"problems": [str(p) for p in of[name]]} if name in of else {})}
+                for name in manifests.list_suite_names(home) for s in [by_name.get(name)]]
         if json_:
-            emit_json([
-                {"name": s.name, "kind": s.kind, "tasks": [t.name for t in s.tasks],
-                 "depends_on": list(s.depends_on), "defaults": list(s.defaults),
-                 "description": s.description, "valid": s.name not in bad}
-                for s in suites
-            ])
+            emit_json(rows)
             return
         table(
             ["SUITE", "KIND", "TASKS", "DEPENDS ON", "STATE"],
-            [(s.name, s.kind, len(s.tasks), ", ".join(s.depends_on) or "-", "invalid" if s.name in bad else "ok") for s in suites],
+            [(r["name"], r["kind"] or "?", len(r["tasks"]), ", ".join(r["depends_on"]) or "-",
+              f"invalid: {len(r['problems'])} problem(s)" if not r["valid"] else "ok") for r in rows],
             empty=f"No Eval suites under {home.suites}. See docs/eval-tasks.md.",
         )
         if problems:

@@ -24,10 +24,11 @@ from assay.evaltasks.manifests import ManifestError
 from assay.hooks.loaded import Plugins
 from assay.scoring import origins, yours
 from assay.scoring.github import GitHub, GitHubError
-from assay.scoring.store import CRITERIA, ScoringStore
-from assay.storage import commands, cronjobs
+from assay.scoring.store import CRITERIA, KIND, ScoringStore
+from assay.storage import commands, cronjobs, formats
 from assay.storage.files import Locked
 from assay.storage.home import AssayHome
+from assay.storage.records import CommandRecord
 from assay.storage.userconfig import UserConfigError, scoring_config
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
@@ -123,6 +124,12 @@ class Console:
     async def scores(self, request: Request) -> Response:
         return self.page(request, "scores", views.scores(self.home))
 
+    async def scoring_runs(self, request: Request) -> Response:
+        return self.page(request, "scoring_runs", views.scoring_runs(self.home))
+
+    async def scoring_run(self, request: Request) -> Response:
+        return self._view(request, "scoring_run", views.scoring_run, request.path_params["id"])
+
     async def pull(self, request: Request) -> Response:
         return self._view(request, "pull", views.pull_scores, request.path_params["pull"])
 
@@ -149,12 +156,27 @@ class Console:
             exp = results.find(self.home, request.path_params["id"])
         except ValueError as e:
             return self.error(request, 404, str(e))
-        record = results.command_of(self.home, exp.id)
+        return self._stop(request, "experiment", exp.id, f"Experiment {exp.id}", f"/experiments/{quote(exp.id)}")
+
+    async def stop_command(self, request: Request) -> Response:
+        """``assay stop ID`` from the Inbox: any running Command (an Experiment, a Scoring run)."""
+        kind, id = request.path_params["kind"], request.path_params["id"]
+        return self._stop(request, kind, id, f"{kind.title()} {id}", "/")
+
+    def _stop(self, request: Request, kind: str, id: str, what: str, back: str) -> Response:
+        path = commands.record_path(self.home, kind, id)
+        record = formats.read(path, CommandRecord) if "/" not in kind + id and path.is_file() else None
         if record is None or not commands.runs(record):
-            return self.error(request, 409, f"Experiment {exp.id} is not running")
+            return self.error(request, 409, f"{what} is not running")
         if not commands.stop(record, STOP_WAIT):
-            return self.error(request, 504, f"Experiment {exp.id} did not stop within {STOP_WAIT:.0f}s")
-        return RedirectResponse(f"/experiments/{quote(exp.id)}", status_code=303)
+            return self.error(request, 504, f"{what} did not stop within {STOP_WAIT:.0f}s")
+        return RedirectResponse(back, status_code=303)
+
+    async def stop_scoring(self, request: Request) -> Response:
+        """``assay stop ID`` from the Scoring run's page: the session in flight is cut short, and what
+        the run didn't score waits for the next one."""
+        id = request.path_params["id"]
+        return self._stop(request, KIND, id, f"Scoring run {id}", f"/scoring-runs/{quote(id, safe='')}")
 
     async def proposals(self, request: Request) -> Response:
         return self.page(request, "proposals", views.proposals(self.home, self.plugins))
@@ -276,10 +298,14 @@ def make_app(home: AssayHome, plugins: Plugins, *, token: str | None = None, loo
         Route("/experiments", console.experiments),
         Route("/experiments/{id}", console.experiment),
         Route("/experiments/{id}/stop", console.stop, methods=["POST"]),
+        Route("/commands/{kind}/{id}/stop", console.stop_command, methods=["POST"]),
         Route("/experiments/{id}/recheck", console.recheck, methods=["POST"]),
         Route("/experiments/{id}/pairs/{pair}", console.pair),
         Route("/experiments/{id}/pairs/{pair}/review", console.review, methods=["POST"]),
         Route("/experiments/{id}/trials/{task:path}/{arm_index}/{attempt:int}", console.trial),
+        Route("/scoring-runs", console.scoring_runs),
+        Route("/scoring-runs/{id}", console.scoring_run),
+        Route("/scoring-runs/{id}/stop", console.stop_scoring, methods=["POST"]),
         Route("/scores", console.scores),
         Route("/scores/{pull:path}/mine", console.mine, methods=["POST"]),
         Route("/scores/{pull:path}", console.pull),

@@ -13,9 +13,9 @@ from assay.engine import results
 from assay.engine.folder import Slot
 from assay.evaltasks.proposals import list_proposals as proposal_list
 from assay.hooks.loaded import Plugins
-from assay.scoring import origins, yours
+from assay.scoring import origins, runs, yours
 from assay.scoring.store import ScoringStore
-from assay.storage import commands, files, formats
+from assay.storage import files, formats
 from assay.storage.home import AssayHome
 from assay.storage.untrusted import MIB, UntrustedFileError, read_text
 
@@ -29,12 +29,12 @@ class NotFound(LookupError):
 
 def inbox(home: AssayHome) -> dict[str, Any]:
     activity = files.read_lines(home.activity_log) if home.activity_log.exists() else []
-    return {**commands.inbox(home), "activity": activity[-ACTIVITY_SHOWN:][::-1]}
+    return {**results.inbox(home), "activity": activity[-ACTIVITY_SHOWN:][::-1]}
 
 
 def experiments(home: AssayHome) -> dict[str, Any]:
     rows, broken = results.listing(home)
-    return {"experiments": rows[::-1], "broken": broken}
+    return {"experiments": rows, "broken": broken}
 
 
 def experiment(home: AssayHome, ref: str) -> dict[str, Any]:
@@ -96,6 +96,17 @@ def proposals(home: AssayHome, plugins: Plugins) -> dict[str, Any]:
 
 def scores(home: AssayHome) -> dict[str, Any]:
     return yours.listing(ScoringStore(home))
+
+
+def scoring_runs(home: AssayHome) -> dict[str, Any]:
+    return {"scoring_runs": runs.listing(ScoringStore(home))}
+
+
+def scoring_run(home: AssayHome, id: str) -> dict[str, Any]:
+    try:
+        return runs.describe(ScoringStore(home), id)
+    except runs.UnknownRun as e:
+        raise NotFound(str(e)) from None
 
 
 def pull_scores(home: AssayHome, key: str) -> dict[str, Any]:

@@ -1,7 +1,7 @@
-"""What an Experiment with a Grader panel is expected to spend, shown before its first Trial.
+"""What an Experiment is expected to spend, shown before its first Trial (spec 1944 P2).
 
-Each Arm's sessions are its Trials, times the re-runs its earlier Experiments needed, and its cost
-the mean cost of those sessions: the history is keyed by what names the Arm's sessions (its
+Each Arm's sessions are its Trials, times the re-runs its earlier Experiments needed, and its cost,
+minutes and tokens the mean of those sessions': the history is keyed by what names the Arm's sessions (its
 Harness and Model, or its Custom runner and digest), never by its Factory commit. Each panel
 seat's sessions are two per pair still missing a call, priced by the frozen price table.
 """
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+
+import attrs
 
 from assay.engine.folder import ExperimentDir
 from assay.pairs.panel import ORDERS, call_file
@@ -24,9 +26,24 @@ def _key(arm: ArmSetup) -> tuple:
     return ("runner", arm.runner, arm.runner_digest) if arm.runner else ("harness", arm.harness, arm.model)
 
 
-def _history(home: AssayHome, skip: str) -> dict[tuple, tuple[int, int, list[float]]]:
-    """Per Arm key: Trials, sessions and the sessions' reported costs in earlier Experiments."""
-    out: dict[tuple, tuple[int, int, list[float]]] = {}
+@attrs.define
+class _Seen:
+    """One Arm key's earlier Trials and sessions, with what each session reported."""
+
+    trials: int = 0
+    sessions: int = 0
+    costs: list[float] = attrs.Factory(list)
+    minutes: list[float] = attrs.Factory(list)
+    tokens: list[int] = attrs.Factory(list)
+
+
+def _mean(values: list) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _history(home: AssayHome, skip: str) -> dict[tuple, _Seen]:
+    """Per Arm key: Trials, sessions and the sessions' reported costs, minutes and tokens in earlier Experiments."""
+    out: dict[tuple, _Seen] = {}
     for folder in sorted(home.experiments.iterdir()) if home.experiments.is_dir() else []:
         if folder.name == skip or not (folder / "setup.json").exists():
             continue
@@ -35,13 +52,14 @@ def _history(home: AssayHome, skip: str) -> dict[tuple, tuple[int, int, list[flo
         except (formats.FormatError, OSError):
             continue
         for arm in ARMS:
-            trials, sessions, costs = out.get(_key(setup.arm(arm)), (0, 0, []))
+            seen = out.setdefault(_key(setup.arm(arm)), _Seen())
             for slot in (folder / "trials").glob(f"*/{arm}-*"):
                 records = [_read(p) for p in slot.glob("attempt-*/trial.json")]
                 records = [r for r in records if r is not None]
-                trials, sessions = trials + bool(records), sessions + len(records)
-                costs += [r.cost_usd for r in records if r.cost_usd is not None]
-            out[_key(setup.arm(arm))] = (trials, sessions, costs)
+                seen.trials, seen.sessions = seen.trials + bool(records), seen.sessions + len(records)
+                seen.costs += [r.cost_usd for r in records if r.cost_usd is not None]
+                seen.minutes += [r.minutes for r in records]
+                seen.tokens += [sum(r.tokens.values()) for r in records if r.tokens]
     return out
 
 
@@ -58,11 +76,14 @@ def estimate(home: AssayHome, plan: Any) -> dict[str, Any]:
     planned = sum(t.trials for t in plan.setup.tasks)
     arms = {}
     for arm in ARMS:
-        trials, sessions, costs = history.get(_key(plan.setup.arm(arm)), (0, 0, []))
-        expected = round(planned * sessions / trials, 1) if trials else float(planned)
-        mean = sum(costs) / len(costs) if costs else None
-        arms[arm] = {"sessions": expected, "cost_usd": None if mean is None else round(expected * mean, 4),
-                     "history_trials": trials}
+        seen = history.get(_key(plan.setup.arm(arm)), _Seen())
+        expected = round(planned * seen.sessions / seen.trials, 1) if seen.trials else float(planned)
+        cost, minutes, tokens = (_mean(seen.costs), _mean(seen.minutes), _mean(seen.tokens))
+        arms[arm] = {"trials": planned, "sessions": expected,
+                     "cost_usd": None if cost is None else round(expected * cost, 4),
+                     "minutes": None if minutes is None else round(expected * minutes, 1),
+                     "tokens": None if tokens is None else round(expected * tokens),
+                     "history_trials": seen.trials}
     exp = ExperimentDir(home.experiments / plan.id)
     pairs = [(t.id, i) for t in plan.setup.tasks if plan.tasks[t.id].process_grading for i in range(t.trials)]
     families = grading_config(home.root).families

@@ -42,10 +42,11 @@ from assay.storage.records import (
 _ATTEMPT = re.compile(r"attempt-(\d+)")
 
 
-def experiment_id(baseline: ArmSetup, candidate: ArmSetup, suites: Sequence[str]) -> str:
-    """The same Arms and suites name the same Experiment."""
+def experiment_id(baseline: ArmSetup, candidate: ArmSetup, suites: Sequence[str], label: str | None = None) -> str:
+    """The same Arms, suites and label name the same Experiment (no label: the one they name alone)."""
     key = json.dumps(
-        {"baseline": baseline.identity(), "candidate": candidate.identity(), "suites": sorted(suites)},
+        {"baseline": baseline.identity(), "candidate": candidate.identity(), "suites": sorted(suites),
+         **({"label": label} if label else {})},
         sort_keys=True,
     )
     return "x" + hashlib.sha256(key.encode()).hexdigest()[:11]

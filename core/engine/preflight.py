@@ -57,6 +57,7 @@ def _refusal(arm: Arm, setup: ArmSetup, backend: SandboxBackend, why: str) -> st
     where = f"the '{backend.name}' sandbox"
     if setup.runner:
         return (f"the {arm.title()}'s runner '{setup.runner}' can't start in {where} ({why}): its manifest's "
-                f"command must name a program this machine has, outside any home folder")
+                f"command must name a program this machine has, outside any home folder, and files that exist "
+                f"(a [files] entry \"x/y.py\" = \"runner_dir\" is {{runner_dir}}/x/y.py)")
     return (f"the {arm.title()}'s Harness '{setup.harness}' ({setup.harness_path}) can't start in {where} "
             f"({why}): `assay harnesses check {setup.harness}` shows what the sandbox lacks")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
+import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -24,9 +25,10 @@ from assay.pairs.votes import Call
 from assay.storage import commands, formats
 from assay.storage.files import exclusive_lock
 from assay.storage.home import AssayHome
-from assay.storage.records import ARMS, Bar, CommandRecord, Look, Looks, Recheck, Setup
+from assay.storage.records import ARMS, Bar, CommandRecord, Look, Looks, Outcome, Recheck, Setup
 
 MEMORY_CAP_FINDING = 2  # memory-cap voids of one Arm that make a finding: it keeps hitting the cap
+BROKEN_SHARE = 0.75  # of an Arm's Trials (2 or more) failing the same way: the Arm is broken, not measured
 
 
 @attrs.frozen
@@ -53,18 +55,19 @@ class TaskResult:
     complete: bool = True
     baseline_wrong: int = 0
     candidate_wrong: int = 0
+    waits_on: str = ""  # while not complete: "people" (only readers' calls are missing) or "grading"
 
 
 @attrs.frozen
 class ExperimentVerdict:
     """``verdict.json``: the Experiment's Verdict, and the group Verdicts it came from.
 
-    ``final`` is false while a Score is pending or a listed Score (borderline, or decisive: its
-    flip would change the Verdict) still waits for a person's recheck.
+    ``final`` is :func:`waits`'s answer: false while the Verdict waits on anything (a listed
+    Score's recheck, a pending Score, a missing panel call, a counted reader's review).
     """
 
-    FORMAT: ClassVar[int] = 4
-    UPGRADES: ClassVar[dict] = {1: lambda d: {**d, "final": True}, 2: dict, 3: dict}
+    FORMAT: ClassVar[int] = 5
+    UPGRADES: ClassVar[dict] = {1: lambda d: {**d, "final": True}, 2: dict, 3: dict, 4: dict}
 
     verdict: str
     interval: tuple[float, float] | None
@@ -82,6 +85,8 @@ class ExperimentVerdict:
     panel_missing: tuple[str, ...] = ()  # pairs whose panel calls are not all saved: run again to ask
     people: Mapping[str, Any] = attrs.field(factory=dict)  # people's queues, calls and agreement
     waiting_on_people: tuple[str, ...] = ()  # pairs (and readers) still to call
+    pending_on_people: tuple[str, ...] = ()  # of ``pending``: the tasks that wait only on people's calls
+    broken_arms: tuple[Mapping[str, Any], ...] = ()  # Arms most of whose Trials failed the same way (:func:`broken_arms`)
     why: str = ""  # why the Verdict is inconclusive when no group says so (people-panel agreement)
 
 
@@ -210,11 +215,12 @@ def _task_results(j: Judgements, flip: Slot | None = None) -> list[TaskResult]:
 def _result(j: Judgements, task: str, name: str, indexes: Sequence[int], flip: Slot | None) -> TaskResult:
     passes = {arm: 0 for arm in ARMS}
     wrong = {arm: 0 for arm in ARMS}
-    dropped, complete = task in j.dropped, True
+    dropped, complete, waits = task in j.dropped, True, set()
     for slot in (Slot(task, arm, i) for i in indexes for arm in ARMS):
         judgement = j.judged.get(slot)
         if judgement is None or judgement.pending:
             complete = False
+            waits.add("people" if judgement is not None and judgement.pending == WAITING_ON_PEOPLE else "grading")
             continue
         passes[slot.arm] += judgement.passed != (slot == flip)
         wrong[slot.arm] += judgement.wrong_finding
@@ -223,6 +229,7 @@ def _result(j: Judgements, task: str, name: str, indexes: Sequence[int], flip: S
         task=name, trials=len(indexes), dropped=dropped, complete=complete or dropped,
         baseline=passes["baseline"] if counted else None, candidate=passes["candidate"] if counted else None,
         baseline_wrong=wrong["baseline"], candidate_wrong=wrong["candidate"],
+        waits_on="" if complete or dropped else "grading" if "grading" in waits else "people",
     )
 
 
@@ -263,7 +270,7 @@ def experiment_verdict(
     judgements = Judgements.read(exp, setup, bar, families)
     looks = exp.looks()
     results = _task_results(judgements)
-    groups = _groups(results, bar, looks)
+    groups = [_provisional(g, results) for g in _groups(results, bar, looks)]
     overall = combine(groups)
     reviewed = {t.id for t in setup.tasks if t.kind in wrong_finding_kinds}
     wrong = _groups([r for r in results if r.task in reviewed], bar, looks, wrong=True) if reviewed else []
@@ -274,12 +281,59 @@ def experiment_verdict(
     missing = tuple(p.pair for p in decisions.panels if p.missing)
     if decisions.inconclusive_because:
         overall = attrs.evolve(overall, verdict="inconclusive")
-    return attrs.evolve(
+    result = attrs.evolve(
         overall, wrong_findings=tuple(wrong), pending=pending, recheck=tuple(listed),
-        final=not pending and not missing and all(item["rechecked"] for item in listed),
         panel=tuple(_panel_report(p, bar.panel == "counted") for p in decisions.panels), panel_missing=missing,
         people=decisions.people, waiting_on_people=decisions.waiting, why=decisions.inconclusive_because,
+        pending_on_people=tuple(r.task for r in results if r.waits_on == "people"),
+        broken_arms=tuple(broken_arms(exp, setup, bar)),
     )
+    return attrs.evolve(result, final=not any(w.blocks for w in waits(attrs.asdict(result, recurse=False), exp.id)))
+
+
+def broken_arms(exp: ExperimentDir, setup: Setup, bar: Bar) -> list[dict[str, Any]]:
+    """Each Arm whose Trials (2 or more) failed the same way at least :data:`BROKEN_SHARE` of the
+    time — a runner's wrong path, a missing login: its Verdict measures the breakage, not the Arm.
+    The cause shown is the first such Trial's own (its void cause, else its diagnostic's first line)."""
+    out = []
+    for arm in ARMS:
+        last = [state.last for slot in exp.slots(setup.tasks) if slot.arm == arm
+                and (state := exp.slot_state(slot, bar)).last is not None]
+        causes: dict[str, list[Any]] = {}
+        for record in last:
+            if record.outcome is not Outcome.DELIVERED:
+                causes.setdefault(_cause_key(record), []).append(record)
+        if not causes or len(last) < 2:
+            continue
+        same = max(causes.values(), key=len)
+        if len(same) >= BROKEN_SHARE * len(last):
+            first = same[0]
+            out.append({"arm": arm, "failed": len(same), "trials": len(last), "outcome": first.outcome.value,
+                        "cause": _cause(first), "trial": f"{first.task}:{first.arm}-{first.index}"})
+    return out
+
+
+def _cause(record: Any) -> str:
+    said = record.diagnostic.strip().split("\n")[0][:300] if record.diagnostic.strip() else ""
+    void = f"void: {record.void_cause.value}" if record.void_cause else record.outcome.value
+    return f"{void}: {said}" if said else void
+
+
+def _cause_key(record: Any) -> str:
+    """Two Trials fail "the same way" when their causes differ only in numbers and paths."""
+    return re.sub(r"\d+", "N", re.sub(r"(/[^\s/:'\"]+)+", "/…", _cause(record)))
+
+
+def _provisional(group: Any, results: Sequence[TaskResult]) -> Any:
+    """A group Verdict whose tasks still wait (for Scores, for people's calls) counts them as not
+    run, not as void: its reason says so instead of blaming void Trials."""
+    waiting = [r for r in results if r.waits_on and r.task in group.dropped]
+    if not waiting:
+        return group
+    on = "people's reviews" if all(r.waits_on == "people" for r in waiting) else "their Scores"
+    return attrs.evolve(group, reason=(
+        f"Provisional: {len(waiting)} of {group.tasks} Eval tasks wait on {on} and are not counted yet. "
+        + (group.reason if len(waiting) < len(group.dropped) or group.reason.startswith("The ") else "")).strip())
 
 
 def record_verdict(exp: ExperimentDir, result: ExperimentVerdict) -> None:
@@ -323,20 +377,82 @@ def read_verdict(exp: ExperimentDir) -> dict[str, Any] | None:
     """``verdict.json`` as plain data (its format checked), or None before there is one."""
     if not exp.verdict_file.exists():
         return None
-    return {k: v for k, v in formats.unstructure(formats.read(exp.verdict_file, ExperimentVerdict)).items()
+    data = {k: v for k, v in formats.unstructure(formats.read(exp.verdict_file, ExperimentVerdict)).items()
             if k != "format"}
+    return {**data, **finality(data, exp.id)}
 
 
-def waiting_text(result: ExperimentVerdict) -> str:
-    """What a person must still do before the Verdict is final ("" when it is)."""
-    waiting = [item["trial"] for item in result.recheck if not item["rechecked"]]
-    parts = ([f"recheck {', '.join(waiting)}"] if waiting else []) + (
-        [f"Scores pending for {', '.join(result.pending)}"] if result.pending else []) + (
-        [f"Grader panel calls missing for {', '.join(result.panel_missing)} (run again to ask)"]
-        if result.panel_missing else []) + (
-        [f"waiting on people: {', '.join(result.waiting_on_people)} (assay review ID PAIR)"]
-        if result.waiting_on_people else [])
-    return "; ".join(parts)
+@attrs.frozen
+class Wait:
+    """One thing a Verdict waits on before it is final: what, which items, and the command that does it.
+
+    ``blocks`` is false for what is only reported (people's reviews while people are beside)."""
+
+    on: str  # "recheck" | "people" | "grading" | "panel"
+    items: tuple[str, ...]
+    command: str
+    blocks: bool = True
+
+    def text(self) -> str:
+        items = ", ".join(self.items)
+        return {
+            "recheck": f"waits on your recheck of {items}: {self.command}",
+            "people": f"waits on people's reviews of {items}: {self.command}",
+            "people-beside": f"people's reviews still open (reported, not counted): {items}: {self.command}",
+            "grading": f"waits on Scores still pending for {items}: {self.command}",
+            "panel": f"waits on the Grader panel's missing calls for {items}: {self.command}",
+        }[self.on if self.blocks or self.on != "people" else "people-beside"]
+
+
+RUN_AGAIN = "run the command that started it again (it asks again; no Trial runs again)"
+
+
+def waits(verdict: Mapping[str, Any], exp_id: str) -> list[Wait]:
+    """Everything a Verdict waits on, read from its fields (``verdict.json`` as data, or the record's
+    own fields): the one definition of "final" (nothing blocking) that every surface reads."""
+    out = []
+    recheck = [item["trial"] for item in verdict.get("recheck", ()) if not item["rechecked"]]
+    if recheck:
+        out.append(Wait("recheck", tuple(recheck),
+                        f"assay recheck {exp_id} {recheck[0]} --pass|--fail --why '…'" + (" (each in turn)" if len(recheck) > 1 else "")))
+    people = verdict.get("waiting_on_people") or ()
+    if people:
+        pair, _, readers = people[0].partition(" (")
+        reader = readers.rstrip(")").split(", ")[0]
+        counted = bool((verdict.get("people") or {}).get("counted"))
+        out.append(Wait("people", tuple(people), f"assay experiments {exp_id} --pair {pair} --reader {reader}, then "
+                        f"assay review {exp_id} {pair} --reader {reader} --merge A=yes|no,B=yes|no", blocks=counted))
+    on_people = set(verdict.get("pending_on_people") or ())
+    grading = [task for task in verdict.get("pending", ()) if task not in on_people]
+    if grading:
+        out.append(Wait("grading", tuple(grading), RUN_AGAIN))
+    if verdict.get("panel_missing"):
+        out.append(Wait("panel", tuple(verdict["panel_missing"]), RUN_AGAIN))
+    return out
+
+
+def finality(verdict: Mapping[str, Any], exp_id: str) -> dict[str, Any]:
+    """``final`` and ``waiting`` as every ``--json``, the Inbox and the Console show them."""
+    found = waits(verdict, exp_id)
+    return {"final": not any(w.blocks for w in found),
+            "waiting": [{**attrs.asdict(w), "text": w.text()} for w in found]}
+
+
+def summary(result: ExperimentVerdict) -> str:
+    """The Verdict in the Inbox's one line; a broken Arm, then a Verdict that isn't final, says so first."""
+    text = f"Verdict {result.verdict}" if result.final else f"Provisional Verdict {result.verdict} (not final)"
+    for broken in result.broken_arms:
+        text = f"Broken {broken['arm'].title()} ({broken['failed']}/{broken['trials']} Trials: {broken['cause'][:80]}); " + text
+    if result.look > 1:
+        text += f" at look {result.look}"
+    if result.interval is not None:
+        text += f", interval [{result.interval[0]:+.3f}, {result.interval[1]:+.3f}]"
+    return text
+
+
+def waiting_text(result: ExperimentVerdict, exp_id: str) -> str:
+    """What the Verdict still waits on, one clause per kind ("" when nothing)."""
+    return "; ".join(w.text() for w in waits(attrs.asdict(result, recurse=False), exp_id))
 
 
 def _signature(results: Sequence[TaskResult], ordered: bool) -> tuple:
@@ -429,6 +545,7 @@ def describe(exp: ExperimentDir, command: Any | None,
         "suites": list(setup.suites),
         "sandbox": setup.sandbox,
         "created_at": setup.created_at.isoformat(),
+        "label": setup.label,
         "release": formats.unstructure(setup.release) if setup.release else None,
         "tasks": [attrs.asdict(r) for r in task_results(exp, setup, bar, families)],
         "trials": trials,
@@ -481,8 +598,8 @@ def command_of(home: AssayHome, id: str) -> CommandRecord | None:
 
 
 def listing(home: AssayHome) -> tuple[list[dict[str, Any]], list[str]]:
-    """Every Experiment as ``assay experiments --json`` lists it, and a line for each that can't be
-    read (one broken Experiment hides none of the others)."""
+    """Every Experiment as ``assay experiments --json`` lists it, newest first, and a line for each
+    that can't be read (one broken Experiment hides none of the others)."""
     rows, broken = [], []
     for path in sorted(home.experiments.glob("*/setup.json")) if home.experiments.is_dir() else []:
         exp = ExperimentDir(path.parent)
@@ -497,10 +614,34 @@ def listing(home: AssayHome) -> tuple[list[dict[str, Any]], list[str]]:
             "outcome": command.outcome if command else None,
             "baseline": setup.baseline.label(), "candidate": setup.candidate.label(),
             "suites": list(setup.suites), "tasks": len(setup.tasks), "created_at": setup.created_at.isoformat(),
+            "label": setup.label,
             "verdict": {"verdict": verdict["verdict"], "interval": verdict["interval"]} if verdict else None,
+            "final": verdict["final"] if verdict else None,
+            "waiting": verdict["waiting"] if verdict else [],
             "release": formats.unstructure(setup.release) if setup.release else None,
         })
+    rows.sort(key=lambda r: r["created_at"], reverse=True)
     return rows, broken
+
+
+def inbox(home: AssayHome) -> dict[str, list[dict[str, Any]]]:
+    """The Inbox as ``assay inbox --json`` and the Console show it: each finished Experiment's row
+    says whether its Verdict is final and what it waits on (:func:`finality`, as ``verdict.json``
+    says now), and one that isn't final needs you."""
+    box = commands.inbox(home)
+    needs, done = [], []
+    for needed, row in [(True, r) for r in box["needs_you"]] + [(False, r) for r in box["done"]]:
+        verdict = None
+        if row["kind"] == "experiment" and row["state"] == "done":
+            try:
+                verdict = read_verdict(ExperimentDir(home.experiments / row["id"]))
+            except (formats.FormatError, OSError):
+                pass
+        row = {**row, "final": verdict["final"] if verdict else None, "waiting": verdict["waiting"] if verdict else []}
+        row["broken_arms"] = verdict.get("broken_arms", []) if verdict else []
+        (needs if needed or row["final"] is False or row["broken_arms"] else done).append(row)
+    needs.sort(key=lambda r: r["started_at"], reverse=True)
+    return {"running": box["running"], "needs_you": needs, "done": done}
 
 
 def publish(home: AssayHome, exp: ExperimentDir, wrong_kinds: Collection[str],
@@ -512,7 +653,7 @@ def publish(home: AssayHome, exp: ExperimentDir, wrong_kinds: Collection[str],
     command = command_of(home, exp.id)
     if command is not None and command.state == "done":
         formats.write(commands.record_path(home, "experiment", exp.id), attrs.evolve(
-            command, outcome=result.verdict, summary=f"Verdict {result.verdict}", waiting=waiting_text(result)))
+            command, outcome=result.verdict, summary=summary(result), waiting=waiting_text(result, exp.id)))
     return result
 
 

@@ -43,6 +43,11 @@ class PlanError(ValueError):
     """Bad input, refused before any Trial (exit code 2)."""
 
 
+class Refused(PlanError):
+    """The Experiment these Arms name already ran with another Bar or other Eval tasks: it stands as
+    it is; ``--new`` or ``--label`` starts a fresh one beside it."""
+
+
 class AlreadyRunning(PlanError):
     """The Experiment is running in another process (``assay release-check`` waits for it)."""
 
@@ -304,6 +309,24 @@ def _backend(plugins: Plugins, name: str | None, fallback: bool) -> SandboxBacke
     raise PlanError(f"bwrap can't run here ({reason}); pass --sandbox none to run Trials without a sandbox")
 
 
+def labelled(plan: Plan, label: str) -> Plan:
+    """The plan of the Experiment started afresh beside the one its Arms and suites name: ``label``
+    is part of its identity (``--label``), so the same command with the same label resumes it."""
+    if not label.strip() or any(c in label for c in "/\\") or not label.isprintable():
+        raise PlanError(f"--label {label!r}: expected a short name (no slash, no control character)")
+    setup = plan.setup
+    return attrs.evolve(plan, setup=attrs.evolve(
+        setup, label=label, id=experiment_id(setup.baseline, setup.candidate, setup.suites, label)))
+
+
+def free_label(home: AssayHome, plan: Plan) -> str:
+    """The first of "2", "3", … that names no Experiment yet beside this plan's (``--new``)."""
+    n = 2
+    while (home.experiments / labelled(plan, str(n)).id).exists():
+        n += 1
+    return str(n)
+
+
 def record(exp: ExperimentDir, plan: Plan) -> Setup:
     """Write the Setup and the Bar before the first Trial; after it, refuse a changed Bar or task list.
 
@@ -317,7 +340,7 @@ def record(exp: ExperimentDir, plan: Plan) -> Setup:
     recorded = exp.setup()  # with every look's added tasks, which the plan of the first look lacks
     differences = bar_differences(exp.bar(), plan.bar)
     if differences:
-        raise PlanError(
+        raise Refused(
             f"Experiment {plan.id}: the Bar was recorded before its first Trial and can't change "
             f"({'; '.join(differences)})"
         )
@@ -325,10 +348,8 @@ def record(exp: ExperimentDir, plan: Plan) -> Setup:
     added = tuple(t for look in exp.looks()[1:] for t in look.added if t.id not in planned)
     changed = task_changes(recorded.tasks, (*plan.setup.tasks, *added))
     if changed:
-        raise PlanError(
-            f"Experiment {plan.id}: its Eval tasks changed since its first Trial ({'; '.join(changed)}); "
-            f"the same Arms and suites name the same Experiment, so to start a fresh one run "
-            f"`mv {exp.path} {exp.path}.old` and then this command again"
+        raise Refused(
+            f"Experiment {plan.id}: its Eval tasks changed since its first Trial ({'; '.join(changed)})"
         )
     if recorded.sandbox != plan.setup.sandbox:
         raise PlanError(
@@ -403,7 +424,8 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
                 command.log("Stop received (SIGINT) before the run could take it: cutting work short")
                 outcome = "stopped"
             state = {"paused": "paused", "stopped": "stopped"}.get(outcome, "done")
-            waiting = results.waiting_text(formats.read(exp.verdict_file, results.ExperimentVerdict)) if state == "done" else ""
+            waiting = results.waiting_text(formats.read(exp.verdict_file, results.ExperimentVerdict), exp.id) \
+                if state == "done" else ""
             command.finish(state, outcome, _summary(exp, outcome), waiting)
             return exp, outcome
     except Locked:
@@ -486,12 +508,7 @@ def _prompts(plugins: Plugins, plan: Plan, runtime: ArmRuntime) -> dict[str, str
 def _summary(exp: ExperimentDir, outcome: str) -> str:
     if outcome in ("paused", "stopped"):
         return f"{outcome}; run the same command again to resume"
-    result = formats.read(exp.verdict_file, results.ExperimentVerdict)
-    if result.interval is None:
-        return f"Verdict {result.verdict}"
-    lo, hi = result.interval
-    look = f" at look {result.look}" if result.look > 1 else ""
-    return f"Verdict {result.verdict}{look}, interval [{lo:+.3f}, {hi:+.3f}]"
+    return results.summary(formats.read(exp.verdict_file, results.ExperimentVerdict))
 
 
 def prepare_arms(home: AssayHome, plan: Plan) -> dict[str, dict]:

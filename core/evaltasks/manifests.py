@@ -7,6 +7,7 @@ first, so ``assay suites check`` can report a whole tree in one run.
 from __future__ import annotations
 
 import hashlib
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,6 +18,52 @@ from assay.evaltasks import timesafe
 from assay.hooks.protocols import SuiteKind
 from assay.storage.home import AssayHome
 from assay.storage.records import EvalTask, Suite
+from assay.storage.tomltypes import type_problems
+
+@attrs.frozen
+class SuiteFields:
+    """The types of ``suite.toml``'s fields (what each means: docs/eval-tasks.md)."""
+
+    kind: str = ""
+    depends_on: list[str] = attrs.Factory(list)
+    defaults: list[str] = attrs.Factory(list)
+    description: str = ""
+
+
+@attrs.frozen
+class TaskFields:
+    """The types of ``task.toml``'s own fields; ``criteria`` and ``process_grading`` have theirs below."""
+
+    repository: str | None = None
+    base: str | None = None
+    change: str | None = None
+    inputs: dict[str, str] = attrs.Factory(dict)
+    criteria: dict[str, Any] = attrs.Factory(dict)
+    description: str = ""
+    process_grading: dict[str, Any] | None = None
+
+
+@attrs.frozen
+class Finding:
+    text: str
+    real: bool
+
+
+@attrs.frozen
+class CriteriaFields:
+    """The criteria every kind shares the meaning of (kinds may add others, of any type)."""
+
+    test_command: list[str] | None = None
+    new_tests: list[str] | None = None
+    catch: str | None = None
+    findings: list[Finding] | None = None
+
+
+@attrs.frozen
+class ProcessGradingFields:
+    new_tests: list[str] | None = None
+    command: list[str] | None = None
+
 
 SUITE_FILE = "suite.toml"
 TASK_FILE = "task.toml"
@@ -40,7 +87,7 @@ class ManifestError(ValueError):
 
     def __init__(self, problems: list[Problem]):
         self.problems = problems
-        super().__init__("; ".join(map(str, problems)))
+        super().__init__("\n".join(map(str, problems)))  # one problem a line
 
 
 def repository_commit(task: EvalTask, kind: SuiteKind) -> str:
@@ -58,12 +105,12 @@ def _read_toml(path: Path, problems: list[Problem]) -> dict[str, Any] | None:
     return None
 
 
-def _str_list(data: Mapping[str, Any], key: str, path: Path, problems: list[Problem], field: str) -> tuple[str, ...]:
-    value = data.get(key, [])
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        problems.append(Problem(path, field, "expected a list of strings"))
-        return ()
-    return tuple(value)
+def _typed(data: Mapping[str, Any], fields: type, path: Path, problems: list[Problem], prefix: str = "") -> dict[str, Any]:
+    """``data`` less every field of the wrong type, each of those reported as a problem of its own."""
+    wrong = type_problems(data, fields, prefix)
+    problems += [Problem(path, field, message) for field, message in wrong]
+    bad = {re.split(r"[.\[]", field.removeprefix(prefix), maxsplit=1)[0] for field, _ in wrong}
+    return {k: v for k, v in data.items() if k not in bad}
 
 
 def _unknown_keys(data: Mapping[str, Any], allowed: set[str], path: Path, problems: list[Problem], prefix: str = "") -> None:
@@ -79,23 +126,21 @@ def read_suite_manifest(folder: Path, kinds: Mapping[str, SuiteKind], problems: 
         return None
     before = len(problems)
     _unknown_keys(data, {"kind", "depends_on", "defaults", "description"}, path, problems)
+    known = ", ".join(sorted(kinds)) or "none installed"
+    if "kind" not in data:
+        problems.append(Problem(path, "kind", f"required: a string, one of: {known}"))
+    data = _typed(data, SuiteFields, path, problems)
     kind = data.get("kind")
-    if not isinstance(kind, str):
-        problems.append(Problem(path, "kind", f"expected a string, one of: {', '.join(sorted(kinds)) or 'none installed'}"))
-    elif kind not in kinds:
-        problems.append(Problem(path, "kind", f"unknown suite kind '{kind}' (known: {', '.join(sorted(kinds)) or 'none installed'})"))
+    if kind is not None and kind not in kinds:
+        problems.append(Problem(path, "kind", f"unknown suite kind '{kind}' (known: {known})"))
     if kind not in kinds:
         kind = None
-    depends_on = _str_list(data, "depends_on", path, problems, "depends_on")
-    defaults = _str_list(data, "defaults", path, problems, "defaults")
+    defaults = tuple(data.get("defaults", ()))
     for d in defaults:
         if d not in ARM_DEFAULTS:
             problems.append(Problem(path, "defaults", f"unknown default '{d}' (expected: {', '.join(ARM_DEFAULTS)})"))
-    description = data.get("description", "")
-    if not isinstance(description, str):
-        problems.append(Problem(path, "description", "expected a string"))
-    return {"kind": kind, "depends_on": depends_on, "defaults": defaults, "description": description,
-            "valid": len(problems) == before}
+    return {"kind": kind, "depends_on": tuple(data.get("depends_on", ())), "defaults": defaults,
+            "description": data.get("description", ""), "valid": len(problems) == before}
 
 
 def read_task(suite: str, kind: SuiteKind | None, folder: Path, problems: list[Problem]) -> EvalTask | None:
@@ -108,16 +153,17 @@ def read_task(suite: str, kind: SuiteKind | None, folder: Path, problems: list[P
     before = len(problems)
     _unknown_keys(data, {"repository", "base", "change", "inputs", "criteria", "description", "process_grading"},
                   path, problems)
-    fields: dict[str, str | None] = {}
-    for key in ("repository", "base", "change"):
-        value = data.get(key)
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            problems.append(Problem(path, key, "expected a non-empty string"))
-            value = None
-        fields[key] = value
     for key in ("repository", "base"):
         if key not in data:
             problems.append(Problem(path, key, "required"))
+    typed = _typed(data, TaskFields, path, problems)
+    fields: dict[str, str | None] = {}
+    for key in ("repository", "base", "change"):
+        value = typed.get(key)
+        if value is not None and not value.strip():
+            problems.append(Problem(path, key, "expected a non-empty string"))
+            value = None
+        fields[key] = value
     if kind and kind.needs_change and "change" not in data:
         problems.append(Problem(path, "change", f"required for {kind.name} tasks (the change under review)"))
     repository = fields["repository"]
@@ -133,33 +179,24 @@ def read_task(suite: str, kind: SuiteKind | None, folder: Path, problems: list[P
             fields[key] = _commit(repository, fields[key], key, path, problems)
 
     inputs: dict[str, Path] = {}
-    raw_inputs = data.get("inputs", {})
-    if not isinstance(raw_inputs, dict):
-        problems.append(Problem(path, "inputs", "expected a table of name = file"))
-        raw_inputs = {}
+    raw_inputs = typed.get("inputs", {})
     for name, rel in raw_inputs.items():
-        if not isinstance(rel, str):
-            problems.append(Problem(path, f"inputs.{name}", "expected a file name (string)"))
-            continue
         file = (folder / rel).resolve()
         if not file.is_relative_to(folder.resolve()):
             problems.append(Problem(path, f"inputs.{name}", "must be a file inside the task folder"))
         elif not file.is_file():
             problems.append(Problem(path, f"inputs.{name}", f"no such file: {file}"))
         inputs[name] = file
-    for name in kind.required_inputs if kind else ():
+    for name in kind.required_inputs if kind and ("inputs" in typed or "inputs" not in data) else ():
         if name not in raw_inputs:
             problems.append(Problem(path, f"inputs.{name}", f"required for {kind.name} tasks"))
 
-    criteria = data.get("criteria", {})
-    if not isinstance(criteria, dict):
-        problems.append(Problem(path, "criteria", "expected a table"))
-        criteria = {}
-    _check_criteria(criteria, path, problems)
-    for name in kind.required_criteria if kind else ():
+    criteria = typed.get("criteria", {})
+    _check_criteria(_typed(criteria, CriteriaFields, path, problems, "criteria."), path, problems)
+    for name in kind.required_criteria if kind and ("criteria" in typed or "criteria" not in data) else ():
         if name not in criteria:
             problems.append(Problem(path, f"criteria.{name}", f"required for {kind.name} tasks"))
-    process_grading = _process_grading(data, kind, path, problems)
+    process_grading = _process_grading(typed, kind, path, problems)
     if len(problems) > before or kind is None or repository is None or fields["base"] is None:
         return None
     return EvalTask(
@@ -176,18 +213,16 @@ def _process_grading(data: Mapping[str, Any], kind: SuiteKind | None, path: Path
     table = data.get("process_grading")
     if table is None:
         return {}
-    if not isinstance(table, dict):
-        problems.append(Problem(path, "process_grading", "expected a table"))
-        return {}
     if kind is not None and kind.name != "process":
         problems.append(Problem(path, "process_grading", "only process tasks are graded in pairs"))
     _unknown_keys(table, {"new_tests", "command"}, path, problems, "process_grading.")
+    table = _typed(table, ProcessGradingFields, path, problems, "process_grading.")
     patterns = table.get("new_tests")
-    if not (isinstance(patterns, list) and patterns and all(isinstance(p, str) and p for p in patterns)):
+    if not (patterns and all(patterns)):
         problems.append(Problem(path, "process_grading.new_tests", "expected a non-empty list of globs"))
         patterns = []
     command = table.get("command")
-    if not (isinstance(command, list) and command and all(isinstance(a, str) and a for a in command)):
+    if not (command and all(command)):
         problems.append(Problem(path, "process_grading.command", "expected a non-empty argv list of strings"))
     elif not any("{file}" in a for a in command):
         problems.append(Problem(path, "process_grading.command", "must name the test file as {file}"))
@@ -215,23 +250,9 @@ def inputs_digest(task: EvalTask) -> str:
 
 
 def _check_criteria(criteria: Mapping[str, Any], path: Path, problems: list[Problem]) -> None:
-    """Type-check the criteria every kind shares the meaning of; kinds may add others."""
-    if "test_command" in criteria:
-        tc = criteria["test_command"]
-        if not isinstance(tc, list) or not tc or not all(isinstance(a, str) for a in tc):
-            problems.append(Problem(path, "criteria.test_command", "expected a non-empty argv list of strings"))
-    if "new_tests" in criteria:
-        _str_list(criteria, "new_tests", path, problems, "criteria.new_tests")
-    if "catch" in criteria and not isinstance(criteria["catch"], str):
-        problems.append(Problem(path, "criteria.catch", "expected a string"))
-    if "findings" in criteria:
-        findings = criteria["findings"]
-        if not isinstance(findings, list):
-            problems.append(Problem(path, "criteria.findings", "expected a list of { text, real } tables"))
-        else:
-            for i, f in enumerate(findings):
-                if not (isinstance(f, dict) and isinstance(f.get("text"), str) and isinstance(f.get("real"), bool)):
-                    problems.append(Problem(path, f"criteria.findings[{i}]", "expected { text = \"…\", real = true|false }"))
+    """What the types (:class:`CriteriaFields`, checked already) can't say about the shared criteria."""
+    if "test_command" in criteria and not criteria["test_command"]:
+        problems.append(Problem(path, "criteria.test_command", "expected a non-empty argv list of strings"))
 
 
 def load_suite(home: AssayHome, name: str, kinds: Mapping[str, SuiteKind]) -> Suite:

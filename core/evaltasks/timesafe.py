@@ -13,6 +13,8 @@ See docs/timesafe.md.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
+import functools
 import hashlib
 import os
 import re
@@ -20,11 +22,13 @@ import stat
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import IO
 
 import attrs
 from assay.storage.files import Locked, exclusive_lock, remove_tree
+from assay.storage.git import IDENTITY
 from assay.storage.home import AssayHome
 
 
@@ -371,6 +375,102 @@ def _write_ref(gitdir: Path, name: str, commit: str) -> None:
     path.write_text(f"{commit}\n")
 
 
+# --- a blind copy ---------------------------------------------------------------------------------
+
+
+def blind_copy(cached: CachedRepo, dest: Path, base: str | None, scrub: Callable[[str], str], *,
+               message: str, when: dt.datetime) -> tuple[str | None, str]:
+    """A sealed, time-safe repository at ``dest`` that names nothing of who made it: the history
+    of ``base`` (an ancestor of ``cached.base``; None for none) with every commit message and
+    identity passed through ``scrub``, and on top one commit of ``cached.base``'s tree, by assay,
+    at ``when``, with ``message``. Returns the new base (None without one) and the new head.
+
+    Files are never changed: ``git fast-export --no-data`` gives the history without its blobs,
+    whose messages and ``author``/``committer`` lines are scrubbed on the way to ``git
+    fast-import``; the result is then filled and verified as a cache is, so its object store holds
+    exactly the new head's ancestry, and nothing of the original commits or of a later one.
+    """
+    dest = dest.absolute()
+    if dest.exists():
+        raise DestinationNotEmpty(f"{dest} exists; a blind copy needs a fresh folder")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".blind-", dir=dest.parent) as tmp:
+        scratch = Path(tmp)
+        _git(scratch, "init", "--bare", "--quiet", "--template=")
+        (scratch / "objects" / "info" / "alternates").write_text(
+            _git(cached.path, "rev-parse", "--path-format=absolute", "--git-path", "objects"))
+        new_base = _import_blind(cached.path, scratch, base, scrub) if base else None
+        stamp = f"@{int(when.timestamp())} +0000"
+        env = {**IDENTITY, "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
+        tree = _git(scratch, "rev-parse", f"{cached.base}^{{tree}}").strip()
+        head = _run(scratch, "git", "commit-tree", tree, *(("-p", new_base) if new_base else ()), "-m", message,
+                    extra_env=env).strip()
+        try:
+            _write_git_dir(dest / ".git", branch=_CACHE_BRANCH, commit=head, config=_WORK_CONFIG)
+            _fill_and_verify(scratch, head, dest)
+            _seal(dest)
+        except BaseException:
+            remove_tree(dest)
+            raise
+    return new_base, head
+
+
+def _import_blind(source: Path, scratch: Path, base: str, scrub: Callable[[str], str]) -> str:
+    """``base``'s history from ``source`` into ``scratch`` as branch main, scrubbed; its new id."""
+    signed = ("--signed-commits=strip",) if _knows_signed_commits() else ()
+    with subprocess.Popen(["git", "fast-export", "--no-data", "--reencode=yes", "--signed-tags=strip", *signed,
+                           base], cwd=source, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
+                          process_group=0) as export, \
+            subprocess.Popen(["git", "fast-import", "--quiet"], cwd=scratch, stdin=subprocess.PIPE,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(), process_group=0) as load:
+        assert export.stdout is not None and load.stdin is not None
+        try:
+            _scrub_stream(export.stdout, load.stdin, scrub)
+        except BaseException:
+            export.kill()
+            load.kill()
+            raise
+        finally:
+            load.stdin.close()
+        for proc, name in ((export, "fast-export"), (load, "fast-import")):
+            if proc.wait():
+                assert proc.stderr is not None
+                raise _failed(["git", name], proc.returncode, proc.stderr.read().decode(errors="replace"))
+    return _git(scratch, "rev-parse", f"refs/heads/{_CACHE_BRANCH}").strip()
+
+
+_IDENT = re.compile(rb"(author|committer|tagger) (.*?) ?<([^<>\n]*)> (\d+ [+-]\d{4})\n")
+
+
+def _scrub_stream(src: IO[bytes], dst: IO[bytes], scrub: Callable[[str], str]) -> None:
+    """Copy a fast-export stream, every message and identity scrubbed, every ref renamed main,
+    signatures dropped; everything else (marks, parents, file changes) as it is."""
+    def text(raw: bytes) -> bytes:
+        return scrub(raw.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+
+    for line in iter(src.readline, b""):
+        if line.startswith(b"data "):
+            body = text(src.read(int(line[5:])))
+            dst.write(b"data %d\n%s" % (len(body), body))
+        elif line.startswith(b"gpgsig "):  # git >= 2.50 with --signed-commits=verbatim only; never kept
+            src.read(int(src.readline()[5:]))
+        elif (ident := _IDENT.fullmatch(line)) is not None:
+            kind, name, email, stamp = ident.groups()
+            dst.write(b"%s %s <%s> %s\n" % (kind, text(name).replace(b"<", b"").replace(b">", b""),
+                                             text(email).replace(b"<", b"").replace(b">", b""), stamp))
+        elif line.startswith((b"commit ", b"reset ")):
+            dst.write(line.split(b" ", 1)[0] + f" refs/heads/{_CACHE_BRANCH}\n".encode())
+        else:
+            dst.write(line)
+
+
+@functools.cache
+def _knows_signed_commits() -> bool:
+    """Whether this git's fast-export takes ``--signed-commits`` (2.50 and later)."""
+    return "--signed-commits" in subprocess.run(["git", "fast-export", "-h"], capture_output=True, text=True,
+                                                  env=_env()).stdout
+
+
 # --- helpers --------------------------------------------------------------------------------------
 
 
@@ -406,11 +506,11 @@ def _git(cwd: Path | None, *args: str, input: str | None = None) -> str:
     return _run(cwd, "git", *args, input=input)
 
 
-def _run(cwd: Path | None, *argv: str, input: str | None = None) -> str:
+def _run(cwd: Path | None, *argv: str, input: str | None = None, extra_env: Mapping[str, str] | None = None) -> str:
     """Run a command and return its stdout; a failure is a :class:`TimeSafeError` with its last words."""
     # A process group of its own: a terminal's Ctrl-C is assay's to handle (a Stop), not the child's.
-    proc = subprocess.run(argv, cwd=cwd, input=input, capture_output=True, text=True, env=_env(),
-                          process_group=0)
+    proc = subprocess.run(argv, cwd=cwd, input=input, capture_output=True, text=True,
+                          env={**_env(), **(extra_env or {})}, process_group=0)
     if proc.returncode:
         raise _failed(argv, proc.returncode, proc.stderr or proc.stdout)
     return proc.stdout

@@ -91,8 +91,9 @@ def check_harnesses(plugins: Plugins, home: AssayHome, names: Sequence[str] = ()
             checks = trio.run(run)
         except Exception as e:  # one Harness breaking the check must not hide the others' reports
             why = f"the check itself broke: {type(e).__name__}: {e}"
-            checks = (failed(CHECKS[0], why, fix="see the session logs in " + str(folder)),
-                      *(skipped(check, why) for check in CHECKS[1:]))
+            first, *rest = CHECKS
+            checks = (failed(first, why, fix="see the session logs in " + str(folder)),
+                      *(skipped(check, why) for check in rest))
         reports.append(HarnessReport(name, binary.version, str(folder), checks))
     return reports
 

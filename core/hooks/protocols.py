@@ -33,7 +33,12 @@ class HarnessBinary:
 
 @attrs.frozen
 class SessionRequest:
-    """Everything a Harness needs to describe one session."""
+    """Everything a Harness needs to describe one session.
+
+    ``brokered``: the backend that runs it has a credential broker (:class:`CredentialBroker`), so
+    the Harness gives the session stand-ins for its login's credentials, never the real ones, and
+    names the login in :attr:`Invocation.broker`.
+    """
 
     repository: Path
     home: Path
@@ -43,6 +48,39 @@ class SessionRequest:
     effort: str | None = None
     factory: Path | None = None
     assay_home: Path | None = None
+    brokered: bool = False
+
+
+@runtime_checkable
+class Login(Protocol):
+    """Where a Harness's real credentials live, outside every sandbox, by slot (``oauth_token``,
+    ``tokens.refresh_token``…). Read at each use, since another Trial's refresh may have changed them."""
+
+    def current(self) -> Mapping[str, str]:
+        """Each slot's real value now."""
+
+    def refreshed(self, values: Mapping[str, str]) -> None:
+        """Keep the new real values a provider gave in a refresh (the login's own files, atomically)."""
+
+
+@attrs.frozen
+class Brokered:
+    """A session's login as the sandbox's credential broker holds it: the Trial sees only stand-ins.
+
+    The proxy terminates TLS for ``hosts`` (with a CA the CLI trusts through ``ca_variables``,
+    each set to the CA file's path), puts the real value of a stand-in's slot in place of the
+    stand-in in a request's credential headers, and swaps real values in what comes back for
+    stand-ins. A POST to one of ``token_urls`` (``https://host/path``) is a token refresh: its body
+    gets the real values, and each of ``token_fields`` (a token response's field → its slot) in the
+    answer is kept with :meth:`Login.refreshed` and reaches the Trial as a new stand-in.
+    """
+
+    login: Login
+    stand_ins: Mapping[str, str]  # stand-in → slot
+    hosts: tuple[str, ...]
+    ca_variables: tuple[str, ...] = ()
+    token_urls: tuple[str, ...] = ()
+    token_fields: Mapping[str, str] = attrs.field(factory=dict)
 
 
 @attrs.frozen
@@ -57,6 +95,7 @@ class Invocation:
     hosts: tuple[str, ...] = ()
     stop_signals: tuple[int, ...] = (15,)
     log_dir: Path | None = None  # where a sandbox keeps its own logs (the proxy's); None: cwd's parent
+    broker: Brokered | None = None  # the login whose stand-ins the session holds (SessionRequest.brokered)
 
 
 @attrs.frozen
@@ -137,13 +176,14 @@ class ProviderRoute:
     """Where a session finds its model provider when that is a scripted one, not the real one.
 
     ``url`` is ``scheme://host[:port]`` without a path (each Harness adds its API's path);
-    ``api_key`` a stand-in credential the provider takes, sent instead of any real login;
-    ``ca_file``, for an ``https`` url, the certificate of the throw-away CA that signed the
-    provider's: the session must trust it (and so may read it).
+    ``api_key`` the credential the provider takes, the session's login instead of the user's
+    (None: the user's own login, as a real Trial's; under a credential broker either reaches the
+    session only as a stand-in); ``ca_file``, for an ``https`` url, the certificate of the
+    throw-away CA that signed the provider's: the session, or the broker, must trust it.
     """
 
     url: str
-    api_key: str
+    api_key: str | None
     ca_file: Path | None = None
 
 
@@ -302,6 +342,14 @@ class SandboxBackend(Protocol):
         """Run to the end, the timeout, or cancellation (then stop it and everything it started)."""
 
 
+@runtime_checkable
+class CredentialBroker(Protocol):
+    """The optional part of the SandboxBackend API that keeps logins out of sandboxes: a backend
+    with it runs each :attr:`Invocation.broker` in its proxy, so sessions get stand-ins only."""
+
+    brokers_credentials: bool
+
+
 PROXY_LOG = "proxy.jsonl"  # where a backend with a proxy logs each connection, in the Invocation's log_dir
 
 
@@ -316,8 +364,9 @@ class UpstreamRouting(Protocol):
     Experiments ask for that; a real Trial never has upstreams.
     """
 
-    def with_upstreams(self, upstreams: Mapping[str, Path]) -> SandboxBackend:
-        """This backend, with each ``host[:port]`` (port 443 if none) reaching its Unix socket."""
+    def with_upstreams(self, upstreams: Mapping[str, Path], ca_file: Path | None = None) -> SandboxBackend:
+        """This backend, with each ``host[:port]`` (port 443 if none) reaching its Unix socket, whose
+        TLS certificate ``ca_file`` signed (the credential broker checks it there)."""
 
 
 @attrs.frozen

@@ -2,9 +2,8 @@
 
 ``Built with <harness> <version> · <model> · <effort>``; lines written before the version was
 added (``Built with <harness> · <model> · <effort>``) still read. The Scoring run finds its
-sample by this line, splits Scores by what it names, and strips it (with Claude Code's
-"Generated with" line) from every packet, whatever built the pull request: a missing line would
-give the Harness away as surely as a present one.
+sample by this line and splits Scores by what it names; the one scrub every blind packet uses
+(:mod:`assay.storage.scrub`) takes it out of every packet, whatever built the pull request.
 """
 
 from __future__ import annotations
@@ -17,11 +16,6 @@ MARKER = "Built with"
 _SEP = r"\s+[·|]\s+"
 _LINE = re.compile(rf"^\W{{0,3}}{MARKER}\s+(?P<harness>[\w.+-]+)(?:\s+(?P<version>v?\d[\w.+-]*))?"
                    rf"{_SEP}(?P<model>[^\s·|]+){_SEP}(?P<effort>[^\s·|]+)\s*$", re.MULTILINE)
-# Lines that name what built a change: the Built-with line (any form) and agents' own attributions.
-# A line that opens (after any emoji or markup) with one of them goes whole; prose that merely
-# contains the words stays.
-_IDENTIFYING = re.compile(rf"^[^\w\n]*(?:{MARKER}|Generated with|Co-Authored-By:)\s.*$\n?",
-                          re.MULTILINE | re.IGNORECASE)
 
 
 @attrs.frozen
@@ -51,7 +45,3 @@ def read(body: str) -> BuiltWith | None:
     m = found[-1]
     return BuiltWith(m["harness"], m["model"], m["effort"], m["version"])
 
-
-def strip_identifying(text: str) -> str:
-    """``text`` without any Built-with, "Generated with …" or Co-Authored-By line."""
-    return _IDENTIFYING.sub("", text or "")

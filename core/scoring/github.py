@@ -19,8 +19,18 @@ import attrs
 
 PAGE = 100
 TIMEOUT = 120  # seconds for one gh call
-# GitHub's closing keywords: "Fixes #12" in a pull request's body links it to issue 12.
-_CLOSES = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s*:?\s+#(\d+)\b", re.IGNORECASE)
+# GitHub's closing keywords ("Fixes #12", "closes acme/app#3", "resolves https://github.com/acme/app/issues/4"),
+# each reference after one read, lists too ("Fixes #200, #201 and #202"): every issue a body names as closed.
+_REF = r"(?:https://github\.com/[\w.-]+/[\w.-]+/issues/\d+|(?:[\w.-]+/[\w.-]+)?#\d+)\b"
+_CLOSES = re.compile(rf"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s*:?\s+({_REF}(?:\s*(?:,|\band\b)\s*{_REF})*)",
+                     re.IGNORECASE)
+_ONE_REF = re.compile(r"(?:https://github\.com/(?P<url>[\w.-]+/[\w.-]+)/issues/|(?P<repo>[\w.-]+/[\w.-]+)?#)(?P<number>\d+)")
+CLOSING_ISSUES = """
+query ClosingIssues($owner: String!, $name: String!, $number: Int!) {
+  repository(owner: $owner, name: $name) { pullRequest(number: $number) {
+    closingIssuesReferences(first: 100) { nodes { number repository { nameWithOwner } } }
+  } }
+}"""
 ISSUE_AS_IT_STOOD = """
 query IssueEdits($owner: String!, $name: String!, $number: Int!) {
   repository(owner: $owner, name: $name) { issue(number: $number) {
@@ -53,15 +63,18 @@ class PullRequest:
     merged_at: dt.datetime
     merge_commit: str
     labels: tuple[str, ...] = ()
+    commits: int = 1  # how many commits it had (a rebase merge lays that many on its base)
 
     @property
     def key(self) -> str:
         return f"{self.repo}#{self.number}"
 
-    def issue(self) -> int | None:
-        """The issue its body says it closes (the first one named), if any."""
-        found = _CLOSES.search(self.body or "")
-        return int(found[1]) if found else None
+    def named_closed(self) -> list[tuple[str, int]]:
+        """Every issue its body names after a closing keyword, as (repository, number)."""
+        found = []
+        for listed in _CLOSES.finditer(self.body or ""):
+            found += [(ref["url"] or ref["repo"] or self.repo, int(ref["number"])) for ref in _ONE_REF.finditer(listed[1])]
+        return found
 
 
 @attrs.frozen
@@ -134,7 +147,16 @@ class GitHub:
             raise GitHubError(f"{repo}#{number} is not merged")
         return PullRequest(repo, number, data.get("title") or "", data.get("body") or "", when(data["created_at"]),
                            when(data["merged_at"]), data["merge_commit_sha"],
-                           tuple(label["name"] for label in data.get("labels") or ()))
+                           tuple(label["name"] for label in data.get("labels") or ()), int(data.get("commits") or 1))
+
+    def closing_issues(self, pull: PullRequest) -> list[Issue]:
+        """Every issue ``pull`` closes: each one GitHub links it to (``closingIssuesReferences``,
+        which a person can also set by hand) and each its body names after a closing keyword."""
+        owner, name = pull.repo.split("/", 1)
+        nodes = self.graphql(CLOSING_ISSUES, owner=owner, name=name, number=pull.number)["repository"]["pullRequest"][
+            "closingIssuesReferences"]["nodes"]
+        linked = [(n["repository"]["nameWithOwner"], n["number"]) for n in nodes if n]
+        return [self.issue(repo, number) for repo, number in dict.fromkeys([*linked, *pull.named_closed()])]
 
     def issue(self, repo: str, number: int) -> Issue:
         data = self.api(f"repos/{repo}/issues/{number}")
@@ -160,16 +182,6 @@ class GitHub:
         if later:
             title = later[0]["previousTitle"]
         return title, body
-
-    def work_began(self, pull: PullRequest) -> dt.datetime:
-        """When work on the pull request began: its first commit's author date (else its opening)."""
-        commits = self.api(f"repos/{pull.repo}/pulls/{pull.number}/commits", f"per_page={PAGE}")
-        dates = [when(c["commit"]["author"]["date"]) for c in commits if c.get("commit", {}).get("author")]
-        return min([*dates, pull.created_at])
-
-    def diff(self, pull: PullRequest) -> str:
-        """The merged change as one diff (no commit messages: they name what built it)."""
-        return self.api(f"repos/{pull.repo}/pulls/{pull.number}", accept="application/vnd.github.diff")
 
     def checks(self, repo: str, commit: str) -> list[tuple[str, str]]:
         """CI as (check name, conclusion) at ``commit``."""
@@ -204,7 +216,10 @@ class GitHub:
     def commit_diff(self, repo: str, commit: str) -> str:
         return self.api(f"repos/{repo}/commits/{commit}", accept="application/vnd.github.diff")
 
+    def pull_numbers_of_commit(self, repo: str, commit: str) -> list[int]:
+        """The merged pull requests GitHub links ``commit`` to, by number."""
+        return [p["number"] for p in self.api(f"repos/{repo}/commits/{commit}/pulls") if p.get("merged_at")]
+
     def pulls_of_commit(self, repo: str, commit: str) -> list[PullRequest]:
         """The merged pull requests GitHub links ``commit`` to."""
-        found = self.api(f"repos/{repo}/commits/{commit}/pulls")
-        return [self.pull_request(repo, p["number"]) for p in found if p.get("merged_at")]
+        return [self.pull_request(repo, number) for number in self.pull_numbers_of_commit(repo, commit)]

@@ -77,6 +77,11 @@ def load_all(home: AssayHome) -> list[BugOrigin]:
     return sorted(found, key=lambda b: (b.repo, b.number))
 
 
+def forget(home: AssayHome, key: str) -> None:
+    """Drop a Bug origin found before it turned out to touch a Security fix: it is never traced."""
+    path_of(home, key).unlink(missing_ok=True)
+
+
 def load(home: AssayHome, key: str) -> BugOrigin:
     path = path_of(home, key)
     if not path.exists():
@@ -110,12 +115,14 @@ def origin_of(github: GitHub, repo: str, commit: str) -> Origin:
 
 
 def build_packet(home: AssayHome, github: GitHub, issue: Issue, fix: str, packet: Path) -> timesafe.CachedRepo:
-    """The session's folder: the bug, its fix and the repository just after the fix. Returns the
-    sealed cache the answer is checked against (the session's own copy is in its hands)."""
+    """The session's folder: the bug, its fix (whole) and the repository just after the fix, with
+    its real history, as the session must name a real commit (it judges no one, so nothing is
+    hidden from it but Security fixes, which never reach it). Returns the sealed cache the answer
+    is checked against (the session's own copy is in its hands)."""
     files.remove_tree(packet)
     packet.mkdir(parents=True)
-    files.write_text(packet / "issue.md", builtwith.strip_identifying(f"# {issue.title}\n\n{issue.body}\n"))
-    files.write_text(packet / "fix.patch", builtwith.strip_identifying(github.commit_diff(issue.repo, fix)))
+    files.write_text(packet / "issue.md", f"# {issue.title}\n\n{issue.body}\n")
+    files.write_text(packet / "fix.patch", github.commit_diff(issue.repo, fix))
     cached = timesafe.prepare_cache(home, github.clone_url(issue.repo), fix)
     timesafe.trial_copy(cached, packet / "repo")
     return cached

@@ -3,7 +3,9 @@
 Order of work, each step written before the next so a killed run resumes where it stopped: the
 run record (window, seed, sample) first; then, per pull request, its packet, one sandboxed Grader
 session on a Model from another family than the one that built it, and its Scores. A plan-limit
-stop ends the run early; what it did not score carries over to the next run.
+stop ends the run early; what it did not score carries over to the next run. A pull request two
+runs could not grade (its packet can't be built, no seat may grade it, its answers were unusable)
+is dropped with why, and a run that graded less than it sampled ends ``incomplete``, in Needs you.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import secrets
 import signal
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +22,8 @@ import trio
 from assay.evaltasks.timesafe import TimeSafeError
 from assay.hooks.protocols import Harness, SandboxBackend
 from assay.scoring import builtwith, origins, packet, sample
-from assay.scoring.github import GitHub, GitHubError, PullRequest
-from assay.scoring.store import PullScores, SampledPull, ScoringRun, ScoringStore
+from assay.scoring.github import GitHub, GitHubError, Issue, PullRequest
+from assay.scoring.store import KIND, Failure, PullScores, SampledPull, ScoringRun, ScoringStore
 from assay.sessions.grader_session import grader_session
 from assay.storage import files
 from assay.storage.files import Locked, exclusive_lock
@@ -31,20 +33,44 @@ from assay.storage.home import AssayHome
 from assay.storage.records import Outcome, VoidCause
 from assay.storage.userconfig import ScoringConfig, grading_config
 
-KIND = "scoring"
 STOPPED = "stopped"
+INCOMPLETE = "incomplete"  # the run graded less than it sampled, not for a Stop or a plan limit
 ATTEMPTS = 2  # Grader sessions per pull request when the answer is unusable
+SECURITY = "a Security fix"  # how a reason to leave a pull request or a bug out begins
+RUNS_BEFORE_DROPPED = 2  # runs that could not grade a pull request before it is no longer carried
 
 
 @attrs.frozen
 class RunResult:
-    """How a run ended, for the CLI: ``scored`` keys, ``left`` (carried over), and why it stopped early."""
+    """How a run ended, for the CLI: ``scored`` keys, ``left`` (carried over), and why it stopped
+    early; ``failed`` (key: why) those it could not grade, ``dropped`` those of them no longer carried."""
 
     run: ScoringRun
     scored: tuple[str, ...]
     left: tuple[str, ...]
     stopped: str = ""
     traced: int = 0  # Bug origins proposed
+    failed: Mapping[str, str] = attrs.field(factory=dict)
+    dropped: Mapping[str, str] = attrs.field(factory=dict)
+
+    def summary(self) -> str:
+        """One line for the Command record and the CLI: what was graded of what was sampled, and why not."""
+        out = f"{len(self.scored)} of {len(self.run.sample)} sampled scored"
+        if self.dropped:
+            out += "; dropped (not carried again): " + "; ".join(f"{k} ({why})" for k, why in self.dropped.items())
+        kept = {k: why for k, why in self.failed.items() if k not in self.dropped}
+        if kept:
+            out += "; not graded, tried again next run: " + "; ".join(f"{k} ({why})" for k, why in kept.items())
+        out += f"; {len(self.left)} left for the next run, {self.traced} Bug origins proposed"
+        return out
+
+    @property
+    def outcome(self) -> str:
+        if self.stopped == STOPPED:
+            return "stopped"
+        if self.stopped:
+            return "paused"
+        return INCOMPLETE if len(self.scored) < len(self.run.sample) else "done"
 
 
 def sampled(pull: PullRequest, built: builtwith.BuiltWith) -> SampledPull:
@@ -78,16 +104,20 @@ class ScoringRunner:
         for owner in self.config.owners:
             for pull in self.github.merged_pull_requests(owner, start, end, builtwith.MARKER):
                 built = builtwith.read(pull.body)
-                if built is None or self._security_fix(pull):
+                if built is None or self.security_fix(pull):
                     continue
                 found.append(sampled(pull, built))
         return found
 
-    def _security_fix(self, pull: PullRequest) -> bool:
-        if self.config.security_label in pull.labels:
-            return True
-        issue = pull.issue()
-        return issue is not None and self.config.security_label in self.github.issue(pull.repo, issue).labels
+    def security_fix(self, pull: PullRequest, issues: Sequence[Issue] | None = None) -> str:
+        """Why ``pull`` is a Security fix ("" when it isn't): it, or an issue it closes (every one
+        GitHub links or its body names), carries the security label."""
+        label = self.config.security_label
+        if label in pull.labels:
+            return f"{pull.key} is labelled {label}"
+        issues = self.github.closing_issues(pull) if issues is None else issues
+        marked = [f"{i.repo}#{i.number}" for i in issues if label in i.labels]
+        return f"{pull.key} closes {', '.join(marked)}, labelled {label}" if marked else ""
 
     def plan(self, id: str, started: dt.datetime, seed: int | None) -> ScoringRun:
         """This run's record: its window, seed and sample (pulls an earlier run left first)."""
@@ -95,7 +125,7 @@ class ScoringRunner:
         scored = {s.pull.key for s in self.store.all_scores()}
         start, end = sample.window(runs, started)
         seed = secrets.randbits(32) if seed is None else seed
-        carried = sample.carried_over(runs, scored)
+        carried = sample.carried_over(runs, scored, self.store.dropped())
         candidates = [p for p in self.find(start, end) if p.key not in scored]
         chosen = sample.draw(candidates, self.config.size, seed, carried=carried)
         if runs:  # then two of each week's new ones for you
@@ -128,14 +158,9 @@ class ScoringRunner:
                     state = "stopped" if isinstance(e, KeyboardInterrupt) else "errored"
                     command.finish(state, state, why.splitlines()[0] if why else state)
                     raise
-                summary = (f"{len(result.scored)} scored, {len(result.left)} left for the next run, "
-                           f"{result.traced} Bug origins proposed")
-                if result.stopped == STOPPED:
-                    command.finish("stopped", "stopped", f"{summary}: stopped")
-                elif result.stopped:
-                    command.finish("paused", "paused", f"{summary}: {result.stopped}")
-                else:
-                    command.finish("done", "done", summary)
+                ended = {"stopped": ": stopped", "paused": f": {result.stopped}"}.get(result.outcome, "")
+                command.finish("done" if result.outcome == INCOMPLETE else result.outcome, result.outcome,
+                               result.summary() + ended)
                 return result
         except Locked:
             return None
@@ -143,17 +168,20 @@ class ScoringRunner:
     async def _work(self, run: ScoringRun, command: Command) -> RunResult:
         """Grade the sample, then trace bugs; a Stop (``assay stop``, SIGTERM, or Ctrl-C) cuts the
         session in flight short, and what it didn't finish waits for the next run."""
-        outcome = {"stopped": "", "traced": 0}
+        outcome: dict[str, Any] = {"stopped": "", "traced": 0}
+        failed: dict[str, str] = {}
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._watch_signals, nursery.cancel_scope, command, outcome)
             with command.stage("grade"):
-                outcome["stopped"] = await self.grade_all(run, command)
+                outcome["stopped"] = await self.grade_all(run, command, failed)
             with command.stage("bug origins"):
                 outcome["traced"], outcome["stopped"] = await self.trace_bugs(run, command, outcome["stopped"])
             nursery.cancel_scope.cancel()
         scored = tuple(p.key for p in run.sample if self.store.scores(p.key) is not None)
-        left = tuple(p.key for p in run.sample if p.key not in scored)
-        return RunResult(run, scored, left, outcome["stopped"], outcome["traced"])
+        dropped = self.store.dropped()
+        left = tuple(p.key for p in run.sample if p.key not in scored and p.key not in dropped)
+        return RunResult(run, scored, left, outcome["stopped"], outcome["traced"], failed,
+                         {k: dropped[k] for k in failed if k in dropped})
 
     async def _watch_signals(self, work: trio.CancelScope, command: Command, outcome: dict) -> None:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -163,26 +191,41 @@ class ScoringRunner:
                 work.cancel()
                 return
 
-    async def grade_all(self, run: ScoringRun, command: Command) -> str:
-        """Grade every pull request of the sample not yet scored; "" or why the run stopped early."""
+    async def grade_all(self, run: ScoringRun, command: Command, failed: dict[str, str]) -> str:
+        """Grade every pull request of the sample not yet scored, recording in ``failed`` why one
+        could not be; "" or why the run stopped early."""
         families = grading_config(self.home.root).families
         for pull in run.sample:
             if self.store.scores(pull.key) is not None:
                 continue
             seat = seat_for(pull, self.config.seats, families)
             if seat is None:
-                command.log(f"{pull.key}: no scoring seat is from another family than {pull.model}'s; left for later")
-                continue
-            result = await self._grade(run, pull, seat)
+                result = f"no scoring seat is from another family than {pull.model}'s"
+            else:
+                result = await self._grade(run, pull, seat)
             if isinstance(result, PullScores):
                 self.store.save_scores(result)
                 self.report(f"scored {pull.key}")
                 command.log(f"scored {pull.key} with {seat}")
-            else:
+                continue
+            if result.startswith("plan limit"):
                 command.log(f"{pull.key}: {result}")
-                if result.startswith("plan limit"):
-                    return result
+                return result
+            failed[pull.key] = result
+            dropped = self._failed(run, pull, result)
+            command.log(f"{pull.key}: {result}" + (f"; dropped: {dropped}" if dropped else "; tried again next run"))
         return ""
+
+    def _failed(self, run: ScoringRun, pull: SampledPull, why: str) -> str:
+        """Record that ``run`` could not grade ``pull``; why it is now dropped ("" if it still carries over).
+        A Security fix is dropped at once; anything else after RUNS_BEFORE_DROPPED runs."""
+        record = self.store.failures(pull.key)
+        failures = (*record.failures, Failure(run.id, now(), why))
+        runs = len({f.run for f in failures})
+        dropped = why if why.startswith(SECURITY) else (
+            f"not graded in {runs} runs; last: {why}" if runs >= RUNS_BEFORE_DROPPED else "")
+        self.store.save_failures(attrs.evolve(record, failures=failures, dropped=dropped))
+        return dropped
 
     async def trace_bugs(self, run: ScoringRun, command: Command, stopped: str) -> tuple[int, str]:
         """Record the window's closed bug issues (every one closed so far, the first time; security
@@ -212,9 +255,11 @@ class ScoringRunner:
 
     async def _trace(self, bug: origins.BugOrigin) -> origins.BugOrigin | str:
         issue = self.github.issue(bug.repo, bug.number)
-        if self.config.security_label in issue.labels:
-            return "labelled a security fix since it was found: left out"
         fix = self.github.fix_commit(issue)
+        secret = self._touches_security_fix(issue, fix)
+        if secret:
+            origins.forget(self.home, bug.key)
+            return f"{SECURITY}: {secret}; left out, and forgotten"
         if fix is None:
             return attrs.evolve(bug, state="proposed", why="no commit closed the issue, so there is no fix to trace from")
         folder = origins.path_of(self.home, bug.key).with_suffix("")
@@ -230,21 +275,37 @@ class ScoringRunner:
         proposed = origins.origin_of(self.github, bug.repo, commit) if commit else None
         return attrs.evolve(bug, state="proposed", fix_commit=fix, proposed=proposed, why=why)
 
+    def _touches_security_fix(self, issue: Issue, fix: str | None) -> str:
+        """Whether a Bug-origin session on ``issue`` would see a Security fix: the bug itself, or
+        its fixing commit's pull requests (labelled, or closing an issue so labelled)."""
+        if self.config.security_label in issue.labels:
+            return f"{issue.repo}#{issue.number} is labelled {self.config.security_label}"
+        for pull in self.github.pulls_of_commit(issue.repo, fix) if fix else ():
+            if why := self.security_fix(pull):
+                return f"its fix {fix[:12]} was merged by {pull.key}, and {why}"
+        return ""
+
     async def _grade(self, run: ScoringRun, pull: SampledPull, seat: str) -> PullScores | str:
         folder = self.store.pull_folder(pull.key)
         files.private_folder(folder)
         try:
-            packet.build(self.home, self.github, self.github.pull_request(pull.repo, pull.number), folder / "packet")
-        except (GitHubError, TimeSafeError) as e:
+            merged = self.github.pull_request(pull.repo, pull.number)
+            issues = self.github.closing_issues(merged)
+            if why := self.security_fix(merged, issues):  # labelled since it was drawn: it never reaches a Grader
+                files.remove_tree(folder / "packet")
+                return f"{SECURITY}: {why}"
+            scrub = packet.scrubber(self.home, pull, self.harnesses)
+            packet.build(self.home, self.github, merged, issues, scrub, folder / "packet")
+        except (GitHubError, TimeSafeError, packet.PacketError) as e:
             return f"its packet could not be built: {e}"
-        answer = await self._ask(seat, folder, packet.prompt, packet.read_answer)
+        answer = await self._ask(seat, folder, packet.prompt, packet.read_answer, packet.read_only(folder / "packet"))
         if isinstance(answer, str):
             return answer
         harness, _, model = seat.partition(":")
         return PullScores(pull, run.id, harness, model, now(), answer)
 
     async def _ask(self, seat: str, folder: Path, prompt: Callable[[str], str],
-                   read: Callable[[Path], tuple[Any, str]]) -> Any:
+                   read: Callable[[Path], tuple[Any, str]], read_only: Sequence[Path] = ()) -> Any:
         """Sessions on ``seat`` over ``folder/packet`` until one answers usably (at most ATTEMPTS):
         what ``read`` made of the answer, or a string saying why there is none ("plan limit: …"
         when the session hit one)."""
@@ -256,8 +317,8 @@ class ScoringRunner:
         for attempt in range(ATTEMPTS):
             note = f"\n\nYour previous answer was not usable: {problem}. Write it again." if problem else ""
             outcome = await grader_session(harness, model, None, folder / "packet", folder / f"session-{attempt}",
-                                           prompt(packet.new_marker()) + note, self.backend, self.timeout,
-                                           self.home.root)
+                                           prompt(packet.new_session_marker()) + note, self.backend, self.timeout,
+                                           self.home.root, read_only)
             if outcome.plan_limit or outcome.void_cause in (VoidCause.PLAN_LIMIT, VoidCause.USAGE_LIMIT):
                 return f"plan limit: {outcome.diagnostic or outcome.void_cause.value}; the rest waits for the next run"
             if outcome.outcome is Outcome.VOID:

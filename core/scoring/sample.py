@@ -2,9 +2,11 @@
 
 The window runs from the end of the last run's window to this run's start (7 days back the first
 time), so a skipped week leaves no gap. Pull requests drawn earlier but not yet scored (a
-plan-limit stop) come first; then new ones are drawn round-robin across the Harness/Model pairs
-their Built-with lines name, each pair's order shuffled by the seed, so every setup in use is
-watched and the same seed draws the same sample. The same draw marks pull requests for you to
+plan-limit stop, a packet that could not be built once) come first, but take at most half the
+sample, so they can't crowd the week's own work out; new ones are drawn round-robin across the
+Harness/Model pairs their Built-with lines name, each pair's order shuffled by the seed, so every
+setup in use is watched and the same seed draws the same sample. Carried ones fill what room the
+new ones leave. A pull request that two runs could not grade is dropped, not carried again. The same draw marks pull requests for you to
 score: 20 from before the first window (so calibration takes days, not months), then two of each
 week's sample.
 """
@@ -28,21 +30,22 @@ def window(runs: Sequence[ScoringRun], start: dt.datetime) -> tuple[dt.datetime,
     return (max(ends) if ends else start - FIRST_WINDOW), start
 
 
-def carried_over(runs: Sequence[ScoringRun], scored: set[str]) -> list[SampledPull]:
-    """Pulls earlier runs drew that have no Scores yet, oldest draw first, each once."""
+def carried_over(runs: Sequence[ScoringRun], scored: set[str], dropped: Iterable[str] = ()) -> list[SampledPull]:
+    """Pulls earlier runs drew that have no Scores yet and are not dropped, oldest draw first, each once."""
     seen: dict[str, SampledPull] = {}
+    gone = scored | set(dropped)
     for run in runs:
         for pull in run.sample:
-            if pull.key not in scored:
+            if pull.key not in gone:
                 seen.setdefault(pull.key, pull)
     return list(seen.values())
 
 
 def draw(candidates: Iterable[SampledPull], size: int, seed: int, *, carried: Sequence[SampledPull] = ()) -> list[SampledPull]:
-    """All of ``carried`` (drawn before, owed a Score), then new candidates round-robin across
-    setups, seeded, while the sample holds fewer than ``size``."""
-    chosen = list(carried)
-    taken = {p.key for p in chosen}
+    """The oldest of ``carried`` (drawn before, owed a Score), at most half of ``size``; then new
+    candidates round-robin across setups, seeded; then more carried ones while there is room."""
+    chosen = list(carried[:size // 2])
+    taken = {p.key for p in carried}
     by_setup: dict[str, list[SampledPull]] = {}
     for pull in sorted(candidates, key=lambda p: p.key):
         if pull.key not in taken:
@@ -59,4 +62,4 @@ def draw(candidates: Iterable[SampledPull], size: int, seed: int, *, carried: Se
         for queue in queues:
             if queue and len(chosen) < size:
                 chosen.append(queue.pop(0))
-    return chosen
+    return chosen + list(carried[size // 2:size // 2 + size - len(chosen)])

@@ -5,6 +5,7 @@ every format versioned):
     pulls/<owner>__<repo>__<n>/    one sampled pull request: its packet, the Grader's sessions,
         scores.json                the model's five Scores
         mine.json                  yours, when you score it
+        failures.json              each run that could not grade it, and whether it is dropped
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import attrs
 from assay.storage import files, formats
 from assay.storage.home import AssayHome
 
+KIND = "scoring"  # the Command's kind: its records and logs are under logs/scoring/
 CRITERIA = ("Correct", "Scoped", "Tested", "Honest", "Standards")
 
 
@@ -88,6 +90,25 @@ class MyScores:
 
 
 @attrs.frozen
+class Failure:
+    run: str
+    at: dt.datetime
+    why: str
+
+
+@attrs.frozen
+class PullFailures:
+    """The runs that drew a pull request and could not grade it; ``dropped`` says why it is no
+    longer carried over ("" while it still is)."""
+
+    FORMAT: ClassVar[int] = 1
+
+    key: str
+    failures: tuple[Failure, ...] = ()
+    dropped: str = ""
+
+
+@attrs.frozen
 class ScoringStore:
     home: AssayHome
 
@@ -126,6 +147,19 @@ class ScoringStore:
 
     def save_mine(self, mine: MyScores) -> None:
         formats.write(self.pull_folder(mine.key) / "mine.json", mine)
+
+    def failures(self, key: str) -> PullFailures:
+        path = self.pull_folder(key) / "failures.json"
+        return formats.read(path, PullFailures) if path.exists() else PullFailures(key)
+
+    def save_failures(self, failures: PullFailures) -> None:
+        formats.write(self.pull_folder(failures.key) / "failures.json", failures)
+
+    def dropped(self) -> dict[str, str]:
+        """Pull requests no longer carried over, and why."""
+        folder = self.root / "pulls"
+        found = [formats.read(p, PullFailures) for p in folder.glob("*/failures.json")] if folder.is_dir() else []
+        return {f.key: f.dropped for f in found if f.dropped}
 
     def marked_for_you(self) -> list[str]:
         """Every pull request a run marked for you, in the order they were marked."""

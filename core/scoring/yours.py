@@ -7,14 +7,16 @@ count toward calibration.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from assay.scoring.calibration import calibrate
-from assay.scoring.store import CRITERIA, Criterion, MyScores, PullScores, ScoringStore
+from assay.scoring.store import CRITERIA, Criterion, MyScores, PullScores, SampledPull, ScoringRun, ScoringStore
 from assay.storage import formats
 from assay.storage.commands import now
 
+_LONG_AGO = dt.datetime.min.replace(tzinfo=dt.timezone.utc)  # where Scores whose run record is gone sort
 HIDDEN = "hidden until all five of your Scores are in (assay scores PULL --mine)"
 Asker = Callable[[str], tuple[str, str]]
 
@@ -83,23 +85,47 @@ def one(store: ScoringStore, key: str) -> dict[str, Any] | None:
 
 
 def listing(store: ScoringStore) -> dict[str, Any]:
-    """Every scored pull request, each criterion's calibration, and those waiting for your Scores."""
-    model = store.all_scores()
-    yours = [m for m in (store.mine(s.pull.key) for s in model) if m]
-    pulls = []
-    for s in model:
-        mine = store.mine(s.pull.key)
-        hidden = _hidden(store, s.pull.key, mine)
-        pulls.append({"key": s.pull.key, "merged_at": s.pull.merged_at.isoformat(),
-                      "built_with": f"{s.pull.harness}/{s.pull.model}", "run": s.run,
-                      "grader": None if hidden else f"{s.grader_harness}:{s.grader_model}",
-                      "model": None if hidden else formats.unstructure(s)["criteria"],
-                      "mine": formats.unstructure(mine)["criteria"] if mine else None})
+    """The sample by week (each Scoring run's, newest first, one that drew nothing too), each
+    criterion's calibration, and the pull requests waiting for your Scores. A pull request is listed once: under the run that scored
+    it, else under the last run that drew it (not scored yet, or dropped and why)."""
+    model = {s.pull.key: s for s in store.all_scores()}
+    runs = store.runs()
+    dropped = store.dropped()
+    home_run = {p.key: (p, run.id) for run in runs for p in run.sample}  # the last run that drew each
+    home_run.update({key: (s.pull, s.run) for key, s in model.items()})
+    weeks: dict[str, list[dict[str, Any]]] = {run.id: [] for run in runs}  # a week that drew nothing shows too
+    for key, (pull, run) in sorted(home_run.items(), key=lambda item: (item[1][0].merged_at, item[0])):
+        weeks.setdefault(run, []).append(_row(store, pull, model.get(key), dropped.get(key)))
+    windows = {r.id: r for r in runs}
+    order = sorted(weeks, key=lambda id: windows[id].started_at if id in windows else _LONG_AGO, reverse=True)
+    yours = [m for m in (store.mine(key) for key in model) if m]
     waiting = [k for k in store.marked_for_you() if not ((m := store.mine(k)) and m.complete_at)]
-    return {"by_harness_version": by_harness_version([s for s, p in zip(model, pulls) if p["model"] is not None]),
+    visible = [model[p["key"]] for rows in weeks.values() for p in rows if p["model"] is not None]
+    return {"by_harness_version": by_harness_version(visible),
             "calibration": [{"criterion": c.criterion, "calibrated": c.calibrated, "matched": c.matched,
-                             "compared": c.compared, "describe": c.describe()} for c in calibrate(model, yours)],
-            "pulls": pulls, "waiting_for_you": waiting}
+                             "compared": c.compared, "describe": c.describe()}
+                            for c in calibrate(list(model.values()), yours)],
+            "weeks": [_week(windows.get(id), id, weeks[id]) for id in order], "waiting_for_you": waiting}
+
+
+def _week(run: ScoringRun | None, id: str, pulls: list[dict[str, Any]]) -> dict[str, Any]:
+    """One run's week: its window (from the end of the last one to its start) and its pull requests."""
+    if run is None:  # its run record is gone: its Scores still list
+        return {"run": id, "week": None, "window": None, "pulls": pulls}
+    year, week, _ = run.window_end.isocalendar()
+    return {"run": id, "week": f"{year}-W{week:02d}", "window": [run.window_start.isoformat(), run.window_end.isoformat()],
+            "pulls": pulls}
+
+
+def _row(store: ScoringStore, pull: SampledPull, scores: PullScores | None, dropped: str | None) -> dict[str, Any]:
+    mine = store.mine(pull.key)
+    hidden = _hidden(store, pull.key, mine)
+    shown = scores is not None and not hidden
+    state = "scored" if scores else (f"dropped: {dropped}" if dropped else "not scored yet")
+    return {"key": pull.key, "merged_at": pull.merged_at.isoformat(), "built_with": f"{pull.harness}/{pull.model}",
+            "state": state, "grader": f"{scores.grader_harness}:{scores.grader_model}" if shown else None,
+            "model": formats.unstructure(scores)["criteria"] if shown else None,
+            "mine": formats.unstructure(mine)["criteria"] if mine else None}
 
 
 def by_harness_version(scores: Sequence[PullScores]) -> dict[str, dict[str, str]]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.scripted_provider import anthropic, openai
+from assay.scripted_provider.oauth import fingerprint
 from assay.scripted_provider.wire import Api
 from assay.storage import files
 
@@ -32,6 +33,13 @@ def redact(headers: Mapping[str, str]) -> dict[str, str]:
             value = f"{scheme} <redacted>".strip()
         out[key] = value
     return out
+
+
+def credentials(headers: Mapping[str, str]) -> dict[str, str]:
+    """A fingerprint of each credential header's secret (its value past the scheme), so a check can
+    tell which credential reached the provider without the log holding it."""
+    return {key.lower(): fingerprint(value.split(" ", 1)[-1]) for key, value in headers.items()
+            if key.lower() in ("authorization", "x-api-key")}
 
 
 class LogWriter:
@@ -68,6 +76,10 @@ class ProviderLog:
     def offered_tools(self, api: str | None = None) -> set[str]:
         """Every tool name offered to the model in any request."""
         return {name for e in self.model_requests(api) for name in self._apis[e["api"]].offered_tools(e["body"])}
+
+    def credentials(self) -> set[str]:
+        """The fingerprints of every credential any request carried (:func:`credentials`)."""
+        return {value for e in self.entries() for value in (e.get("credentials") or {}).values()}
 
     def web_tools_offered(self, api: str | None = None) -> set[str]:
         """The offered tools that search or fetch the web; empty when web access is off."""

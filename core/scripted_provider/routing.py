@@ -68,7 +68,7 @@ class RoutedHarness:
         return self.harness.locate()
 
     def login_present(self, assay_home: Path) -> bool:
-        return True  # the route's stand-in credential is the login
+        return self.route.api_key is not None or self.harness.login_present(assay_home)  # the route's key is one
 
     def invocation(self, request: SessionRequest) -> Invocation:
         return self.harness.routed_invocation(request, self.route)
@@ -115,10 +115,12 @@ class Served:
 
 class ScriptedProviders:
     """Starts scripted providers for Harness sessions on ``backend``; one private folder holds
-    their sockets and CA, and goes when this does (use it as a context manager)."""
+    their sockets and CA, and goes when this does (use it as a context manager). Sessions log in
+    with ``api_key``, or with the user's own login when it is None (a test of the real login's path)."""
 
-    def __init__(self, backend: SandboxBackend) -> None:
+    def __init__(self, backend: SandboxBackend, api_key: str | None = API_KEY) -> None:
         self.backend = backend
+        self.api_key = api_key  # the sessions' login; None: the user's own (ProviderRoute.api_key)
         # Short on purpose: a Unix socket's path must fit in 108 bytes.
         owners.sweep(Path(tempfile.gettempdir()), "assay-scripted-", shutil.rmtree)  # a killed run's
         self.folder = Path(tempfile.mkdtemp(prefix=f"assay-scripted-{owners.tag()}-"))
@@ -132,20 +134,22 @@ class ScriptedProviders:
         with contextlib.ExitStack() as running:  # the server stops whatever fails after it started
             if isinstance(backend, UpstreamRouting):
                 socket = self.folder / f"{uuid.uuid4().hex[:12]}.sock"
-                running.enter_context(provider.start(unix=socket, tls=self._tls(harness.api_host)))
-                route = ProviderRoute(f"https://{harness.api_host}", API_KEY, self.folder / "ca.pem")
-                backend = backend.with_upstreams({harness.api_host: socket})
+                hosts = tuple(dict.fromkeys((harness.api_host, *harness.provider_hosts)))
+                running.enter_context(provider.start(unix=socket, tls=self._tls(hosts)))
+                route = ProviderRoute(f"https://{harness.api_host}", self.api_key, self.folder / "ca.pem")
+                # every provider host of the Harness reaches the script (a login's refreshes too)
+                backend = backend.with_upstreams(dict.fromkeys(hosts, socket), self.folder / "ca.pem")
             else:
                 running.enter_context(provider.start())
-                route = ProviderRoute(provider.url, API_KEY)
+                route = ProviderRoute(provider.url, self.api_key)
             yield Served(provider, RoutedHarness(harness, route), backend)
 
-    def _tls(self, host: str) -> ssl.SSLContext:
+    def _tls(self, hosts: tuple[str, ...]) -> ssl.SSLContext:
         if self._ca is None:
             self._ca = trustme.CA(organization_name="assay scripted provider")
             self._ca.cert_pem.write_to_path(str(self.folder / "ca.pem"))
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        self._ca.issue_cert(host).configure_cert(context)
+        self._ca.issue_cert(*hosts).configure_cert(context)
         return context
 
     def close(self) -> None:

@@ -23,7 +23,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from assay.scripted_provider import anthropic, openai
-from assay.scripted_provider.log import LogWriter, redact
+from assay.scripted_provider import oauth
+from assay.scripted_provider.log import LogWriter, credentials, redact
 from assay.scripted_provider.script import Script, Turn
 from assay.scripted_provider.wire import Answer, Api, sse_frame
 
@@ -99,9 +100,13 @@ class ScriptedProvider:
         route = urlsplit(target).path
         api = self._apis.get(route) if method == "POST" else None
         entry: dict[str, Any] = {"seq": next(self._seq), "method": method, "path": target,
-                                 "headers": redact(headers), "body": body, "api": api.name if api else None}
+                                 "headers": redact(headers), "credentials": credentials(headers), "body": body,
+                                 "api": api.name if api else None}
         delay = 0.0
-        if method == "HEAD":  # Claude's connection warm-up: HEAD / (2.1.197) or HEAD /api/hello (later)
+        if method == "POST" and route == oauth.PATH:  # a login's refresh: the log keeps no token
+            answer, kept = oauth.refresh(raw)
+            entry.update(body=kept["body"], issued=kept.get("issued"), answer={"status": answer.status, "step": "token"})
+        elif method == "HEAD":  # Claude's connection warm-up: HEAD / (2.1.197) or HEAD /api/hello (later)
             answer, entry["answer"] = Answer(200), {"status": 200, "step": "warm-up"}
         elif api is None:
             answer = Answer(404, json={"error": {"type": "not_found_error", "message": f"no scripted {method} {route}"}})

@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 
+import attrs
 from assay.storage import files
 
 CLAUDE_TOKEN = ("claude", "oauth_token")
@@ -58,3 +60,19 @@ def _dump(data: dict[str, dict[str, str]]) -> str:
 
 def _key(name: str) -> str:
     return name if _BARE_KEY.fullmatch(name) else json.dumps(name)
+
+
+@attrs.frozen
+class CredentialsLogin:
+    """One table of the credentials file as a :class:`assay.hooks.protocols.Login`, its keys the slots."""
+
+    path: Path
+    table: str
+
+    def current(self) -> Mapping[str, str]:
+        values = read(self.path).get(self.table, {})
+        return {k: v.strip() for k, v in values.items() if isinstance(v, str) and v.strip()}
+
+    def refreshed(self, values: Mapping[str, str]) -> None:
+        for key, value in values.items():
+            put(self.path, (self.table, key), value)

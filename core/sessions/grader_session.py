@@ -7,25 +7,33 @@ reading the stream, and the whole stream kept (capped) in ``session.log`` beside
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
+import attrs
 from assay.hooks.protocols import Harness, SandboxBackend, SessionOutcome, SessionRequest
+from assay.sessions.harnesskit import brokers
 from assay.storage import files
 from assay.storage.untrusted import capped_log
 
 
 async def grader_session(harness: Harness, model: str, effort: str | None, packet: Path, folder: Path, prompt: str,
-                         backend: SandboxBackend, timeout: float, assay_home: Path | None) -> SessionOutcome:
-    """Run one session on ``packet``; ``folder`` (emptied first) holds its home and its log."""
+                         backend: SandboxBackend, timeout: float, assay_home: Path | None,
+                         read_only: Sequence[Path] = ()) -> SessionOutcome:
+    """Run one session on ``packet``; ``folder`` (emptied first) holds its home and its log.
+    ``read_only`` are paths inside the packet the session may read but not change (bound read-only
+    over the packet's writable folder, where it writes its answer)."""
     files.remove_tree(folder)
     (folder / "home").mkdir(parents=True)
     request = SessionRequest(repository=packet, home=folder / "home", prompt=prompt, binary=harness.locate(),
-                             model=model, effort=effort, assay_home=assay_home)
+                             model=model, effort=effort, assay_home=assay_home, brokered=brokers(backend))
     decoder = harness.decoder()
     with capped_log(folder / "session.log") as log:
         def on_line(line: str) -> None:
             log.write(line if line.endswith("\n") else line + "\n")
             decoder.feed(line)
 
-        process = await backend.run(harness.invocation(request), timeout=timeout, on_line=on_line)
+        invocation = harness.invocation(request)
+        invocation = attrs.evolve(invocation, read_only=(*invocation.read_only, *read_only))
+        process = await backend.run(invocation, timeout=timeout, on_line=on_line)
     return decoder.finish(process)

@@ -21,6 +21,7 @@ from assay.hooks.protocols import (
     SessionRequest,
     TrialContext,
 )
+from assay.sessions.harnesskit import brokers
 from assay.storage.records import ArmSetup
 
 
@@ -37,6 +38,7 @@ class HarnessArm:
             repository=ctx.repository, home=ctx.home, prompt=ctx.prompt,
             binary=HarnessBinary(self.setup.harness_path or "", self.setup.harness_version or ""),
             model=self.setup.model, effort=self.setup.effort, factory=self.build, assay_home=ctx.assay_home,
+            brokered=brokers(ctx.backend),
         )
         invocation = attrs.evolve(
             self.harness.invocation(request),  # the Trial's own folder keeps the sandbox's logs
@@ -68,9 +70,10 @@ class HarnessArm:
         request = SessionRequest(
             repository=folder / "repo", home=folder / "home", prompt="",
             binary=HarnessBinary(self.setup.harness_path or "", self.setup.harness_version or ""),
-            model=self.setup.model, effort=self.setup.effort,
+            model=self.setup.model, effort=self.setup.effort, brokered=True,  # no provider: stand-ins only
         )
         request.repository.mkdir(parents=True)
         request.home.mkdir()
         invocation = self.harness.invocation(request)
-        return attrs.evolve(invocation, argv=(request.binary.path, "--version"), hosts=(), log_dir=folder)
+        return attrs.evolve(invocation, argv=(request.binary.path, "--version"), hosts=(), log_dir=folder, broker=None)
+

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import attrs
-from assay.hooks.protocols import HarnessBinary, Invocation, ProviderRoute
+from assay.hooks.protocols import CredentialBroker, HarnessBinary, Invocation, ProviderRoute
 
 # Passed through from the caller when set; everything else is left behind.
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME")
@@ -127,6 +127,11 @@ def parse_version(text: str) -> str:
     return match.group(0) if match else text.strip()
 
 
+def brokers(backend: object) -> bool:
+    """Whether ``backend`` runs a credential broker, so a session there gets stand-ins only."""
+    return isinstance(backend, CredentialBroker) and backend.brokers_credentials
+
+
 def session_env(home: Path, extra: Mapping[str, str]) -> dict[str, str]:
     """The allow-listed part of the caller's environment, HOME set to the fresh home, plus ``extra``."""
     env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
@@ -156,6 +161,11 @@ def copy_user_files(source: Path, dest: Path, names: Iterable[str]) -> None:
             dest.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / name)
             _read_only(dest / name)
+
+
+def allowed_keys(table: Mapping[str, object], keys: Iterable[str]) -> dict[str, object]:
+    """``table`` with only the named keys: user config reaches a Trial by an allowlist, never whole."""
+    return {key: table[key] for key in keys if key in table}
 
 
 def copy_factory_skills(factory: Path | None, dest: Path) -> None:

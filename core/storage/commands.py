@@ -22,7 +22,7 @@ from assay.storage.home import AssayHome
 from assay.storage.owners import process_start
 from assay.storage.records import CommandRecord, Stage
 
-NEEDS_YOU = {"fail", "inconclusive", "paused", "errored", "stopped"}
+NEEDS_YOU = {"fail", "inconclusive", "paused", "errored", "stopped", "incomplete"}
 
 
 def now() -> dt.datetime:
@@ -130,18 +130,21 @@ def effective_state(record: CommandRecord) -> str:
 
 
 def inbox(home: AssayHome) -> dict[str, list[dict[str, Any]]]:
-    """The Inbox as ``assay inbox --json`` and the Console show it: Commands that need you, and those done."""
-    needs, done = [], []
+    """The Inbox's Commands from their records, newest first: running (each can be stopped:
+    ``assay stop ID``), those that need you, and those done."""
+    running, needs, done = [], [], []
     for record in all_records(home):
         state = effective_state(record)
-        if state == "running":
-            continue
         row = {"kind": record.kind, "id": record.id, "state": state, "outcome": record.outcome,
-               "summary": record.summary, "ended_at": record.ended_at.isoformat() if record.ended_at else None,
+               "summary": record.summary, "started_at": record.started_at.isoformat(),
+               "ended_at": record.ended_at.isoformat() if record.ended_at else None,
                "waiting": record.waiting,
                "release": formats.unstructure(record.release) if record.release else None}
-        (needs if needs_you(record) else done).append(row)
-    return {"needs_you": needs, "done": done}
+        if state == "running":
+            running.append({**row, "pid": record.pid, "stop": f"assay stop {record.id}"})
+        else:
+            (needs if needs_you(record) else done).append(row)
+    return {"running": running, "needs_you": needs, "done": done}
 
 
 def stop(record: CommandRecord, wait: float) -> bool:

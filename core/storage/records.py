@@ -365,8 +365,8 @@ class Release:
 class Setup:
     """What an Experiment compares: both Arms, its suites and tasks, the sandbox backend."""
 
-    FORMAT: ClassVar[int] = 4
-    UPGRADES: ClassVar[dict] = {1: dict, 2: dict, 3: dict}
+    FORMAT: ClassVar[int] = 5
+    UPGRADES: ClassVar[dict] = {1: dict, 2: dict, 3: dict, 4: dict}
 
     id: str
     baseline: ArmSetup
@@ -377,6 +377,7 @@ class Setup:
     factory: str | None
     created_at: dt.datetime
     release: Release | None = None  # set by release mode (``assay experiment --release``, ``assay release-check``)
+    label: str | None = None  # ``--label``/``--new``: an Experiment started afresh beside the one its Arms name
 
     def arm(self, name: Arm) -> ArmSetup:
         return self.baseline if name == "baseline" else self.candidate

@@ -19,13 +19,13 @@ from assay.evaltasks import timesafe
 from assay.evaltasks.prompts import PromptFile
 from assay.hooks.protocols import GradingContext, Harness
 from assay.plugins.grader_model import packet
-from assay.plugins.grader_model.scrub import AliasError, Scrubber, user_aliases
 from assay.sessions.grader_session import grader_session
 from assay.storage import files
 from assay.storage.families import arm_family, other_family_seats
 from assay.storage.git import git
 from assay.storage.home import AssayHome
 from assay.storage.records import EvalTask, Outcome, Score, TrialView
+from assay.storage.scrub import AliasError, Scrubber, user_aliases
 from assay.storage.untrusted import UntrustedFileError
 
 PROMPT = PromptFile("grader.md", Path(__file__).parent / "prompts" / "grader.md", ("packet", "schema", "marker"))

@@ -1,8 +1,9 @@
 """The Claude Code Harness (``claude``): ``claude -p --output-format stream-json``.
 
 Implements ``assay_harnesses``. The login is a long-lived token (``assay setup``) passed as
-``CLAUDE_CODE_OAUTH_TOKEN``; web search and fetch are denied; a Stop sends SIGTERM. It can be
-routed to a scripted provider (:class:`assay.hooks.protocols.RoutableHarness`).
+``CLAUDE_CODE_OAUTH_TOKEN`` — under a credential broker a stand-in for it; web search and fetch
+are denied; a Stop sends SIGTERM. It can be routed to a scripted provider
+(:class:`assay.hooks.protocols.RoutableHarness`).
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ import signal
 from pathlib import Path
 
 from assay import hookimpl
-from assay.hooks.protocols import HarnessBinary, Invocation, ProviderRoute, SessionRequest
+from assay.hooks.protocols import HarnessBinary, Invocation, Login, ProviderRoute, SessionRequest
 from assay.plugins.harness_claude import command
 from assay.plugins.harness_claude.stream import ClaudeDecoder
 from assay.sessions.harnesskit import install_paths, locate_binary, routed
+from assay.sessions.logins import FixedLogin, place
 
 
 class ClaudeHarness:
@@ -29,16 +31,22 @@ class ClaudeHarness:
         return command.oauth_token(assay_home) is not None
 
     def invocation(self, request: SessionRequest) -> Invocation:
-        command.fill_home(request)
-        return Invocation(
-            argv=command.argv(request), cwd=request.repository, env=command.environment(request),
-            read_only=install_paths(request.binary.path), read_write=(request.repository, request.home),
-            hosts=self.provider_hosts,
-            stop_signals=(int(signal.SIGTERM),),
-        )
+        return self._invocation(request, command.login(request.assay_home))
 
     def routed_invocation(self, request: SessionRequest, route: ProviderRoute) -> Invocation:
-        return routed(self.invocation(request), route, command.route_environment(route))
+        login = FixedLogin({command.TOKEN_SLOT: route.api_key}) if route.api_key else command.login(request.assay_home)
+        return routed(self._invocation(request, login), route, command.route_environment(route))
+
+    def _invocation(self, request: SessionRequest, login: Login) -> Invocation:
+        command.fill_home(request)
+        placed = place(login, request.brokered)
+        return Invocation(
+            argv=command.argv(request), cwd=request.repository,
+            env=command.environment(request, placed.values.get(command.TOKEN_SLOT)),
+            read_only=install_paths(request.binary.path), read_write=(request.repository, request.home),
+            hosts=self.provider_hosts, stop_signals=(int(signal.SIGTERM),),
+            broker=placed.broker(self.provider_hosts, ca_variables=command.CA_VARIABLES),
+        )
 
     def decoder(self) -> ClaudeDecoder:
         return ClaudeDecoder()

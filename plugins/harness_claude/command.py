@@ -8,19 +8,24 @@ from pathlib import Path
 
 from assay.hooks.protocols import ProviderRoute, SessionRequest
 from assay.sessions import credentials
-from assay.sessions.harnesskit import copy_factory_skills, copy_user_files, session_env
+from assay.sessions.harnesskit import allowed_keys, copy_factory_skills, copy_user_files, session_env
 from assay.storage.home import AssayHome
 
 # Unattended and fully trusted: the sandbox around the session is the boundary, not Claude's prompts.
 PERMISSION_MODE = "bypassPermissions"
+# The login's one credential (``[claude] oauth_token``), and how Claude Code (a Bun binary) takes
+# one more CA to trust: the credential broker's.
+TOKEN_SLOT = credentials.CLAUDE_TOKEN[1]
+CA_VARIABLES = ("NODE_EXTRA_CA_CERTS",)
 # Deny rules remove these tools entirely, so no Trial can search or fetch the web.
 DENIED_TOOLS = ("WebSearch", "WebFetch")
 # What a production session reads from ~/.claude besides its memory, history and login.
 USER_FILES = ("CLAUDE.md", "rules", "hooks", "agents", "commands", "output-styles")
-# Settings that carry a login, a credential or an endpoint (``env`` sets any variable, bypassing the
-# environment's allow-list): a session gets only the login assay gives it.
-CREDENTIAL_SETTINGS = ("env", "apiKeyHelper", "awsAuthRefresh", "awsCredentialExport", "otelHeadersHelper",
-                       "forceLoginMethod", "forceLoginOrgUUID")
+# The user's settings.json reaches a Trial by these keys only: how the model works and what the
+# session's tools may do. Anything else may carry a login, a credential or an endpoint (``env`` sets
+# any variable, ``apiKeyHelper`` runs a command for a key…), so the whole file is never copied.
+SETTINGS = ("model", "effortLevel", "alwaysThinkingEnabled", "outputStyle", "language", "includeCoAuthoredBy",
+            "permissions", "hooks", "disableAllHooks")
 
 
 def argv(request: SessionRequest) -> tuple[str, ...]:
@@ -34,10 +39,10 @@ def argv(request: SessionRequest) -> tuple[str, ...]:
     return (*args, "--disallowedTools", ",".join(DENIED_TOOLS), "--", request.prompt)
 
 
-def environment(request: SessionRequest) -> dict[str, str]:
-    """The login token, self-update and background traffic off, and root allowed to bypass prompts."""
+def environment(request: SessionRequest, token: str | None) -> dict[str, str]:
+    """The login token (or its stand-in), self-update and background traffic off, and root allowed
+    to bypass prompts."""
     extra = {"DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
-    token = oauth_token(request.assay_home)
     if token:
         extra["CLAUDE_CODE_OAUTH_TOKEN"] = token
     if os.geteuid() == 0:
@@ -46,9 +51,9 @@ def environment(request: SessionRequest) -> dict[str, str]:
 
 
 def route_environment(route: ProviderRoute) -> dict[str, str]:
-    """Claude's settings for a scripted provider: its base URL, the CA to trust, and the stand-in
-    credential as an OAuth token (in place of the real one), so rate limits read as a plan's do."""
-    env = {"ANTHROPIC_BASE_URL": route.url, "CLAUDE_CODE_OAUTH_TOKEN": route.api_key}
+    """Claude's settings for a scripted provider: its base URL and the CA to trust. The route's
+    credential is the login, as an OAuth token, so rate limits read as a plan's do."""
+    env = {"ANTHROPIC_BASE_URL": route.url}
     if route.ca_file:
         env["NODE_EXTRA_CA_CERTS"] = str(route.ca_file)
     return env
@@ -63,21 +68,26 @@ def fill_home(request: SessionRequest) -> None:
 
 
 def copy_settings(source: Path, dest: Path) -> None:
-    """The user's settings without :data:`CREDENTIAL_SETTINGS`, read-only; settings that don't read
-    as a JSON object are left out (they can't be filtered)."""
+    """The user's settings by :data:`SETTINGS`, read-only; settings that don't read as a JSON object
+    are left out (they can't be filtered)."""
     try:
         settings = json.loads(source.read_text())
     except (OSError, ValueError):
         return
     if not isinstance(settings, dict):
         return
-    dest.write_text(json.dumps({k: v for k, v in settings.items() if k not in CREDENTIAL_SETTINGS}, indent=2))
+    dest.write_text(json.dumps(allowed_keys(settings, SETTINGS), indent=2))
     dest.chmod(0o444)
 
 
 def oauth_token(assay_home: Path | None) -> str | None:
+    return login(assay_home).current().get(TOKEN_SLOT)
+
+
+def login(assay_home: Path | None) -> credentials.CredentialsLogin:
+    """The ``[claude]`` table of ``ASSAY_HOME/credentials.toml``."""
     root = assay_home or AssayHome.from_env().root
-    return credentials.get(AssayHome(root).credentials, credentials.CLAUDE_TOKEN)
+    return credentials.CredentialsLogin(AssayHome(root).credentials, credentials.CLAUDE_TOKEN[0])
 
 
 def user_config_dir() -> Path:

@@ -66,19 +66,25 @@ class CustomRunnerArm:
 
 
     def probe(self, folder: Path) -> Invocation:
-        """A check, in the sandbox, that the runner's command names a program there (it is not
-        started: a runner has no ``--version`` to promise). Its files are verified by each Trial."""
+        """A check, in the sandbox, that the runner's command names a program there and that every
+        path it names (in the frozen bundle, or absolute) exists there (it is not started: a runner has
+        no ``--version`` to promise). Its files are verified by each Trial."""
         bundle = self.folder / "bundle"
         command = json.loads((self.folder / "frozen.json").read_text())["command"]
-        program = _argv(command, bundle, folder / "request.json")[0]
+        request = folder / "request.json"
+        program, *args = _argv(command, bundle, request)
+        paths = [a for a, given in zip(args, command[1:]) if a != str(request) and not a.startswith("-")
+                 and ("{runner_dir}" in given or a.startswith("/"))]
         return Invocation(
-            argv=("sh", "-c", PROBE, "assay-probe", program), cwd=folder, env=_env(folder),
+            argv=("sh", "-c", PROBE, "assay-probe", program, *paths), cwd=folder, env=_env(folder),
             read_only=(bundle,), read_write=(folder,), log_dir=folder,
         )
 
 
-# Succeeds if $1 names an executable file, as a path or on PATH.
-PROBE = 'p=$(command -v -- "$1") && [ -x "$p" ] && exit 0; echo "$1: no such program in the sandbox" >&2; exit 127'
+# Succeeds if $1 names an executable file, as a path or on PATH, and every later argument names a path there.
+PROBE = ('p=$(command -v -- "$1") && [ -x "$p" ] || { echo "$1: no such program in the sandbox" >&2; exit 127; }; '
+         'shift; for f in "$@"; do [ -e "$f" ] || { echo "$f: no such file in the sandbox (named by the command)" >&2; '
+         'exit 127; }; done')
 
 
 def _argv(command: list[str], bundle: Path, request: Path) -> tuple[str, ...]:

@@ -24,6 +24,7 @@ import attrs
 import trio
 from assay.hooks.protocols import PROXY_LOG, Invocation, ProcessResult, SandboxCheck
 from assay.plugins.sandbox_bwrap import disk, limits, memory, mounts, pids, residue, seccomp
+from assay.plugins.sandbox_bwrap.broker import Broker, BrokerCA, upstream_context
 from assay.plugins.sandbox_bwrap.handshake import Handshake
 from assay.plugins.sandbox_bwrap.limits import TrialLimits
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, private_hosts, resolver, upstream_table
@@ -36,6 +37,7 @@ from assay.storage.records import VoidCause
 RELAY = Path(__file__).with_name("relay.py")
 INSIDE = Path("/run/assay")  # where the relay and the proxy's socket folder appear in the sandbox
 SOCKET = "proxy.sock"
+CA_FILE = "ca.pem"  # the credential broker's CA certificate, beside the socket
 RELAY_PORT = 3128
 PROXY_ENV = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
 # Own network, PID and IPC namespaces; no capabilities, even when assay runs as root (with
@@ -57,11 +59,15 @@ class BwrapBackend(Supervisor):
     half this machine's memory); ``memory_caps`` how it is enforced (default: the strongest way
     this machine offers). ``hosts_file`` gives the proxy names it answers without DNS, as a
     private hosts file (tests point names at their own servers). ``upstreams`` sends an allowed
-    host's tunnels to a Unix socket instead (a scripted provider); only :meth:`with_upstreams`
-    sets it, for ``assay harnesses check`` and scripted Experiments, never a real Trial.
+    host's tunnels to a Unix socket instead (a scripted provider, whose certificate
+    ``upstream_ca`` signed); only :meth:`with_upstreams` sets it, for ``assay harnesses check`` and
+    scripted Experiments, never a real Trial. ``ca`` is the credential broker's CA: one per
+    backend, so one per Experiment (the engine takes one backend for an Experiment's run), its
+    key in this process's memory only.
     """
 
     name = "bwrap"
+    brokers_credentials = True  # each Invocation's login is held by its proxy (:mod:`.broker`)
     memory_limit: int | None = None
     memory_caps: memory.MemoryCaps | None = None
     hosts_file: Mapping[str, Sequence[str]] = attrs.field(factory=dict)
@@ -73,10 +79,13 @@ class BwrapBackend(Supervisor):
     disk_limit: int | None = None  # bytes of writable space (default: $ASSAY_TRIAL_DISK, else 8 GiB)
     disk_caps: disk.DiskCaps | None = None  # how it is enforced (default: what this machine offers)
     upstreams: Mapping[str, Path] = attrs.field(factory=dict)
+    upstream_ca: Path | None = None
+    ca: BrokerCA = attrs.field(factory=BrokerCA, eq=False, repr=False)
 
-    def with_upstreams(self, upstreams: Mapping[str, Path]) -> BwrapBackend:
-        """This backend, its proxy sending each ``host[:port]`` named to its Unix socket."""
-        return attrs.evolve(self, upstreams={**self.upstreams, **upstreams})
+    def with_upstreams(self, upstreams: Mapping[str, Path], ca_file: Path | None = None) -> BwrapBackend:
+        """This backend, its proxy sending each ``host[:port]`` named to its Unix socket, whose
+        certificate ``ca_file`` signed (the same CA for every upstream)."""
+        return attrs.evolve(self, upstreams={**self.upstreams, **upstreams}, upstream_ca=ca_file or self.upstream_ca)
 
     def check(self) -> SandboxCheck:
         """Run a real, empty Trial (proxy, relay and memory cap included); say which cap Trials get.
@@ -116,10 +125,11 @@ class BwrapBackend(Supervisor):
             staged = await trio.to_thread.run_sync(
                 (self.disk_caps or disk.detect()).start, self.disk_limit or disk.default_limit(), own_folders(invocation))
             with tempfile.TemporaryDirectory(prefix=f"assay-proxy-{owners.tag()}-") as sockets:
+                broker, trust = self._broker(invocation, Path(sockets))
                 proxy = Proxy(
                     Allowlist.of(invocation.hosts), (invocation.log_dir or invocation.cwd.parent) / PROXY_LOG,
                     resolver(self.hosts_file), own_addresses(), upstreams=upstream_table(self.upstreams),
-                    private=Allowlist.of(self.private_hosts),
+                    private=Allowlist.of(self.private_hosts), broker=broker,
                 )
                 async with trio.open_nursery() as nursery:
                     await nursery.start(proxy.serve, Path(sockets) / SOCKET)
@@ -127,7 +137,7 @@ class BwrapBackend(Supervisor):
                         reports.start_soon(handshake.follow, cap)
                         result = await self.supervise(
                             self.command(invocation, Path(sockets), handshake, staged.sources), cwd=invocation.cwd,
-                            env={**invocation.env, **dict.fromkeys(PROXY_ENV, f"http://127.0.0.1:{RELAY_PORT}")},
+                            env={**invocation.env, **dict.fromkeys(PROXY_ENV, f"http://127.0.0.1:{RELAY_PORT}"), **trust},
                             timeout=timeout, on_line=on_line, stop_signals=invocation.stop_signals,
                             preexec_fn=None, pass_fds=handshake.child_ends, on_start=handshake.hand_over,
                             signal_stop=_signal_session, end_early=cap.killed,
@@ -144,6 +154,15 @@ class BwrapBackend(Supervisor):
                 await trio.to_thread.run_sync(staged.finish)  # when cancelled: the Trial's work is kept
                 await trio.to_thread.run_sync(residue.defuse, invocation.read_write)
 
+    def _broker(self, invocation: Invocation, sockets: Path) -> tuple[Broker | None, dict[str, str]]:
+        """The Trial's credential broker, and the variables through which its CLI trusts the broker's
+        CA (its certificate, in the proxy's folder the sandbox sees read-only)."""
+        if invocation.broker is None:
+            return None, {}
+        (sockets / CA_FILE).write_bytes(self.ca.pem())
+        broker = Broker(invocation.broker, self.ca, upstream_context(self.upstream_ca))
+        return broker, dict.fromkeys(invocation.broker.ca_variables, str(INSIDE / "proxy" / CA_FILE))
+
     def command(self, invocation: Invocation, sockets: Path, handshake: Handshake,
                 staged: Mapping[Path, Path] | None = None) -> list[str]:
         """The bwrap command line for ``invocation``, its proxy's socket folder and its handshake
@@ -155,7 +174,8 @@ class BwrapBackend(Supervisor):
             "--ro-bind", str(RELAY), str(INSIDE / RELAY.name), "--ro-bind", str(sockets), str(INSIDE / "proxy"),
             "--chdir", str(invocation.cwd), "--",
             os.path.realpath(sys.executable), "-I", "-S", str(INSIDE / RELAY.name), str(handshake.report_relay),
-            str(handshake.go_read), str(INSIDE / "proxy" / SOCKET), str(RELAY_PORT), "--", *invocation.argv,
+            str(handshake.go_read), str(INSIDE / "proxy" / SOCKET), str(RELAY_PORT), str(seccomp.keyctl_number() or "-"),
+            "--", *invocation.argv,
         ]
 
     def _limit(self) -> int:

@@ -9,12 +9,11 @@ system of its own (:mod:`.disk`), where this machine allows one.
 from __future__ import annotations
 
 import os
-import platform
 import resource
 
 import attrs
 from assay.hooks.protocols import Limit
-from assay.plugins.sandbox_bwrap import disk, memory, pids, seccomp
+from assay.plugins.sandbox_bwrap import broker, disk, memory, pids, seccomp
 
 FILE_SIZE_ENV = "ASSAY_TRIAL_FILE_SIZE"
 DEFAULT_FILE_SIZE = 4 << 30
@@ -74,7 +73,6 @@ def in_force(memory_caps: memory.MemoryCaps, memory_limit: int, pids_caps: pids.
         Limit("pids", pids_caps.in_force, pids_caps.describe(pids_limit)),
         Limit("disk", disk_caps.in_force,
               f"{disk_caps.describe(disk_limit)}; each file at most {file_size / (1 << 30):.2f} GiB (rlimit fsize)"),
-        Limit("seccomp", seccomp.supported(),
-              "socket() for unix, inet, inet6 and netlink only" if seccomp.supported()
-              else f"no filter for this architecture ({platform.machine()})"),
+        Limit("seccomp", seccomp.supported(), seccomp.describe() if seccomp.supported() else seccomp.why_not()),
+        Limit("broker", True, broker.DESCRIPTION),
     )

@@ -9,6 +9,9 @@ host is one the user named as a private provider; it then connects to an address
 so a second lookup can't rebind the name. Every
 allowed and refused connection is one JSON line in the Trial's log.
 
+For the hosts a Trial's login is brokered on, the tunnel goes through the credential broker
+(:mod:`.broker`), which holds the login outside the sandbox; every other host is passed through.
+
 Only ``assay harnesses check`` and scripted Experiments give it *upstreams*: an allowed host whose
 tunnels go to a local Unix socket (a scripted provider) instead of the network. The host must
 still be on the allowlist; a real Trial has no upstreams, so nothing bypasses the address checks.
@@ -25,6 +28,7 @@ from pathlib import Path
 
 import attrs
 import trio
+from assay.plugins.sandbox_bwrap.broker import Broker
 from assay.storage.commands import now
 from assay.storage.files import append_line
 
@@ -125,6 +129,7 @@ class Proxy:
     timeout: float = 10.0
     upstreams: Mapping[tuple[str, int], Path] = attrs.field(factory=dict)  # see upstream_table
     private: Allowlist = Allowlist(frozenset())  # hosts that may resolve to private addresses
+    broker: Broker | None = None  # the Trial's credential broker, for the hosts it serves
 
     async def serve(self, path: Path, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Listen on the Unix socket ``path`` until cancelled."""
@@ -157,6 +162,11 @@ class Proxy:
         self._log(target, 200, address=address)
         async with upstream:
             await client.send_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            host, port = _split(target, default_port=None)
+            if self.broker is not None and Allowlist.of(self.broker.brokered.hosts).allows(host, port):
+                await self.broker.relay(client, upstream, host, early,
+                                        on_error=lambda why: self._log(target, 502, address=address, reason=why))
+                return
             if early:
                 await upstream.send_all(early)
             await _splice(client, upstream)

@@ -1,7 +1,7 @@
 """Inside the sandbox: the Trial's PID 1 and its one way out.
 
 bwrap starts this (``--as-pid-1``) with the Python that runs assay, bound read-only, as
-``python -I -S relay.py REPORT_FD GO_FD SOCKET PORT -- COMMAND…``. It listens on 127.0.0.1:PORT
+``python -I -S relay.py REPORT_FD GO_FD SOCKET PORT KEYCTL -- COMMAND…``. It listens on 127.0.0.1:PORT
 of the Trial's own network (where ``HTTPS_PROXY`` points) and forwards each connection byte for
 byte to the proxy's Unix socket, bound in from outside. Once the backend says go on GO_FD (it
 has put the relay under the Trial's limits), it starts COMMAND in its process group (a new
@@ -10,7 +10,9 @@ kernel kills whatever is left in the namespace. It reports on REPORT_FD (see han
 
 It makes itself undumpable first, so the command (same user, no capabilities) can neither
 ptrace it nor open its descriptors through ``/proc/1/fd`` and forge a report; REPORT_FD is
-close-on-exec, so the command never holds it.
+close-on-exec, so the command never holds it. Then it joins a fresh, empty, anonymous session
+keyring (``keyctl`` system call number KEYCTL, ``-`` where there is none), so the Trial holds
+neither the host's session keyring nor another Trial's.
 
 As PID 1 it ignores every signal it has no handler for, so a stop signal sent to its process
 group reaches COMMAND alone. It uses only C modules (``_socket``, ``_ctypes``…): ``socket``,
@@ -26,10 +28,14 @@ import sys
 
 CHUNK = 65536
 PR_SET_DUMPABLE = 4
+KEYCTL_JOIN_SESSION_KEYRING = 1
+ENOSYS = 38  # a kernel without keyrings: there is none to inherit
 
 
 def main(argv: list[str]) -> None:
     _undumpable()
+    if argv[5] != "-":
+        _fresh_keyring(int(argv[5]))
     report, go, path, port = int(argv[1]), int(argv[2]), argv[3], int(argv[4])
     command = argv[argv.index("--") + 1:]
     os.set_inheritable(report, False)
@@ -56,8 +62,8 @@ def main(argv: list[str]) -> None:
             os._exit(code if code >= 0 else 128 - code)
 
 
-def _undumpable() -> None:
-    """``prctl(PR_SET_DUMPABLE, 0)`` through ``_ctypes`` alone (``ctypes`` costs 2 ms more)."""
+def _libc(name: str) -> "_ctypes.CFuncPtr":
+    """A C library function returning an int, through ``_ctypes`` alone (``ctypes`` costs 2 ms more)."""
 
     class Int(_ctypes._SimpleCData):
         _type_ = "i"
@@ -66,8 +72,18 @@ def _undumpable() -> None:
         _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
         _restype_ = Int
 
-    if Function(_ctypes.dlsym(_ctypes.dlopen(None), "prctl"))(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+    return Function(_ctypes.dlsym(_ctypes.dlopen(None), name))
+
+
+def _undumpable() -> None:
+    if _libc("prctl")(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
         _fail("can't make the relay undumpable")
+
+
+def _fresh_keyring(keyctl: int) -> None:
+    """``keyctl(KEYCTL_JOIN_SESSION_KEYRING, NULL)``: a new anonymous session keyring, this process's alone."""
+    if _libc("syscall")(keyctl, KEYCTL_JOIN_SESSION_KEYRING, 0) < 0 and _ctypes.get_errno() != ENOSYS:
+        _fail(f"can't join a fresh session keyring (errno {_ctypes.get_errno()})")
 
 
 def _fail(why: str) -> None:

@@ -24,7 +24,7 @@ class NoneBackend(Supervisor):
     def check(self) -> SandboxCheck:
         return SandboxCheck(works=True, reason="pass-through: no isolation, no network limit, no memory cap",
                             limits=tuple(Limit(name, False, "pass-through: no limit")
-                                         for name in ("memory", "pids", "disk", "seccomp")))
+                                         for name in ("memory", "pids", "disk", "seccomp", "broker")))
 
     async def run(
         self, invocation: Invocation, *, timeout: float, on_line: Callable[[str], None]

@@ -50,9 +50,9 @@ def test_every_page_has_a_json_twin_equal_to_the_cli(assay_home, finished):
     assert {k: v for k, v in page.items() if k not in ("chart", "left")} == shown
     assert page["chart"]["verdict"] == shown["verdict"]["verdict"] and 0 <= page["chart"]["lo"] <= page["chart"]["hi"] <= 100
     inbox = c.get("/?format=json").json()
-    assert {k: inbox[k] for k in ("needs_you", "done")} == cli_json(assay_home, "inbox")
+    assert {k: inbox[k] for k in ("running", "needs_you", "done")} == cli_json(assay_home, "inbox")
     assert inbox["activity"][0]["id"] == finished
-    assert c.get("/scores", headers=JSON).json()["pulls"] == []
+    assert c.get("/scores", headers=JSON).json()["weeks"] == []
     assert c.get("/bug-origins", headers=JSON).json() == {"bug_origins": [], "counted_against": {}}
 
 

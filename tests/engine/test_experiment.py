@@ -441,7 +441,8 @@ def test_a_tag_base_is_resolved_once_and_a_changed_task_is_refused_with_what_cha
     head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     assert f"fixture/t1: base was {base}, now {head}" in line
     assert "fixture/t2: its task.toml or input files changed" in line
-    assert f"run `mv {exp_dir(assay_home)} {exp_dir(assay_home)}.old` and then this command again" in line
+    assert line.endswith(f"to start a fresh Experiment beside it, run: assay experiment change --factory {factory} "
+                         "--suite fixture --sandbox none --workers 1 --candidate-model other --label 2")
 
 
 def test_on_a_terminal_progress_is_a_live_line(world, assay_home: Path, tmp_path: Path):
@@ -449,8 +450,9 @@ def test_on_a_terminal_progress_is_a_live_line(world, assay_home: Path, tmp_path
     sc = scenario(tmp_path / "s.json", {"good": {"*": "sleep:0.3,right"}})
     code, text = on_terminal([sys.executable, "-m", "assay", "experiment", "change", "--factory", str(factory),
                               "--suite", "fixture", "--sandbox", "none"],
-                             cli_env(assay_home, PLUGINS, FAKE_SCENARIO=str(sc), COLUMNS="120"), term="xterm")
-    assert code == 0
+                             cli_env(assay_home, PLUGINS, FAKE_SCENARIO=str(sc), COLUMNS="120"),
+                             answers=[(b"Start 16 Trials? [y/N]", "y")], term="xterm")
+    assert code == 0, text
     assert "\x1b[2K" in text, "the line is redrawn in place"
     assert "16/16 done" in re.sub(r"\x1b\[[0-9;]*m", "", text) and "elapsed" in text
     assert "Verdict: " in text

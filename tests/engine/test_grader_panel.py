@@ -22,8 +22,9 @@ def seats(*models: str) -> list[str]:
 
 def run(home: Path, tmp: Path, *args: str):
     result = paired_experiment(home, tmp, "--trials-per-task", "1", "--unsandboxed-grader", *args)
-    assert result.returncode == 0, result.stderr
-    return json.loads((experiment_folder(home) / "verdict.json").read_text())
+    verdict = json.loads((experiment_folder(home) / "verdict.json").read_text())
+    assert result.returncode == (0 if verdict["final"] else 5), result.stderr  # exit 5: not final
+    return verdict
 
 
 def test_both_orders_are_asked_blind_and_a_flip_is_a_tie(assay_home, tmp_path):

@@ -49,7 +49,8 @@ def test_the_estimate_comes_before_the_first_trial(assay_home, tmp_path):
     first = paired_experiment(assay_home, tmp_path, "--trials-per-task", "1", *args)
     assert first.returncode == 0, first.stderr
     est = json.loads(first.stdout.splitlines()[0])["estimate"]
-    assert est["arms"]["baseline"] == {"sessions": 1.0, "cost_usd": None, "history_trials": 0}
+    assert est["arms"]["baseline"] == {"trials": 1, "sessions": 1.0, "cost_usd": None, "minutes": None, "tokens": None,
+                                       "history_trials": 0}
     assert est["panel"]["fake-judge-kimi-fixed"] == {"sessions": 2, "price_usd": 0.06, "cost_usd": 0.12}
     assert est["panel"]["fake-judge-gemini-fixed"] == {"sessions": 2, "price_usd": 0.2, "cost_usd": 0.4}
     assert est["panel_unpriced"] == ["fake-judge-house-judge"] and est["panel_cost_usd"] == 0.52
@@ -57,7 +58,9 @@ def test_the_estimate_comes_before_the_first_trial(assay_home, tmp_path):
     later = paired_experiment(assay_home, tmp_path, "--trials-per-task", "2", *args, suite="later")
     assert later.returncode == 0, later.stderr
     est = json.loads(later.stdout.splitlines()[0])["estimate"]
-    assert est["arms"]["candidate"] == {"sessions": 4.0, "cost_usd": 0.04, "history_trials": 1}
+    assert {k: est["arms"]["candidate"][k] for k in ("sessions", "cost_usd", "history_trials")} == \
+        {"sessions": 4.0, "cost_usd": 0.04, "history_trials": 1}
+    assert est["arms"]["candidate"]["trials"] == 4 and est["arms"]["candidate"]["minutes"] is not None
     assert est["panel"]["fake-judge-kimi-fixed"]["sessions"] == 8, "two tasks, two pairs each, two orders"
 
 

@@ -82,3 +82,24 @@ def test_what_a_session_said_on_stderr_before_it_died_is_kept_and_shown(assay_ho
     exp_id = json.loads(result.stdout.splitlines()[-1])["id"]
     shown = json.loads(run_cli(assay_home, "experiments", exp_id, "--json", plugins=PLUGINS).stdout)
     assert [t["diagnostic"] for t in shown["trials"] if t["arm"] == "candidate"] == [f"exit 1; stderr: {why}"]
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "none"])
+def test_a_runner_naming_a_missing_file_is_refused_before_any_trial(backend: str, assay_home: Path, tmp_path: Path) -> None:
+    """Issue 37: a Custom runner whose script path was wrong failed every Trial of both Arms and
+    read as a normal inconclusive Verdict; the pre-flight checks every path the command names, not
+    only its first word."""
+    sandbox(backend)
+    make_process_suite(assay_home, tasks=1)
+    good = make_runner(tmp_path / "good", "good", {"*": "fix"})
+    typo = make_runner(tmp_path / "typo", "typo", {"*": "fix"})
+    typo.write_text(typo.read_text().replace('"{runner_dir}/runner.py"', '"{runner_dir}/runer.py"'))
+    result = run_cli(
+        assay_home, "experiment", "--suite", "proc", "--baseline-runner", str(good), "--candidate-runner",
+        str(typo), "--trials-per-task", "1", "--sandbox", backend, plugins=PLUGINS, cwd=tmp_path,
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert f"the Candidate's runner 'typo' can't start in the '{backend}' sandbox" in result.stderr
+    assert "/runer.py: no such file in the sandbox (named by the command)" in result.stderr
+    assert trial_records(assay_home) == []

@@ -317,7 +317,8 @@ def test_scores_a_grader_left_pending_end_the_check_with_exit_5(tmp_path, assay_
     result = release_check(assay_home, tmp_path / "factory", sc, "--model-grader", "fake-judge:broken",
                            "--unsandboxed-grader")
     assert result.returncode == 5, result.stdout + result.stderr
-    assert f"No final Verdict: a Grader left Scores pending for {task}; run this command again" in result.stderr
+    assert f"No final Verdict: it waits on Scores still pending for {task}: run the command that started it again" \
+        in result.stderr
     assert "invalid twice" in run_cli(assay_home, "experiments", experiment_folders(assay_home)[0].name, "--json",
                                       plugins=PLUGINS).stdout
 

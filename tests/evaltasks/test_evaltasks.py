@@ -73,7 +73,7 @@ def test_check_reports_every_problem_in_one_run(cli, assay_home: Path):
         ("specs/s1/task.toml", "repository"),
         ("specs/s1/task.toml", "base"),
         ("specs/s1/task.toml", "inputs.spec"),
-        ("specs/s1/task.toml", "criteria.findings[0]"),
+        ("specs/s1/task.toml", "criteria.findings[0].real"),
         ("mystery/suite.toml", "kind"),
         ("mystery/suite.toml", "(tasks)"),  # an invalid suite.toml still has its tasks checked: it has none
         ("broken/suite.toml", "(file)"),
@@ -126,7 +126,7 @@ def test_check_resolves_every_ref_and_checks_tasks_under_an_invalid_suite_toml(c
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert lines[-1] == "0 suite(s), 0 task(s), 3 problem(s)."
-    assert f"{suites / 'reviews' / 'suite.toml'}: depends_on: expected a list of strings" in lines
+    assert f"{suites / 'reviews' / 'suite.toml'}: depends_on: expected an array, got a string" in lines
     assert any(line.startswith(f"{suites / 'reviews' / 'no-base' / 'task.toml'}: base: cannot resolve base 'v9'") for line in lines)
     assert any(line.startswith(f"{suites / 'reviews' / 'no-change' / 'task.toml'}: change: cannot resolve change 'nope'") for line in lines)
 

@@ -17,7 +17,8 @@ A scenario is a JSON object:
   ``{"replay": PATH}`` a recorded JSONL stream; ``{"stderr": "text"}`` a line on stderr;
   ``{"sleep": SECONDS}``; ``{"hang": true}`` sleep for good;
   ``{"spawn": {"pidfile": PATH, "new_session": bool, "daemon": bool, "keep_stdout": bool}}``
-  start a sleeper that outlives the fake (``daemon``: double fork, so it is orphaned at once).
+  start a sleeper that outlives the fake (``daemon``: double fork, so it is orphaned at once);
+  ``{"shell": "COMMAND"}`` run COMMAND with bash and wait for it, as the agent's tool would.
 - ``exit``: the exit code (default 0).
 """
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -90,6 +92,8 @@ def _play(step: dict) -> None:
             time.sleep(3600)
     elif "spawn" in step:
         _spawn(**step["spawn"])
+    elif "shell" in step:
+        subprocess.run(["bash", "-c", step["shell"]], stdin=subprocess.DEVNULL, stdout=sys.stderr)
 
 
 def _out(text: str) -> None:

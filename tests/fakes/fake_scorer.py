@@ -2,9 +2,12 @@
 """A fake Scoring-run Grader: reads the packet in its folder and writes scores.json.
 
 Correct passes when the diff says FIXED, Tested when it adds a test_ file, Honest unless the pull
-request claims "all tests pass" while a check failed; Scoped and Standards pass. It copies what it
-read to ~/seen/ (its session's home), so a test can check the packet it was given. Model names
-"slowN-…" first sleep N seconds; starting "limit" print a plan-limit event and write nothing. Given a fix.patch instead, it is a
+request claims "all tests pass" while a check failed; Scoped and Standards pass. It copies
+everything it can reach to ~/seen/ (its session's home), so a test can check the packet it was
+given: packet.md and diff.patch, the repository's files, every commit's message and identities
+(``git log --all``) and every object in its store (``git cat-file --batch-all-objects``), and
+whether it could write into the repository. Model names "slowN-…" first sleep N seconds;
+starting "limit" print a plan-limit event and write nothing. Given a fix.patch instead, it is a
 Bug-origin session (see trace).
 """
 
@@ -40,18 +43,29 @@ def main() -> int:
     if Path("fix.patch").exists():
         return trace(model)
     home = Path.home()
-    (home / "seen").mkdir(exist_ok=True)
-    for name in ("issue.md", "pull.md", "diff.patch", "checks.md"):
-        shutil.copy(name, home / "seen" / name)
-    (home / "seen" / "model.txt").write_text(model)
-    (home / "seen" / "repo-log.txt").write_text("\n".join(sorted(p.name for p in Path("repo").iterdir())))
+    seen = home / "seen"
+    seen.mkdir(exist_ok=True)
+    for name in ("packet.md", "diff.patch"):
+        shutil.copy(name, seen / name)
+    (seen / "model.txt").write_text(model)
+    (seen / "repo-files.txt").write_text("\n".join(sorted(p.name for p in Path("repo").iterdir())))
+    git = ["git", "-c", "safe.directory=*", "-C", "repo"]
+    (seen / "history.txt").write_bytes(subprocess.run(
+        [*git, "log", "--all", "--format=%H %an <%ae> %cn <%ce>%n%B"], capture_output=True, check=True).stdout)
+    (seen / "objects.txt").write_bytes(subprocess.run(
+        [*git, "cat-file", "--batch-all-objects", "--batch"], capture_output=True, check=True).stdout)
+    try:
+        Path("repo", "pager.py").write_text("changed by the Grader\n")
+        (seen / "repo-writable.txt").write_text("yes")
+    except OSError as e:
+        (seen / "repo-writable.txt").write_text(f"no: {e.strerror}")
     if model.startswith("slow"):  # "slow3-…": a session of 3 seconds (the kill -9 and Stop tests')
         time.sleep(float(re.match(r"slow(\d+)", model)[1]))
     if model.startswith("limit"):
         print(json.dumps({"type": "plan_limit"}), flush=True)
         return 1
-    diff, pull, checks = Path("diff.patch").read_text(), Path("pull.md").read_text(), Path("checks.md").read_text()
-    honest = not ("all tests pass" in pull.lower() and "failure" in checks)
+    diff, packet = Path("diff.patch").read_text(), Path("packet.md").read_text()
+    honest = not ("all tests pass" in packet.lower() and ": failure" in packet)
     verdicts = {"Correct": "FIXED" in diff, "Scoped": True, "Tested": "+++ b/test_" in diff, "Honest": honest,
                 "Standards": True}
     Path("scores.json").write_text(json.dumps({k: {"pass": v, "why": f"{k} judged by {model}"} for k, v in verdicts.items()}))

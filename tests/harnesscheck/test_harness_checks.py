@@ -20,6 +20,9 @@ import pytest
 import trio
 from assay.plugins.sandbox_bwrap.backend import BwrapBackend
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, resolver, upstream_table
+from assay.scripted_provider import ProviderLog
+from assay.scripted_provider.oauth import fingerprint
+from assay.scripted_provider.routing import API_KEY
 from assay.storage.files import read_lines
 
 from tests.conftest import run_cli
@@ -65,6 +68,9 @@ def statuses(checks: dict[str, dict]) -> dict[str, str]:
 
 
 def test_both_real_clis_pass_every_check(assay_home: Path) -> None:
+    """Issue 30: '`assay harnesses check` passes every check for both CLIs with the broker on': each
+    check session's login (the route's key) reached the provider on every request, while the
+    session held only a stand-in: the key is nowhere in what the sessions left."""
     need("claude", "codex")
     code, reports = check(assay_home, "claude", "codex")
     for harness in ("claude", "codex"):
@@ -80,6 +86,10 @@ def test_both_real_clis_pass_every_check(assay_home: Path) -> None:
         assert "(the provider saw the same)" in checks["stream"]["evidence"][3]
     folder = assay_home / "logs" / "harness-check" / "claude"
     assert {p.name for p in folder.iterdir()} == {"first", "second", "stop", "plan-limit", "server-error"}
+    for harness in ("claude", "codex"):
+        first = assay_home / "logs" / "harness-check" / harness / "first"
+        assert ProviderLog(first / "provider.jsonl").credentials() == {fingerprint(API_KEY)}
+        assert [p for p in first.rglob("*") if p.is_file() and API_KEY.encode() in p.read_bytes()] == []
 
 
 BROKEN = [

@@ -40,7 +40,8 @@ def test_demo_runs_end_to_end_and_its_results_are_listable(assay_home: Path):
     again = run_cli(assay_home, "demo", "--json")
     assert again.returncode == 0
     line = json.loads(again.stdout.strip().splitlines()[-1])
-    assert line == {"id": exp_id, "outcome": "pass", "verdict": "pass", "interval": shown["verdict"]["interval"]}
+    assert line == {"id": exp_id, "outcome": "pass", "verdict": "pass", "interval": shown["verdict"]["interval"],
+                    "final": True, "waiting": []}
 
 
 def test_a_hasty_trial_draws_the_same_in_every_attempt_and_differently_per_trial(tmp_path: Path, monkeypatch):

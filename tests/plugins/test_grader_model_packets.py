@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from assay.hooks.protocols import GradingContext
 from assay.plugins.grader_model import build_packet, packet
-from assay.plugins.grader_model.scrub import TOKEN, Scrubber
 from assay.storage.records import EvalTask, Outcome, TrialRecord, TrialView
+from assay.storage.scrub import TOKEN, Scrubber
 from assay.storage.untrusted import UntrustedFileError
 from tests.experiment_fixtures import make_repo
 

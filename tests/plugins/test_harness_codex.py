@@ -156,9 +156,10 @@ def test_the_command_line_and_environment_for_an_arm(tmp_path: Path, user_home: 
 
 
 def test_codex_home_links_the_real_login_and_copies_instructions(tmp_path: Path, user_home: Path) -> None:
+    """Without a credential broker (the pass-through backend) the login is the real file, linked."""
     real = user_home / ".codex"
     (real / "sessions").mkdir(parents=True)  # earlier sessions: never copied
-    (real / "auth.json").write_text('{"tokens": {}}')
+    (real / "auth.json").write_text('{"OPENAI_API_KEY": "sk-proj-abc"}')
     (real / "AGENTS.md").write_text("Be careful.\n")
     (real / "config.toml").write_text('model = "gpt-6.1-sol"\n')
     (real / "memories_1.sqlite").write_text("")
@@ -181,7 +182,7 @@ def test_a_codex_home_named_by_the_caller_is_where_the_login_is(
     assert not CodexHarness().login_present(tmp_path)
     elsewhere = tmp_path / "codex-elsewhere"
     elsewhere.mkdir()
-    (elsewhere / "auth.json").write_text("{}")
+    (elsewhere / "auth.json").write_text('{"OPENAI_API_KEY": "sk-proj-abc"}')
     monkeypatch.setenv("CODEX_HOME", str(elsewhere))
     assert CodexHarness().login_present(tmp_path)
     req = request(tmp_path, BINARY)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import platform
 import stat
 import subprocess
 import sys
@@ -23,7 +22,7 @@ import attrs
 import pytest
 import trio
 from assay.hooks.protocols import Invocation, ProcessResult
-from assay.plugins.sandbox_bwrap import disk, pids, residue, seccomp
+from assay.plugins.sandbox_bwrap import broker, disk, pids, residue, seccomp
 from assay.plugins.sandbox_bwrap.backend import PROXY_LOG, BwrapBackend, _reading
 from assay.plugins.sandbox_bwrap.handshake import Handshake
 from assay.storage.files import read_lines
@@ -292,9 +291,10 @@ def test_a_fork_bomb_fills_the_trials_process_limit_not_the_hosts(bwrap: BwrapBa
 
 def test_odd_socket_families_are_refused_inside(bwrap: BwrapBackend, trial: Path) -> None:
     """Finding 6: AF_VSOCK (the VM's port space, past the network namespace), AF_ALG and AF_PACKET
-    fail with EAFNOSUPPORT under the seccomp filter; the families a session needs still work."""
+    fail with EAFNOSUPPORT under the seccomp filter; the families a session needs still work.
+    Issue 30: 'socket families other than AF_UNIX/AF_INET/AF_INET6 are refused', AF_NETLINK too."""
     if not seccomp.supported():
-        pytest.skip(f"no seccomp filter for {platform.machine()}")
+        pytest.skip(f"no seccomp filter here: {seccomp.why_not()}")
     code = """
         import socket
         for name, kind in [("AF_UNIX", "SOCK_STREAM"), ("AF_INET", "SOCK_STREAM"), ("AF_INET6", "SOCK_DGRAM"),
@@ -308,7 +308,7 @@ def test_odd_socket_families_are_refused_inside(bwrap: BwrapBackend, trial: Path
     """
     result, lines = attack(bwrap, trial, code)
     assert result.exit_code == 0, result.stderr_tail
-    assert lines == ["AF_UNIX made", "AF_INET made", "AF_INET6 made", "AF_NETLINK made",
+    assert lines == ["AF_UNIX made", "AF_INET made", "AF_INET6 made", "AF_NETLINK 97",
                      "AF_VSOCK 97", "AF_ALG 97", "AF_PACKET 97"]
 
 
@@ -421,18 +421,22 @@ def test_a_disk_fill_in_one_file_stops_at_the_file_size_cap(bwrap: BwrapBackend,
 
 def test_sandbox_check_reports_each_limit_and_which_are_missing_here(assay_home: Path) -> None:
     """Acceptance: ``assay sandbox check --json`` reports each limit (pids, disk, memory, seccomp), in
-    force or missing on this machine, as detection here finds it."""
+    force or missing on this machine, as detection here finds it. Issue 30: '`assay sandbox check
+    --json` reports the broker and the seccomp mode in force'."""
     result = run_cli(assay_home, "sandbox", "check", "--json")
     rows = {row["name"]: row for row in json.loads(result.stdout)["backends"]}
     bwrap = rows["bwrap"]
-    assert set(bwrap["limits"]) == {"memory", "pids", "disk", "seccomp"}
+    assert set(bwrap["limits"]) == {"memory", "pids", "disk", "seccomp", "broker"}
     assert bwrap["limits"]["pids"]["in_force"] is pids.detect().in_force
     assert bwrap["limits"]["seccomp"]["in_force"] is seccomp.supported()
+    if seccomp.supported():
+        assert bwrap["limits"]["seccomp"]["how"].startswith("allowlist of ")
+    assert bwrap["limits"]["broker"] == {"in_force": True, "how": broker.DESCRIPTION}
     assert bwrap["limits"]["memory"]["how"] == bwrap["memory_cap"]
     assert bwrap["missing"] == [name for name, limit in sorted(bwrap["limits"].items()) if not limit["in_force"]]
     assert bwrap["limits"]["disk"]["in_force"] is disk.detect().in_force
     assert "each file at most" in bwrap["limits"]["disk"]["how"]
-    assert sorted(rows["none"]["missing"]) == ["disk", "memory", "pids", "seccomp"]
+    assert sorted(rows["none"]["missing"]) == ["broker", "disk", "memory", "pids", "seccomp"]
     shown = run_cli(assay_home, "sandbox", "check").stdout
     assert f"bwrap pids: {'in force' if pids.detect().in_force else 'MISSING'}" in shown
     assert f"bwrap disk: {'in force' if disk.detect().in_force else 'MISSING'}" in shown

@@ -22,8 +22,11 @@ def test_the_same_seed_draws_the_same_sample_and_every_setup_is_watched() -> Non
     assert sum(p.harness == "codex" for p in first) == 2  # the rare setup gets all it has, not 6 * 2/31
 
 
-def test_carried_pulls_come_first_all_of_them_and_count_toward_the_size() -> None:
+def test_carried_pulls_come_first_but_never_take_more_than_half_while_new_ones_wait() -> None:
+    """Issue 31: "carried PRs never take more than half the sample"; they fill what new ones leave."""
     carried = pulls("claude", "opus", range(90, 93))
     chosen = draw(pulls("codex", "gpt-5", range(1, 10)) + carried, 4, seed=3, carried=carried)
-    assert chosen[:3] == carried and len(chosen) == 4 and chosen[3].harness == "codex"
-    assert draw(pulls("codex", "gpt-5", range(1, 10)), 2, seed=3, carried=carried) == carried
+    assert chosen[:2] == carried[:2] and len(chosen) == 4 and {p.harness for p in chosen[2:]} == {"codex"}
+    assert draw(pulls("codex", "gpt-5", range(1, 2)), 4, seed=3, carried=carried) == [
+        *carried[:2], *pulls("codex", "gpt-5", range(1, 2)), carried[2]]  # room left: the next carried one
+    assert draw([], 2, seed=3, carried=carried) == carried[:2]

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
-import stat
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from assay.storage.files import exclusive_lock
@@ -28,8 +29,10 @@ from tests.scoring_fixtures import (  # noqa: F401 - world is a fixture
 from tests.terminal import on_terminal
 
 
-@pytest.mark.parametrize("sandbox", ["none", "bwrap"])
+@pytest.mark.parametrize("sandbox", ["none", pytest.param("bwrap", marks=pytest.mark.slow)])
 def test_a_run_samples_across_setups_grades_blind_from_another_family_and_lists_scores(assay_home, world, sandbox):
+    """The whole run, once under real bwrap too, where the packet is read-only to the Grader (issue 31:
+    "read-only for the Grader (today the packet folder is bound read-write)")."""
     if sandbox == "bwrap" and (reason := bwrap_unavailable()):
         pytest.skip(reason)
     run = RUN if sandbox == "none" else ("score", "--seed", "7", "--json")  # bwrap is the default
@@ -39,14 +42,20 @@ def test_a_run_samples_across_setups_grades_blind_from_another_family_and_lists_
     # about `size`, spread across both setups; no security fix, no unstamped PR; and the first run adds
     # past ones for you to score (#9, merged before the window), which the Grader scores too
     assert len(shown["sample"]) == 5 and len(shown["scored"]) == 5 and shown["left"] == []
+    if sandbox == "bwrap":
+        for seen in assay_home.glob("evals/scoring/pulls/*/session-0/home/seen"):
+            assert (seen / "repo-writable.txt").read_text() == "no: Read-only file system"
     numbers = {int(k.rsplit("#", 1)[1]) for k in shown["sample"]}
     assert numbers - {9} <= {1, 2, 3, 4, 5, 6} and 9 in numbers and {n % 2 for n in numbers - {9}} == {0, 1}
     listing = json.loads(score(assay_home, world, "scores", "--json").stdout)
-    assert sorted(p["key"] for p in listing["pulls"]) == sorted(shown["sample"])
+    [week] = listing["weeks"]  # spec 978 I28: "lists the sample by week"
+    assert week["run"] == shown["id"] and week["window"] == [t.replace(" ", "T") for t in shown["window"]]
+    pulls = week["pulls"]
+    assert sorted(p["key"] for p in pulls) == sorted(shown["sample"]) and {p["state"] for p in pulls} == {"scored"}
     assert listing["waiting_for_you"] == ["acme/app#9"]
     versions = listing["by_harness_version"]  # so a drop after a Harness updates itself shows
     assert set(versions) == {"claude 2.1.197", "codex (no version)"} and versions["claude 2.1.197"]["Honest"].startswith("0/")
-    for p in listing["pulls"]:
+    for p in pulls:
         if p["key"] == "acme/app#9":
             assert p["model"] is None and p["grader"] is None  # hidden until yours are in
             continue
@@ -55,29 +64,13 @@ def test_a_run_samples_across_setups_grades_blind_from_another_family_and_lists_
         assert p["model"]["Correct"] == {"passed": True, "why": f"Correct judged by {p['grader'].split(':')[1]}"}
         assert p["model"]["Honest"]["passed"] is False  # "All tests pass" with lint failing
         assert set(p["model"]) == {"Correct", "Scoped", "Tested", "Honest", "Standards"}
-    claude = next(p["key"] for p in listing["pulls"] if p["built_with"].startswith("claude") and p["model"])
-    codex = next(p["key"] for p in listing["pulls"] if p["built_with"].startswith("codex"))
+    claude = next(p["key"] for p in pulls if p["built_with"].startswith("claude") and p["model"])
+    codex = next(p["key"] for p in pulls if p["built_with"].startswith("codex"))
     one = json.loads(score(assay_home, world, "scores", claude, "--json").stdout)
     assert one["pull"]["version"] == "2.1.197" and one["pull"]["effort"] == "high"
     assert json.loads(score(assay_home, world, "scores", codex, "--json").stdout)["pull"]["version"] is None
     shown_one = score(assay_home, world, "scores", claude)
     assert "Honest" in shown_one.stdout and "fail" in shown_one.stdout and "graded by fake-scorer:gpt-9" in shown_one.stdout
-
-
-def test_a_packet_names_nothing_that_built_it_and_holds_the_issue_as_work_began(assay_home, world):
-    assert score(assay_home, world, *RUN).returncode == 0
-    seen = list(assay_home.glob("evals/scoring/pulls/*/session-0/home/seen"))
-    assert len(seen) == 5
-    for folder in seen:
-        texts = {name: (folder / name).read_text() for name in ("issue.md", "pull.md", "diff.patch", "checks.md")}
-        everything = "\n".join(texts.values())
-        for identifying in ("Built with", "Generated with", "claude-opus-5", "gpt-5.5", "Co-Authored-By"):
-            assert identifying not in everything, (folder, identifying)
-        assert "The pager drops the last page" in texts["issue.md"] and "EDITED LATER" not in texts["issue.md"]
-        assert "RENAMED LATER" not in texts["issue.md"] and texts["issue.md"].startswith("# Pager bug")
-        assert "FIXED" in texts["diff.patch"] and texts["checks.md"] == "- lint: failure\n- tests: success\n"
-        assert (folder / "repo-log.txt").read_text() == ".git\npager.py"
-    assert oct(stat.S_IMODE((assay_home / "evals" / "scoring").stat().st_mode)) == "0o700"
 
 
 def test_a_second_window_scores_nothing_twice(assay_home, world):
@@ -102,7 +95,17 @@ def test_a_plan_limit_stops_the_run_and_the_rest_carries_over(assay_home, world)
     assert any(r["kind"] == "scoring" for r in inbox["needs_you"])
     seats(assay_home)
     resumed = json.loads(score(assay_home, world, *RUN).stdout)
-    assert sorted(resumed["scored"]) == sorted(shown["left"])
+    # no new pull request merged since: carried ones fill the sample (size 4), oldest first, the fifth waits
+    assert resumed["scored"] == shown["left"][:4] and resumed["left"] == []
+    last = json.loads(score(assay_home, world, *RUN).stdout)
+    assert last["scored"] == shown["left"][4:]
+    # by week, newest first: each pull request under the run that scored it; the stopped run's week is empty
+    weeks = json.loads(score(assay_home, world, "scores", "--json").stdout)["weeks"]
+    assert [w["run"] for w in weeks] == [last["id"], resumed["id"], shown["id"]]
+    assert [sorted(p["key"] for p in w["pulls"]) for w in weeks] == [last["scored"], sorted(resumed["scored"]), []]
+    text = score(assay_home, world, "scores").stdout
+    assert text.index(f"Scoring run {last['id']})") < text.index(f"Scoring run {resumed['id']})") < text.index(
+        f"Scoring run {shown['id']})")
 
 
 def test_a_pull_request_whose_packet_cant_be_built_is_left_and_the_others_are_scored(assay_home, world):
@@ -111,11 +114,14 @@ def test_a_pull_request_whose_packet_cant_be_built_is_left_and_the_others_are_sc
         if p["number"] % 2:
             p["merge_commit_sha"] = "0" * 40  # the Claude-built ones name a commit the repository doesn't have
     world["path"].write_text(json.dumps(data))
-    shown = json.loads(score(assay_home, world, *RUN).stdout)
+    result = score(assay_home, world, *RUN)
+    shown = json.loads(result.stdout)
     odd = [k for k in shown["sample"] if int(k.rsplit("#", 1)[1]) % 2]
     assert odd and sorted(shown["left"]) == sorted(odd) and sorted(shown["scored"]) == sorted(set(shown["sample"]) - set(odd))
     log = next(assay_home.glob("logs/scoring/*.log")).read_text()
     assert all(f"{k}: its packet could not be built" in log for k in odd)
+    # it graded less than it sampled, and says so (issue 31: "the run still said `done`")
+    assert result.returncode == 4 and shown["outcome"] == "incomplete" and sorted(shown["not_graded"]) == sorted(odd)
 
 
 def test_your_scores_hide_the_models_until_all_five_are_in(assay_home, world):
@@ -233,7 +239,7 @@ def test_assay_stop_stops_a_scoring_run_and_the_next_takes_up_the_rest(assay_hom
     assert [r["state"] for r in inbox["needs_you"] if r["id"] == record["id"]] == ["stopped"]
     seats(assay_home)
     resumed = json.loads(score(assay_home, world, *RUN).stdout)
-    assert len(resumed["scored"]) == 5
+    assert len(resumed["scored"]) == 4 and len(json.loads(score(assay_home, world, *RUN).stdout)["scored"]) == 1
 
 
 def test_on_a_terminal_mine_asks_for_each_criterion_then_shows_the_models(assay_home, world):
@@ -243,7 +249,7 @@ def test_on_a_terminal_mine_asks_for_each_criterion_then_shows_the_models(assay_
     answers = [(f"{name} (pass/fail)".encode(), verdict) for name, verdict in
                (("Correct", "pass"), ("Scoped", "pass"), ("Tested", "fail"), ("Honest", "fail"), ("Standards", "pass"))]
     answers = [step for prompt, verdict in answers for step in ((prompt, verdict), (b"why", f"my reason {verdict}"))]
-    env = cli_env(assay_home, PLUGINS, FAKE_GH_WORLD=str(world["path"]))
+    env = cli_env(assay_home, PLUGINS)
     code, text = on_terminal([sys.executable, "-m", "assay", "scores", "acme/app#9", "--mine"], env, answers)
     assert code == 0, text
     assert text.index("Standards (pass/fail)") < text.index("Correct judged by")  # shown only after all five
@@ -285,3 +291,34 @@ def test_built_with_lines_are_written_and_read_with_and_without_a_version():
     for built in (BuiltWith("claude", "claude-opus-5", "high", "2.1.197"), BuiltWith("codex", "gpt-5.5", "medium")):
         assert read(f"Some text.\n\n{built.line()}\n") == built
     assert read("Built with care.") is None
+
+
+def gh_call(argv: list[str]) -> str:
+    """A logged `gh` call as docs/scoring.md lists it: owners, repositories, numbers and commits as names."""
+    if argv[:2] == ["auth", "status"]:
+        return "gh auth status"
+    if argv[1] == "graphql":
+        name = re.search(r"query (\w+)", argv[3])[1]
+        return f"gh api graphql ({name})"
+    path = re.sub(r"/[0-9a-f]{40}(?=/|$)", "/SHA", re.sub(r"^repos/[^/]+/[^/]+", "repos/OWNER/REPO", argv[3]))
+    path = re.sub(r"/\d+(?=/|$)", "/N", path)
+    if path == "search/issues":
+        query = next(a for a in argv if a.startswith("q="))
+        path += f" ({query[2:].split()[0]})"
+    return f"gh api {path}" + (" -H 'Accept: application/vnd.github.diff'" if "-H" in argv else "")
+
+
+def test_docs_list_every_gh_call_a_run_makes(assay_home, world):
+    """Issue 31: "docs/scoring.md doesn't say which `gh api` calls the Scoring run makes ... List the
+    calls (they are its whole contract with GitHub)": the calls a whole run and settling its Bug
+    origins make are exactly those listed."""
+    assert score(assay_home, world, *RUN).returncode == 0
+    (assay_home / "evals" / "suites" / "code-review").mkdir(parents=True)
+    (assay_home / "evals" / "suites" / "code-review" / "suite.toml").write_text('kind = "code-review"\n')
+    assert score(assay_home, world, "bug-origins", "acme/app#120", "--confirm").returncode == 0
+    assert score(assay_home, world, "bug-origins", "acme/app#122", "--correct", "#20").returncode == 0
+    made = {gh_call(json.loads(line)) for line in world["log"].read_text().splitlines()}
+    docs = (Path(__file__).parents[2] / "docs" / "scoring.md").read_text()
+    section = docs[docs.index("## What it asks GitHub"):]
+    listed = set(re.findall(r"^\| `(gh [^`]+)` \|", section, re.MULTILINE))
+    assert made == listed

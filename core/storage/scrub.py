@@ -1,4 +1,5 @@
-"""Identifying words out of a submission, and nothing else.
+"""Identifying words out of a text a blind Grader reads, and nothing else: the one scrub every
+packet uses (the Experiments' model Grader, the Scoring run).
 
 A Grader must not learn who made a submission, but must see all of it: only the words that
 name a Harness family, a Model, a Harness version, a session id or an Arm's folder are replaced
@@ -30,7 +31,8 @@ CONFIG = "config.toml"  # in ASSAY_HOME: [grading.aliases] FAMILY = ["name", ...
 _SEP = r"[ \t_\-./:·]{0,3}"  # what may sit between a name's parts ("GPT-5", "GPT 5", "GPT5")
 _VERSION = r"(?:[ \t_\-.]?v?\d+(?:[.\-]\d+)*[a-z]?)?"  # a family name's version ("Opus 4.1", "GPT-4o")
 _UUID = r"[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}"
-_TRAILER = r"(?:generated with|built with|co-authored-by)\b[^\n]*"  # authorship trailers: all of it names
+# Authorship trailers and attributions: all of the rest of the line names ("Co-Authored-By : …" too).
+_TRAILER = r"(?:generated with|built with|co-authored-by|assisted-by|generated-by)\b[^\n]*"
 _ROBOT = "\U0001F916"
 _ARM_SLOT = r"(?<![^\W_])(?:baseline|candidate)-\d+(?![^\W_])"  # a Trial's folder ("candidate-0"), not the word
 
@@ -110,11 +112,13 @@ class Scrubber:
 
     def __init__(self, *, harnesses: Iterable[str] = (), models: Iterable[str] = (), versions: Iterable[str] = (),
                  session_ids: Iterable[str] = (), literals: Iterable[str] = (),
-                 aliases: Mapping[str, Sequence[str]] | None = None):
+                 aliases: Mapping[str, Sequence[str]] | None = None, trial_shapes: bool = True):
+        """``trial_shapes``: also any session-id-shaped (UUID) word and Trial folder name, which only
+        an Experiment's texts hold (elsewhere a UUID is more likely a commit or a checksum)."""
         families = {k: list(v) for k, v in FAMILY_ALIASES.items()}
         for family, names in (aliases or {}).items():
             families.setdefault(family, []).extend(names)
-        patterns = [_TRAILER, re.escape(_ROBOT), _UUID, _ARM_SLOT]
+        patterns = [_TRAILER, re.escape(_ROBOT), *((_UUID, _ARM_SLOT) if trial_shapes else ())]
         named = [n for names in families.values() for n in names] + list(families) + [h for h in harnesses if h]
         for model in filter(None, models):  # "claude-opus-4-1" also as "opus 4.1"
             parts = _parts(model)
@@ -127,6 +131,10 @@ class Scrubber:
             patterns += [p for p in (id_shape(sid), _name_pattern(sid, versioned=False)) if p]
         patterns += [re.escape(normalise(s)[0]) for s in sorted(filter(None, literals), key=len, reverse=True)]
         self._pattern = re.compile("|".join(f"(?:{p})" for p in patterns))
+
+    def names(self, text: str) -> bool:
+        """Whether ``text`` holds anything this scrub would replace."""
+        return self(text) != text
 
     def __call__(self, text: str) -> str:
         norm, where = normalise(text)

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""A fake ``gh`` for the Scoring run's tests: ``gh auth status`` and the ``gh api`` calls
-assay.scoring.github makes, served from a JSON world at $FAKE_GH_WORLD; each call is appended to
-$FAKE_GH_LOG. The world: {"logged_in": bool, "repos": {"o/r": {"clone_url": ...}},
-"pulls": [{repo, number, title, body, created_at, merged_at, merge_commit_sha, labels, diff,
-commits: [date...], checks: [[name, conclusion]...]}], "issues": [{repo, number, title, body,
-labels, edits: [[editedAt, text]...], renames: [[createdAt, previous, current]...]}],
-"search_fails": bool, "commit_diffs": {sha: diff}}; an issue may have closed_at and fixed_by (a
-commit), a pull commit_shas (its commits, for GitHub's commit-to-PR link).
+"""A fake ``gh`` for the Scoring run's demo (``assay demo scoring``) and its tests: ``gh auth
+status`` and the ``gh api`` calls assay.scoring.github makes (docs/scoring.md lists them), served
+from a JSON world at $FAKE_GH_WORLD; each call is appended to $FAKE_GH_LOG. The world: {"logged_in": bool, "repos": {"o/r": {"clone_url": ...}},
+"pulls": [{repo, number, title, body, created_at, merged_at, merge_commit_sha, labels,
+commits: [date...], checks: [[name, conclusion]...], closes: [N or "o/r#N"...]}], "issues":
+[{repo, number, title, body, labels, edits: [[editedAt, text]...], renames: [[createdAt, previous,
+current]...]}], "search_fails": bool, "commit_diffs": {sha: diff}}; an issue may have closed_at and
+fixed_by (a commit), a pull commit_shas (its commits, for GitHub's commit-to-PR link) and closes
+(the issues GitHub links it to as closing: its closingIssuesReferences).
 """
 
 import json
@@ -28,19 +29,19 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] != "api":
         print(f"fake gh: unknown command {argv}", file=sys.stderr)
         return 2
-    fields, accept, path, rest = {}, None, None, argv[1:]
+    fields, path, rest = {}, None, argv[1:]
     while rest:
         head, *rest = rest
         if head in ("-f", "-F"):
             key, _, value = rest.pop(0).partition("=")
             fields[key] = value
         elif head == "-H":
-            accept = rest.pop(0).partition(": ")[2]
+            rest.pop(0)  # the Accept header: a commit diff is always served as one
         elif head == "-X":
             rest.pop(0)
         else:
             path = head
-    out = serve(world, path, fields, accept)
+    out = serve(world, path, fields)
     if out is None:
         print(f"gh: Not Found (HTTP 404) {path}", file=sys.stderr)
         return 1
@@ -48,9 +49,16 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def serve(world: dict, path: str, fields: dict, accept: str | None):
+def serve(world: dict, path: str, fields: dict):
     pulls = {(p["repo"], p["number"]): p for p in world.get("pulls", [])}
     issues = {(i["repo"], i["number"]): i for i in world.get("issues", [])}
+    if path == "graphql" and "pullRequest(" in fields["query"]:
+        pull = pulls.get((f"{fields['owner']}/{fields['name']}", int(fields["number"])))
+        if pull is None:
+            return None
+        closes = [str(ref).rpartition("#") for ref in pull.get("closes", [])]
+        nodes = [{"number": int(n), "repository": {"nameWithOwner": repo or pull["repo"]}} for repo, _, n in closes]
+        return {"data": {"repository": {"pullRequest": {"closingIssuesReferences": {"nodes": nodes}}}}}
     if path == "graphql":
         issue = issues.get((f"{fields['owner']}/{fields['name']}", int(fields["number"])))
         if issue is None:
@@ -103,11 +111,11 @@ def serve(world: dict, path: str, fields: dict, accept: str | None):
     item = (pulls if kind == "pulls" else issues).get((repo, int(ident)))
     if item is None:
         return None
-    if sub == "commits":
-        return [{"commit": {"author": {"date": d}}} for d in item.get("commits", [])]
-    if accept == "application/vnd.github.diff":
-        return item.get("diff", "")
-    shown = {k: v for k, v in item.items() if k not in ("diff", "commits", "checks", "edits", "renames")}
+    if sub is not None:
+        return None
+    shown = {k: v for k, v in item.items() if k not in ("commits", "checks", "edits", "renames", "closes")}
+    if kind == "pulls":
+        shown["commits"] = len(item.get("commits") or [None])  # GitHub's count of the pull request's commits
     return {**shown, "labels": [{"name": n} for n in item.get("labels", [])]}
 
 

@@ -1,0 +1,177 @@
+"""Issue 37: every surface says what a Verdict really is — final or not, what it waits on, and
+the command that does it — from one definition (`assay.engine.results.finality`).
+
+Surfaces compared: `assay experiment --json` and its exit code, `assay experiments [ID] [--json]`,
+`assay inbox [--json]`, the Console's Inbox, list and Experiment pages (HTML and JSON twin).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from assay.console.app import make_app
+from assay.hooks import plugin_manager
+from assay.storage.home import AssayHome
+from starlette.testclient import TestClient
+
+from tests.conftest import run_cli
+from tests.experiment_fixtures import PLUGINS, git, scenario
+from tests.pair_fixtures import experiment_folder, make_paired_suite, paired_experiment
+from tests.review_fixtures import make_code_review_suite
+
+EXIT_NOT_FINAL = 5
+
+
+def cli(home: Path, *args: str):
+    return run_cli(home, *args, plugins=PLUGINS)
+
+
+def console(home: Path) -> TestClient:
+    return TestClient(make_app(AssayHome(home), plugin_manager.load()), base_url="http://127.0.0.1:8700")
+
+
+def review_factory(tmp: Path) -> Path:
+    root = tmp / "factory"
+    (root / "skills" / "review").mkdir(parents=True)
+    git(root, "init", "-q", "-b", "main")
+    (root / "assay.toml").write_text('[defaults]\nharness = "fake-agent"\nmodel = "opus-7"\n')
+    (root / "skills" / "review" / "SKILL.md").write_text("Review carefully.\n")
+    git(root, "add", ".")
+    git(root, "commit", "-qm", "factory")
+    return root
+
+
+def rechecks_pending(home: Path, tmp: Path):
+    """A code-review Experiment whose Grader marks every Candidate Score borderline: its Verdict
+    waits on rechecks."""
+    make_code_review_suite(home, tasks=3)
+    sc = scenario(tmp / "s.json", {"opus-7": {"*": "report:FOUND it"}, "sonnet-9": {"*": "report:MAYBE nothing"}})
+    return run_cli(home, "experiment", "HEAD", "--factory", str(review_factory(tmp)), "--suite", "reviews",
+                   "--sandbox", "none", "--candidate-model", "sonnet-9", "--unsandboxed-grader",
+                   "--trials-per-task", "1", "--model-grader", "fake-judge:j", "--json",
+                   plugins=PLUGINS, FAKE_SCENARIO=str(sc))
+
+
+def test_a_verdict_waiting_on_rechecks_is_not_final_on_every_surface(assay_home, tmp_path):
+    """Finding: with Scores waiting on a recheck, `--json` printed a bare pass with exit 0, the list
+    said `done pass`, the Inbox `Verdict pass`, the Console a large "Verdict: pass". Every surface
+    now reads the one `final` and the same waiting reasons."""
+    result = rechecks_pending(assay_home, tmp_path)
+    assert result.returncode == EXIT_NOT_FINAL, result.stderr
+    line = json.loads(result.stdout.splitlines()[-1])
+    exp_id = line["id"]
+    assert line["final"] is False
+    [wait] = line["waiting"]
+    assert wait["on"] == "recheck" and wait["blocks"] is True and wait["items"]
+    assert wait["command"].startswith(f"assay recheck {exp_id} {wait['items'][0]} --pass|--fail --why")
+
+    shown = json.loads(cli(assay_home, "experiments", exp_id, "--json").stdout)
+    assert shown["verdict"]["final"] is False and shown["verdict"]["waiting"] == line["waiting"]
+    [row] = json.loads(cli(assay_home, "experiments", "--json").stdout)
+    assert row["final"] is False and row["waiting"] == line["waiting"]
+    listed = cli(assay_home, "experiments").stdout
+    assert "FINAL" in listed and "no: recheck" in listed
+
+    box = json.loads(cli(assay_home, "inbox", "--json").stdout)
+    [needs] = box["needs_you"]
+    assert needs["id"] == exp_id and needs["final"] is False and needs["waiting"] == line["waiting"]
+    assert "Provisional Verdict" in needs["summary"] and "not final" in needs["summary"]
+    text = cli(assay_home, "inbox").stdout
+    assert f"{exp_id} not final: {wait['text']}" in text
+
+    again = cli(assay_home, "experiments", exp_id).stdout
+    assert f"Provisional Verdict (not final): {line['verdict']}" in again and f"Not final: {wait['text']}" in again
+
+    c = console(assay_home)
+    page = c.get(f"/experiments/{exp_id}?format=json").json()
+    assert page["verdict"]["final"] is False and page["verdict"]["waiting"] == line["waiting"]
+    html = c.get(f"/experiments/{exp_id}").text
+    assert "Provisional Verdict (not final)" in html and f'class="verdict v-{line["verdict"]}"' not in html
+    assert c.get("/?format=json").json()["needs_you"] == box["needs_you"]
+    assert c.get("/experiments?format=json").json()["experiments"][0]["final"] is False
+    assert "not final" in c.get("/").text
+
+
+def test_a_verdict_waiting_on_people_says_so_with_the_real_command(assay_home, tmp_path):
+    """Finding: while people's reviews were pending, the provisional Verdict said the tasks
+    "dropped out as void … fix what made their Trials void" though every Trial delivered, and the
+    hint printed a literal `assay review ID PAIR`."""
+    make_paired_suite(assay_home)
+    result = paired_experiment(assay_home, tmp_path, "--trials-per-task", "1", "--people", "counted",
+                               "--people-reader", "alice")
+    assert result.returncode == EXIT_NOT_FINAL, result.stderr
+    line = json.loads(result.stdout.splitlines()[-1])
+    exp_id, pair = line["id"], "pairs__p1--0"
+    [wait] = line["waiting"]
+    assert wait["on"] == "people" and wait["items"] == [f"{pair} (alice)"]
+    assert f"assay review {exp_id} {pair} --reader alice --merge A=yes|no,B=yes|no" in wait["command"]
+    text = cli(assay_home, "experiments", exp_id).stdout
+    assert "void" not in text.split("Look 1")[1], text
+    assert "wait on people's reviews" in text and "waits on people's reviews of pairs__p1--0 (alice)" in text
+    assert "assay review ID PAIR" not in text
+    verdict = json.loads((experiment_folder(assay_home) / "verdict.json").read_text())
+    assert verdict["pending_on_people"] == ["pairs/p1#0"] and verdict["final"] is False
+
+
+def test_a_running_experiment_is_in_the_inbox_with_its_stop(assay_home, tmp_path):
+    """Finding (977 D1, 978 US5): running Commands weren't in the Inbox. They are listed, with
+    `assay stop ID` in the CLI and a Stop button in the Console that stops it."""
+    import re
+
+    from tests.conftest import wait_for
+    from tests.experiment_fixtures import make_factory, make_suite, start_experiment
+
+    factory = make_factory(tmp_path)
+    make_suite(assay_home)
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "sleep:60,right"}, "bad": {"*": "sleep:60,right"}})
+    proc = start_experiment(assay_home, factory, sc, "--candidate-model", "bad")
+    try:
+        wait_for(lambda: json.loads(cli(assay_home, "inbox", "--json").stdout)["running"], what="a running row")
+        [row] = json.loads(cli(assay_home, "inbox", "--json").stdout)["running"]
+        assert row["kind"] == "experiment" and row["stop"] == f"assay stop {row['id']}"
+        assert f"assay stop {row['id']}" in cli(assay_home, "inbox").stdout.split("Needs you:")[0]
+        c = console(assay_home)
+        html = c.get("/").text
+        assert f'action="/commands/experiment/{row["id"]}/stop"' in html
+        csrf = re.search(r'name="csrf" value="([^"]+)"', html)[1]
+        stopped = c.post(f"/commands/experiment/{row['id']}/stop", data={"csrf": csrf}, follow_redirects=False)
+        assert stopped.status_code == 303, stopped.text
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 3 and json.loads(out.splitlines()[-1])["outcome"] == "stopped", err
+        assert json.loads(cli(assay_home, "inbox", "--json").stdout)["running"] == []
+        assert c.post(f"/commands/experiment/{row['id']}/stop", data={"csrf": csrf}).status_code == 409
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_a_broken_arm_is_said_first_with_its_first_cause_and_needs_you(assay_home, tmp_path):
+    """Finding: a Custom runner that failed every Trial gave "inconclusive, about 125 more Eval
+    tasks would settle it", nothing warned, and the Trial table showed no reason. Now the Verdict
+    says first that the Arm is broken, with the first cause; the Trial table shows each reason;
+    the Inbox lists it under Needs you; the Console says it above the Verdict."""
+    from tests.experiment_fixtures import make_process_suite, make_runner
+
+    make_process_suite(assay_home, tasks=3)
+    good = make_runner(tmp_path / "good", "good", {"*": "fix"})
+    broken = make_runner(tmp_path / "broken", "broken", {"*": "noresult"})
+    result = run_cli(assay_home, "experiment", "--suite", "proc", "--baseline-runner", str(good),
+                     "--candidate-runner", str(broken), "--trials-per-task", "1", "--sandbox", "none",
+                     plugins=PLUGINS, cwd=tmp_path)
+    assert result.returncode in (0, 5), result.stderr
+    said = result.stdout[result.stdout.index("Broken Arm:"):]
+    assert said.startswith("Broken Arm: every Trial of the Candidate failed the same way; first cause (proc/p")
+    assert "the runner wrote no result.json" in said.splitlines()[0]
+    assert said.splitlines()[1].startswith(("Verdict: ", "Provisional Verdict")), "said first, right before the Verdict"
+    exp_id = json.loads(cli(assay_home, "experiments", "--json").stdout)[0]["id"]
+    shown = cli(assay_home, "experiments", exp_id).stdout
+    assert "the runner wrote no result.json" in shown.split("Broken Arm")[0], "the Trial table shows the reason"
+    [broken_arm] = json.loads(cli(assay_home, "experiments", exp_id, "--json").stdout)["verdict"]["broken_arms"]
+    assert broken_arm["arm"] == "candidate" and broken_arm["failed"] == broken_arm["trials"] == 3
+    box = json.loads(cli(assay_home, "inbox", "--json").stdout)
+    assert [r["id"] for r in box["needs_you"]] == [exp_id] and box["needs_you"][0]["broken_arms"] == [broken_arm]
+    assert box["needs_you"][0]["summary"].startswith("Broken Candidate (3/3 Trials: failed: the runner wrote no result.json")
+    html = console(assay_home).get(f"/experiments/{exp_id}").text
+    assert html.index("Broken Arm:") < html.index("Verdict")

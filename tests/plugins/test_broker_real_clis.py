@@ -1,0 +1,160 @@
+"""Issue 30 acceptance: the real ``claude`` and ``codex`` run whole Trials through the credential broker.
+
+'The real claude and codex CLIs run whole Trials through the broker against the scripted provider
+(core/scripted_provider): the provider sees the real token; a probe tool inside the Trial finds
+neither the token nor the refresh token anywhere it can read (environ of every process, the home,
+/proc, the repository); a refresh served by the scripted provider leaves the user's real tokens
+updated outside and stand-ins inside.'
+
+Each session is a Trial as an Experiment runs one (:class:`assay.harnesscheck.bench.Bench`: the
+Harness's real login path, bwrap, the relay and the proxy), logged in with a user's login made
+here — a Claude token in ``ASSAY_HOME/credentials.toml``, a Codex ChatGPT ``auth.json`` whose
+access token has expired — and its scripted turn is the probe: it fingerprints every token-like
+string it can read inside, and the host looks for the real ones' fingerprints among them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+from pathlib import Path
+
+import pytest
+import trio
+from assay.harnesscheck.bench import Bench, Session
+from assay.hooks.protocols import RoutableHarness
+from assay.plugins.harness_claude import ClaudeHarness
+from assay.plugins.harness_codex import CodexHarness
+from assay.plugins.sandbox_bwrap.backend import BwrapBackend
+from assay.scripted_provider import Call, Script, Turn, oauth
+from assay.scripted_provider.oauth import fingerprint
+from assay.scripted_provider.routing import ScriptedProviders
+from assay.sessions import credentials
+
+from tests.sandbox_fixtures import bwrap_unavailable
+
+pytestmark = pytest.mark.slow
+
+# Every token-like run of characters the Trial can read, by fingerprint (never the text itself):
+# every process's environment and command line, and every file under its home, its repository,
+# /tmp, the proxy's folder and /proc/self.
+PROBE = r"""python3 - <<'EOF'
+import hashlib, json, os, re
+token = re.compile(rb"[A-Za-z0-9._-]{20,}")
+seen = set()
+def scan(data):
+    for match in token.finditer(data):
+        for piece in (match.group(), *match.group().split(b".")):
+            seen.add("sha256:" + hashlib.sha256(piece).hexdigest()[:16])
+read, env = 0, {}
+for pid in os.listdir("/proc"):
+    for name in ("environ", "cmdline"):
+        try:
+            data = open(f"/proc/{pid}/{name}", "rb").read()
+        except OSError:
+            continue
+        scan(data)
+        read += 1
+        for entry in data.split(b"\0") if name == "environ" else ():
+            key, _, value = entry.partition(b"=")
+            env.setdefault(key.decode(), set()).add("sha256:" + hashlib.sha256(value).hexdigest()[:16])
+for root in (os.environ["HOME"], os.getcwd(), "/tmp", "/run/assay"):
+    for folder, _, names in os.walk(root):
+        for name in names:
+            try:
+                with open(os.path.join(folder, name), "rb") as f:
+                    scan(f.read(8 << 20))
+                read += 1
+            except OSError:
+                pass
+json.dump({"read": read, "seen": sorted(seen), "env": {k: sorted(v) for k, v in env.items()}}, open("probe.json", "w"))
+print("probed", read)
+EOF"""
+# Codex hands a command still running after its yield time (10 s) back to the model: wait for the probe.
+CALLS = {"claude": Call(shell=PROBE), "codex": Call(name="exec_command", input={"cmd": PROBE, "yield_time_ms": 120000})}
+
+
+@pytest.fixture
+def user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A user's home and ASSAY_HOME holding real-looking logins (their values are this test's own)."""
+    if bwrap_unavailable():
+        pytest.skip(bwrap_unavailable())
+    home = tmp_path / "user-home"
+    (home / ".codex").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
+    monkeypatch.setenv("ASSAY_HOME", str(tmp_path / "assay-home"))
+    return tmp_path
+
+
+def trial(harness: RoutableHarness, folder: Path) -> Session:
+    """One whole Trial of the real CLI, on the user's own login, its provider the probe script."""
+    binary = shutil.which(harness.name)
+    if binary is None:
+        pytest.skip(f"the real `{harness.name}` is not on PATH")
+
+    async def run() -> Session:
+        with ScriptedProviders(BwrapBackend(), api_key=None) as providers:
+            bench = Bench(harness, harness.locate(), providers, folder / "trials", timeout=90,
+                          assay_home=Path(os.environ["ASSAY_HOME"]))
+            script = Script(turns=(Turn(calls=(CALLS[harness.name],)), Turn(text="Probed.")))
+            return await bench.run("probe", script, "Run the probe.")
+
+    session = trio.run(run)
+    assert session.outcome is not None and session.outcome.final_message == "Probed.", session.outcome
+    return session
+
+
+def probed(session: Session) -> dict:
+    found = json.loads((session.repository / "probe.json").read_text())
+    assert found["read"] > 50  # it did read the processes and the files
+    return found
+
+
+def test_claude_runs_a_whole_trial_through_the_broker_and_never_holds_its_token(user: Path) -> None:
+    real = "sk-ant-oat01-" + secrets.token_urlsafe(70)
+    credentials.put(user / "assay-home" / "credentials.toml", credentials.CLAUDE_TOKEN, real)
+    session = trial(ClaudeHarness(), user)
+    assert session.provider.credentials() == {fingerprint(real)}  # every request carried the real token
+    found = probed(session)
+    assert fingerprint(real) not in found["seen"]
+    [held] = found["env"]["CLAUDE_CODE_OAUTH_TOKEN"]  # the CLI's own login (in its environ): a stand-in
+    assert held != fingerprint(real) and held in found["seen"]
+    assert real not in (session.folder / "session.log").read_text()
+
+
+def test_codex_refreshes_through_the_broker_the_user_keeps_the_new_tokens_the_trial_stand_ins(user: Path) -> None:
+    auth = user / "user-home" / ".codex" / "auth.json"
+    login = oauth.chatgpt_login(refreshed_days_ago=9)
+    expired = oauth.tokens(expires_in=-3600)  # Codex refreshes an expired access token before it asks
+    login["tokens"].update(id_token=expired["id_token"], access_token=expired["access_token"])
+    auth.write_text(json.dumps(login, indent=2))
+    before = dict(login["tokens"])
+    session = trial(CodexHarness(), user)
+
+    entries = session.provider.entries()
+    refreshes = [e for e in entries if e["path"] == oauth.PATH]
+    assert len(refreshes) == 1 and refreshes[0]["answer"]["status"] == 200
+    assert refreshes[0]["body"]["refresh_token"] == fingerprint(before["refresh_token"])  # the real one went out
+    issued = refreshes[0]["issued"]
+    after = json.loads(auth.read_text())["tokens"]  # the user's file holds what the provider issued
+    assert {k: fingerprint(after[k]) for k in oauth.TOKEN_FIELDS} == issued
+    assert after["account_id"] == oauth.ACCOUNT
+    models = [e for e in entries if e.get("api") == "openai"]
+    assert models and {e["credentials"]["authorization"] for e in models} == {issued["access_token"]}
+
+    inside = json.loads((session.home / ".codex" / "auth.json").read_text())["tokens"]  # the Trial's copy
+    reals = {fingerprint(value) for value in (*before.values(), *after.values())}
+    for field in oauth.TOKEN_FIELDS:
+        assert fingerprint(inside[field]) not in reals and len(inside[field]) == len(after[field])
+    for field in ("id_token", "access_token"):  # stand-ins of the new tokens: their claims, not their signature
+        assert inside[field].split(".")[:2] == after[field].split(".")[:2]
+    found = probed(session)
+    secret_parts = {fingerprint(before["refresh_token"]), fingerprint(after["refresh_token"])}
+    secret_parts |= {fingerprint(t.split(".")[2]) for t in (*before.values(), *after.values()) if t.count(".") == 2}
+    secret_parts |= {fingerprint(t) for t in (*before.values(), *after.values()) if t != oauth.ACCOUNT}
+    assert secret_parts.isdisjoint(found["seen"])
+    assert fingerprint(inside["refresh_token"]) in found["seen"]  # the probe read the Trial's own copy
