@@ -38,6 +38,10 @@ def verdict_line(verdict: dict, exp_id: str, *, one_look: bool = False) -> str:
         elif group.get("more_tasks") is not None:
             text += (f"\n  About {group['more_tasks']} more Eval tasks would settle it at look {look + 1} "
                      f"(a {group['more_tasks_chance']:.2f} chance): assay experiment {exp_id} --add-tasks SUITE/TASK,…")
+        if not one_look and group.get("batch_tasks") is not None and group["batch_tasks"] < (group.get("more_tasks") or 0):
+            text += f"\n  {batch_text(group)}"
+        if group.get("caveat"):
+            text += f"\n  {group['caveat']}"
     for group in verdict.get("wrong_findings", []):
         text += f"\n  Wrong findings: {group['verdict']}, interval [{group['interval'][0]:+.3f}, {group['interval'][1]:+.3f}]"
     for pair in verdict.get("panel", []):
@@ -46,11 +50,21 @@ def verdict_line(verdict: dict, exp_id: str, *, one_look: bool = False) -> str:
             f"{arm.title()} {'yes' if v else 'tie' if v is None else 'no'}" for arm, v in call["merge"].items()
         ) + f"; prefers {(call['preference'] or 'neither').title()}"
         text += f"\n  Grader panel on {pair['pair']} ({'counted' if pair.get('counted') else 'beside'}): {said}"
+    for warning in verdict.get("warnings", []):
+        text += f"\n  Warning: {warning['text']}."
     if verdict.get("why"):
         text += f"\n  Inconclusive: {verdict['why']}"
     for wait in verdict.get("waiting", []):
         text += f"\n  {'Not final' if wait['blocks'] else 'Note'}: {wait['text']}"
     return untrusted(text)  # it names tasks and Trials
+
+
+def batch_text(group: dict) -> str:
+    """The batch plan beside the one jump "how many more" asks for (docs/verdict.md, "A few at a time")."""
+    return (f"Or a few at a time: {group['batch_size']} more Eval tasks per look, for up to {group['batch_looks']} "
+            f"looks, give a {group['batch_chance']:.2f} chance of a clear Verdict with about "
+            f"{group['batch_tasks']:.0f} more expected in all (fewest for that chance; the confidence sequence "
+            "is valid at every look, so looking more often costs no error).")
 
 
 def broken_text(broken: dict, exp_id: str) -> str:

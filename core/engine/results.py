@@ -25,7 +25,7 @@ from assay.pairs.votes import Call
 from assay.storage import commands, formats
 from assay.storage.files import exclusive_lock
 from assay.storage.home import AssayHome
-from assay.storage.records import ARMS, Bar, CommandRecord, Look, Looks, Outcome, Recheck, Setup
+from assay.storage.records import ARMS, Bar, CommandRecord, Look, Looks, LookWarning, Outcome, Recheck, Setup
 
 MEMORY_CAP_FINDING = 2  # memory-cap voids of one Arm that make a finding: it keeps hitting the cap
 BROKEN_SHARE = 0.75  # of an Arm's Trials (2 or more) failing the same way: the Arm is broken, not measured
@@ -66,8 +66,8 @@ class ExperimentVerdict:
     Score's recheck, a pending Score, a missing panel call, a counted reader's review).
     """
 
-    FORMAT: ClassVar[int] = 5
-    UPGRADES: ClassVar[dict] = {1: lambda d: {**d, "final": True}, 2: dict, 3: dict, 4: dict}
+    FORMAT: ClassVar[int] = 6
+    UPGRADES: ClassVar[dict] = {1: lambda d: {**d, "final": True}, 2: dict, 3: dict, 4: dict, 5: dict}
 
     verdict: str
     interval: tuple[float, float] | None
@@ -88,6 +88,7 @@ class ExperimentVerdict:
     pending_on_people: tuple[str, ...] = ()  # of ``pending``: the tasks that wait only on people's calls
     broken_arms: tuple[Mapping[str, Any], ...] = ()  # Arms most of whose Trials failed the same way (:func:`broken_arms`)
     why: str = ""  # why the Verdict is inconclusive when no group says so (people-panel agreement)
+    warnings: tuple[LookWarning, ...] = ()  # added tasks that may be unlike the first look's (:func:`look_warnings`)
 
 
 WAITING_ON_PEOPLE = "waiting on people"
@@ -286,7 +287,7 @@ def experiment_verdict(
         panel=tuple(_panel_report(p, bar.panel == "counted") for p in decisions.panels), panel_missing=missing,
         people=decisions.people, waiting_on_people=decisions.waiting, why=decisions.inconclusive_because,
         pending_on_people=tuple(r.task for r in results if r.waits_on == "people"),
-        broken_arms=tuple(broken_arms(exp, setup, bar)),
+        broken_arms=tuple(broken_arms(exp, setup, bar)), warnings=look_warnings(results, looks, bar),
     )
     return attrs.evolve(result, final=not any(w.blocks for w in waits(attrs.asdict(result, recurse=False), exp.id)))
 
@@ -336,12 +337,41 @@ def _provisional(group: Any, results: Sequence[TaskResult]) -> Any:
         + (group.reason if len(waiting) < len(group.dropped) or group.reason.startswith("The ") else "")).strip())
 
 
+def look_warnings(results: Sequence[TaskResult], looks: Sequence[Look], bar: Bar) -> tuple[LookWarning, ...]:
+    """Every look's warnings: those recorded when it was added (another suite), and, once its tasks
+    are graded, a Baseline pass share on them unlike the first look's beyond what chance explains
+    (:mod:`assay.verdict.shift`; the Baseline runs the same setup at every look, so its change is the
+    tasks')."""
+    from assay.verdict import shift  # numpy: only when a Verdict is computed
+
+    added_at = {t.id: look.number for look in looks for t in look.added}
+    shares: dict[int, list[float]] = collections.defaultdict(list)
+    for r in results:
+        if r.baseline is not None and not r.dropped:
+            shares[added_at.get(r.task.partition("#")[0], 1)].append(r.baseline / r.trials)
+    out: list[LookWarning] = []
+    for look in looks:
+        out += [w for w in look.warnings if w.kind != "baseline share"]
+        found = shift.baseline_shift(shares[1], shares[look.number], seed=bar.seed) if look.number > 1 else None
+        if found is not None and found.beyond_chance:
+            out.append(LookWarning(look.number, "baseline share", (
+                f"on the {len(shares[look.number])} Eval tasks look {look.number} added, the Baseline's pass share is "
+                f"{found.added_share:.0%}, against {found.first_share:.0%} on the first look's {len(shares[1])}: more "
+                f"than chance explains (p = {found.p_value:.3f}, under {shift.SHIFT_LEVEL:g}), so they are likely "
+                "easier or harder than the first look's, and the Verdict assumes they are drawn alike "
+                "(docs/verdict.md)")))
+    return tuple(out)
+
+
 def record_verdict(exp: ExperimentDir, result: ExperimentVerdict) -> None:
-    """Write the Verdict and what its look showed: ``looks.json`` first, so a kill between the
-    two leaves no Verdict, and the next run computes both again."""
+    """Write the Verdict and what its look showed (its interval, and each look's warnings):
+    ``looks.json`` first, so a kill between the two leaves no Verdict, and the next run computes
+    both again."""
     looks = exp.looks()
     last = attrs.evolve(looks[-1], verdict=result.verdict, interval=result.interval, decided_by=result.decided_by)
-    formats.write(exp.looks_file, Looks((*looks[:-1], last)))
+    formats.write(exp.looks_file, Looks(tuple(
+        attrs.evolve(look, warnings=tuple(w for w in result.warnings if w.look == look.number))
+        for look in (*looks[:-1], last))))
     formats.write(exp.verdict_file, result)
 
 

@@ -21,6 +21,8 @@ Format history:
   ``panel_families``, ``panel_spending_limit``, ``panel_agreement``) and people's reviews
   (``people``, ``people_readers``, ``people_sample``, ``people_overlap``); an older Bar reads with
   both off, as it ran.
+- Looks 2: each look's ``warnings`` (added tasks from a suite not in the first look, or a Baseline
+  pass share unlike the first look's); an older file's looks have none.
 """
 
 from __future__ import annotations
@@ -384,6 +386,16 @@ class Setup:
 
 
 @attrs.frozen
+class LookWarning:
+    """Why a look's added tasks may not be like the first look's, which every interval assumes
+    (docs/verdict.md, "Adding tasks like the ones already there")."""
+
+    look: int
+    kind: Literal["other suite", "baseline share"]
+    text: str
+
+
+@attrs.frozen
 class Look:
     """One look at an Experiment's tasks: its start (look 1) or an ``--add-tasks`` extension, and
     the Verdict it ended in (None until then)."""
@@ -395,6 +407,7 @@ class Look:
     verdict: str | None = None
     interval: tuple[float, float] | None = None
     decided_by: str | None = None
+    warnings: tuple[LookWarning, ...] = ()  # "other suite" when added; "baseline share" once its Trials are graded
 
 
 @attrs.frozen
@@ -402,7 +415,8 @@ class Looks:
     """``looks.json``: every look so far, oldest first. The tasks a look added are recorded here
     and nowhere else, so an extension is one atomic write (setup.json never changes)."""
 
-    FORMAT: ClassVar[int] = 1
+    FORMAT: ClassVar[int] = 2
+    UPGRADES: ClassVar[dict] = {1: dict}
 
     looks: tuple[Look, ...]
 

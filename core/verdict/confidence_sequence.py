@@ -143,22 +143,20 @@ def more_tasks(
             else:
                 chance = float(chances[-1])
         if jump is not None and extra[-1] >= min(MORE_TASKS_CAP, LOOKS_AHEAD * jump[0]):
-            return jump[0], False, jump[1], _batch_plan(first, *jump, int(extra[-1]))
+            return jump[0], False, jump[1], _batch_plan(first, jump[0], int(extra[-1]))
     return MORE_TASKS_CAP, True, chance, None
 
 
-def _batch_plan(first: np.ndarray, jump: int, jump_chance: float, simulated: int) -> BatchPlan:
+def _batch_plan(first: np.ndarray, jump: int, simulated: int) -> BatchPlan:
     """The batch size of fewest expected tasks that settles with a CLEAR_CHANCE chance within
-    LOOKS_AHEAD looks, from each future's first clear count (inf: not within ``simulated``)."""
+    LOOKS_AHEAD looks, from each future's first clear count (inf: not within ``simulated``, which
+    is at least min(cap, LOOKS_AHEAD x jump)). The size ceil(jump / LOOKS_AHEAD) always qualifies:
+    its last look comes at or after the jump's one look."""
     sizes = np.arange(1, min(jump, simulated // LOOKS_AHEAD) + 1)
     looks_needed = np.ceil(first[None, :] / sizes[:, None])
-    settles = looks_needed <= LOOKS_AHEAD
-    chances = settles.mean(axis=1)
+    chances = (looks_needed <= LOOKS_AHEAD).mean(axis=1)
     tasks = (sizes[:, None] * np.minimum(looks_needed, LOOKS_AHEAD)).mean(axis=1)
-    tasks[chances < CLEAR_CHANCE] = np.inf
-    best = int(np.argmin(tasks))
-    if np.isinf(tasks[best]):  # only the one jump itself reaches the chance (it is a plan of 1 look)
-        return BatchPlan(jump, 1, jump_chance, float(jump))
+    best = int(np.argmin(np.where(chances >= CLEAR_CHANCE, tasks, np.inf)))
     return BatchPlan(int(sizes[best]), LOOKS_AHEAD, float(chances[best]), float(tasks[best]))
 
 

@@ -59,6 +59,12 @@ SIMULATIONS = 4000
 MORE_TASKS_CAP = 1000
 """"How many more" looks no further than this many extra Eval tasks."""
 _BLOCK = 100  # extra tasks simulated per step of the search, which stops once settled
+SMALL_SUITE = 30
+"""Under this many Eval tasks of 1 Trial per task the one-look interval is optimistic, so the
+Verdict says so (:func:`small_suite_caveat`)."""
+SMALL_SUITE_MISS = 0.10
+"""How often the 95% one-look interval missed the true difference there at worst, against 5%
+(``python benchmarks/bench_looks.py --coverage``; docs/verdict.md, "What each rule guarantees")."""
 
 
 class Bar(Protocol):
@@ -231,6 +237,7 @@ def _judge(pairs: Sequence[TaskPair], k: int, bar: Bar, *, measure: Measure, adv
         if too_many_dropped
         else _reason(outcome, lo, hi, bar, measure)
     )
+    caveat = small_suite_caveat(len(used), k, bar.level)
     return Verdict(
         measure=measure, verdict=outcome, interval=(lo, hi), mean=mean, reason=reason,
         tasks=len(pairs), dropped=dropped, counts=tuple(int(c) for c in counts),
@@ -239,8 +246,19 @@ def _judge(pairs: Sequence[TaskPair], k: int, bar: Bar, *, measure: Measure, adv
         more_tasks=more[0], more_tasks_over_cap=more[1], more_tasks_chance=more[2],
         trials_per_task=k, margin=bar.margin, level=bar.level, prior_weight=bar.prior_weight,
         seed=bar.seed, draws=bar.draws, max_dropped_share=bar.max_dropped_share,
-        simulations=SIMULATIONS, more_tasks_cap=MORE_TASKS_CAP, numpy_version=np.__version__,
+        simulations=SIMULATIONS, more_tasks_cap=MORE_TASKS_CAP, numpy_version=np.__version__, caveat=caveat,
     )
+
+
+def small_suite_caveat(tasks: int, k: int, level: float) -> str:
+    """The line a one-look Verdict carries when its interval is optimistic: 1 Trial per task and
+    fewer than :data:`SMALL_SUITE` tasks ("" otherwise)."""
+    if k != 1 or tasks >= SMALL_SUITE:
+        return ""
+    return (f"Caveat: with 1 Trial per task and {tasks} Eval tasks (under {SMALL_SUITE}), this {level:.0%} "
+            f"interval is optimistic: on simulated suites like it, the 95% interval missed the true difference up "
+            f"to {SMALL_SUITE_MISS:.0%} of the time, not 5%. For an error rate that holds at any size, record "
+            "--look-rule confidence-sequence-only (its first look is wider), or run more Eval tasks.")
 
 
 def _differences(pairs: Sequence[TaskPair], k: int, measure: Measure) -> np.ndarray:

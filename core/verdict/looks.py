@@ -54,7 +54,7 @@ def verdict_at_look(
     diffs = _differences(sequence_order(pairs, added_at or {}, bar.seed), k, measure) / k
     if look >= sequence_from:
         lo, hi = confidence_sequence.interval(diffs, level=bar.level, margin=bar.margin)
-        changes = {"look": look, "decided_by": DECIDED_BY_SEQUENCE, "interval": (lo, hi)}
+        changes = {"look": look, "decided_by": DECIDED_BY_SEQUENCE, "interval": (lo, hi), "caveat": ""}
         if not _too_many_dropped(pairs, bar):
             outcome = _outcome(lo, hi, bar.margin)
             name = f"confidence sequence (valid at every look; this is look {look})"
