@@ -1,8 +1,9 @@
 """Extending an inconclusive Experiment with more Eval tasks: a new look (docs/verdict.md, "More looks").
 
 The Trials already run are kept; the look is recorded in ``looks.json`` in one atomic write
-(when, how many tasks, which were added), and the Verdict that ends it is judged by the Bar's
-look rule, which counts every look. A pass or a fail is final and can't be extended.
+(when, how many tasks, which were added, and a warning when some come from a suite the first look
+had none of), and the Verdict that ends it is judged by the Bar's look rule, which counts every
+look. A pass or a fail is final and can't be extended.
 """
 
 from __future__ import annotations

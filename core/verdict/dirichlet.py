@@ -60,7 +60,7 @@ MORE_TASKS_CAP = 1000
 """"How many more" looks no further than this many extra Eval tasks."""
 _BLOCK = 100  # extra tasks simulated per step of the search, which stops once settled
 SMALL_SUITE = 30
-"""Under this many Eval tasks of 1 Trial per task the one-look interval is optimistic, so the
+"""At or under this many Eval tasks of 1 Trial per task the one-look interval is optimistic, so the
 Verdict says so (:func:`small_suite_caveat`)."""
 SMALL_SUITE_MISS = 0.10
 """How often the 95% one-look interval missed the true difference there at worst, against 5%
@@ -252,10 +252,10 @@ def _judge(pairs: Sequence[TaskPair], k: int, bar: Bar, *, measure: Measure, adv
 
 def small_suite_caveat(tasks: int, k: int, level: float) -> str:
     """The line a one-look Verdict carries when its interval is optimistic: 1 Trial per task and
-    fewer than :data:`SMALL_SUITE` tasks ("" otherwise)."""
-    if k != 1 or tasks >= SMALL_SUITE:
+    at most :data:`SMALL_SUITE` tasks ("" otherwise)."""
+    if k != 1 or tasks > SMALL_SUITE:
         return ""
-    return (f"Caveat: with 1 Trial per task and {tasks} Eval tasks (under {SMALL_SUITE}), this {level:.0%} "
+    return (f"Caveat: with 1 Trial per task and {tasks} Eval tasks ({SMALL_SUITE} or fewer), this {level:.0%} "
             f"interval is optimistic: on simulated suites like it, the 95% interval missed the true difference up "
             f"to {SMALL_SUITE_MISS:.0%} of the time, not 5%. For an error rate that holds at any size, record "
             "--look-rule confidence-sequence-only (its first look is wider), or run more Eval tasks.")

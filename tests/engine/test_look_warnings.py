@@ -51,7 +51,7 @@ def test_tasks_added_from_another_suite_warn_and_the_verdict_names_it(tmp_path: 
                                         "bad": {"fixture/t1": "wrong", **{t: "wrong" for t in more}, "*": "right"}})
     first = experiment(assay_home, factory, sc, "--candidate-model", "bad", "--trials-per-task", "1")
     assert first.returncode == 0, first.stderr
-    assert "Caveat: with 1 Trial per task and 4 Eval tasks (under 30), this 95% interval is optimistic" in first.stdout
+    assert "Caveat: with 1 Trial per task and 4 Eval tasks (30 or fewer), this 95% interval is optimistic" in first.stdout
     assert "--look-rule confidence-sequence-only" in first.stdout
     exp_id = json.loads(run_cli(assay_home, "experiments", "--json", plugins=PLUGINS).stdout)[0]["id"]
 
