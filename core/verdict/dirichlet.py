@@ -62,9 +62,11 @@ _BLOCK = 100  # extra tasks simulated per step of the search, which stops once s
 SMALL_SUITE = 30
 """At or under this many Eval tasks of 1 Trial per task the one-look interval is optimistic, so the
 Verdict says so (:func:`small_suite_caveat`)."""
-SMALL_SUITE_MISS = 0.10
-"""How often the 95% one-look interval missed the true difference there at worst, against 5%
-(``python benchmarks/bench_looks.py --coverage``; docs/verdict.md, "What each rule guarantees")."""
+SMALL_SUITE_MISS = 0.11
+"""How often the 95% one-look interval missed the true difference there at worst, against 5%:
+10.8% (20 tasks, a quarter always failing and a quarter always passing, equal Arms), 10.2% (10
+tasks of Beta(0.8, 0.8) pass rates) in ``python benchmarks/bench_looks.py --coverage --suites 2000``
+(docs/verdict.md, "What each rule guarantees")."""
 
 
 class Bar(Protocol):
@@ -256,8 +258,9 @@ def small_suite_caveat(tasks: int, k: int, level: float) -> str:
     if k != 1 or tasks > SMALL_SUITE:
         return ""
     return (f"Caveat: with 1 Trial per task and {tasks} Eval tasks ({SMALL_SUITE} or fewer), this {level:.0%} "
-            f"interval is optimistic: on simulated suites like it, the 95% interval missed the true difference up "
-            f"to {SMALL_SUITE_MISS:.0%} of the time, not 5%. For an error rate that holds at any size, record "
+            f"interval is optimistic: on simulated suites of 10 to {SMALL_SUITE} tasks of 1 Trial, the 95% interval "
+            f"missed the true difference up to {SMALL_SUITE_MISS:.0%} of the time, not 5%. For an error rate that "
+            "holds at any size, record "
             "--look-rule confidence-sequence-only (its first look is wider), or run more Eval tasks.")
 
 
