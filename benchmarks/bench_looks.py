@@ -17,7 +17,11 @@ Designs: each task kind x k = 3 or 1 x 30 or 100 tasks to start. Candidates (tru
 Users: ``advice`` follows "how many more" (the look rule's figure, or today's one-look figure) up
 to 3 times; ``ten`` adds ten tasks per look until a decision (at most 1,000 extra); ``batch``
 follows the batch plan (docs/verdict.md: the batch size of fewest expected tasks for a 0.8
-chance within 4 looks, planned again at each look), up to 12 extensions.
+chance within 4 looks, planned again at each look), up to 12 extensions; ``harder`` follows "how
+many more" up to 3 times with tasks from a harder suite (the Baseline's pass rate Beta(0.8, 2.4),
+the Candidate's the same fraction of it as on the first suite), in the base design at the margin
+only, counting how often the Verdict warned that the added tasks' Baseline pass share is unlike
+the first look's (:mod:`assay.verdict.shift`).
 
 Rules, on the same simulated suites and task streams:
 
@@ -45,14 +49,14 @@ from typing import NamedTuple
 
 import numpy as np
 from assay.storage.records import Bar
-from assay.verdict import TaskPair, confidence_sequence, dirichlet, verdict_at_look
+from assay.verdict import TaskPair, confidence_sequence, dirichlet, shift, verdict_at_look
 from assay.verdict.looks import sequence_order
 
 BAR = Bar()
 CANDIDATES = {"at the margin": -0.10, "at zero": 0.0, "clearly worse": -0.20}
 RULES = ("one look", "today", "looks rule", "sequence only")
 SEQUENCE_FROM = {"looks rule": 2, "sequence only": 1}
-USERS = ("advice", "ten", "batch")
+USERS = ("advice", "ten", "batch", "harder")
 MIXTURE = (0.25, 0.25)  # shares of tasks that always fail, always pass (both Arms)
 ADVICE_EXTENSIONS, BATCH_EXTENSIONS, TEN, TEN_CAP = 3, 12, 10, 1000
 STREAM = 5000
@@ -75,13 +79,14 @@ class Outcome(NamedTuple):
     verdict: str
     looks: int
     tasks: int
+    warned: bool = False  # the ``harder`` user: a look's Baseline pass share was beyond chance
 
 
 def tasks(rng: np.random.Generator, design: Design, difference: float, n: int, first: int) -> list[TaskPair]:
     """n tasks of the design whose Candidate's mean difference is ``difference`` (names from ``first``).
     The beta design draws exactly as the issue-22 benchmark did, so its table reproduces."""
-    if design.kind == "beta":
-        p = rng.beta(0.8, 0.8, size=n)
+    if design.kind in ("beta", "harder"):
+        p = rng.beta(0.8, 0.8 if design.kind == "beta" else 2.4, size=n)
         base, cand = rng.binomial(design.k, p), rng.binomial(design.k, p * (1 + difference / 0.5))
     else:
         fail, always = MIXTURE
@@ -98,7 +103,8 @@ def follow(design: Design, difference: float, seed: int, rule: str, user: str = 
     and the same stream of extra tasks under every rule and user."""
     rng = np.random.default_rng([seed, 22])
     pairs = tasks(rng, design, difference, design.start, 0)
-    stream = tasks(rng, design, difference, STREAM, design.start)
+    stream = tasks(rng, design._replace(kind="harder") if user == "harder" else design, difference, STREAM,
+                   design.start)
     if user == "ten" and rule in SEQUENCE_FROM:
         return _ten_by_the_sequence(design, pairs, stream, SEQUENCE_FROM[rule])
     look, added_at = 1, {}
@@ -106,7 +112,7 @@ def follow(design: Design, difference: float, seed: int, rule: str, user: str = 
         v = _judge(pairs, design.k, rule, look, added_at, advise=user != "ten" and rule != "one look")
         used = len(pairs) - design.start
         if v.verdict != "inconclusive" or rule == "one look":
-            return Outcome(v.verdict, look, len(pairs))
+            return Outcome(v.verdict, look, len(pairs), user == "harder" and _warned(pairs, added_at))
         if user == "ten":
             more = TEN if used + TEN <= TEN_CAP else None
         elif user == "batch":
@@ -114,10 +120,19 @@ def follow(design: Design, difference: float, seed: int, rule: str, user: str = 
         else:
             more = v.more_tasks if look <= ADVICE_EXTENSIONS and not v.more_tasks_over_cap else None
         if more is None:  # out of extensions, or the advice says more looks won't help
-            return Outcome(v.verdict, look, len(pairs))
+            return Outcome(v.verdict, look, len(pairs), user == "harder" and _warned(pairs, added_at))
         look += 1
         added = stream[used:used + more]
         pairs, added_at = pairs + added, {**added_at, **{p.task: look for p in added}}
+
+
+def _warned(pairs: list[TaskPair], added_at: dict[str, int]) -> bool:
+    """Would the Verdict have warned, at any look, that its added tasks' Baseline pass share is
+    unlike the first look's? (The engine's test: results.look_warnings.)"""
+    by_look = collections.defaultdict(list)
+    for p in pairs:
+        by_look[added_at.get(p.task, 1)].append(p.baseline / BASE.k)
+    return any(shift.baseline_shift(by_look[1], by_look[n], seed=BAR.seed).beyond_chance for n in by_look if n > 1)
 
 
 def _judge(pairs: list[TaskPair], k: int, rule: str, look: int, added_at: dict, *, advise: bool) -> dirichlet.Verdict:
@@ -154,18 +169,20 @@ def _ten_by_the_sequence(design: Design, pairs: list[TaskPair], stream: list[Tas
     raise AssertionError("unreachable: the last look returns")
 
 
-def cells(users: tuple[str, ...]) -> list[tuple[str, str]]:
-    """(rule, user) pairs worth running: one look has no user; today has no batch plan."""
+def cells(users: tuple[str, ...], design: Design = BASE, difference: float = -0.10) -> list[tuple[str, str]]:
+    """(rule, user) pairs worth running: one look has no user; today has no batch plan; the harder
+    suite is tried on the base design at the margin."""
     out = [("one look", "-")]
     for rule in RULES[1:]:
-        out += [(rule, user) for user in users if not (rule == "today" and user == "batch")]
+        out += [(rule, user) for user in users if not (rule == "today" and user == "batch")
+                and (user != "harder" or (design, difference) == (BASE, -0.10))]
     return out
 
 
 def _one(job: tuple) -> dict:
     design, difference, seed, users = job
     return {cell: follow(design, difference, seed, cell[0], cell[1] if cell[1] != "-" else "advice")
-            for cell in cells(users)}
+            for cell in cells(users, design, difference)}
 
 
 def run(args: argparse.Namespace) -> None:
@@ -185,7 +202,8 @@ def run(args: argparse.Namespace) -> None:
           f"({time.time() - began:.0f} s); ± is one standard error")
     for design in designs:
         print(f"\n{design}")
-        print(f"  {'Candidate':14} {'rule':14} {'user':7} {'pass':>11} {'fail':>11} {'inconcl':>8} {'looks':>6} {'tasks':>7}")
+        print(f"  {'Candidate':14} {'rule':14} {'user':7} {'pass':>11} {'fail':>11} {'inconcl':>8} {'looks':>6} {'tasks':>7}"
+              f" {'warned':>7}")
         for name in candidates:
             for cell in cells(users):
                 rows = table.get((design, CANDIDATES[name], cell))
@@ -203,14 +221,15 @@ def _share(rows: list[Outcome], verdict: str) -> tuple[float, float]:
 def _row(name: str, cell: tuple[str, str], rows: list[Outcome]) -> str:
     (p, pse), (f, fse) = _share(rows, "pass"), _share(rows, "fail")
     return (f"{name:14} {cell[0]:14} {cell[1]:7} {p:6.1%}±{pse:.1%} {f:6.1%}±{fse:.1%} "
-            f"{1 - p - f:7.1%} {np.mean([o.looks for o in rows]):6.2f} {np.mean([o.tasks for o in rows]):7.1f}")
+            f"{1 - p - f:7.1%} {np.mean([o.looks for o in rows]):6.2f} {np.mean([o.tasks for o in rows]):7.1f}"
+            + (f" {np.mean([o.warned for o in rows]):6.1%}" if cell[1] == "harder" else ""))
 
 
 def _ranges(table: dict, designs: tuple[Design, ...], users: tuple[str, ...]) -> None:
     """Each (rule, user)'s lowest and highest rate across designs: docs/verdict.md's ranges."""
     print("\nAcross designs (lowest - highest): false pass at the margin, false fail at zero, power at zero, "
           "tasks at zero")
-    for cell in cells(users):
+    for cell in cells(users, designs[-1]):  # the harder suite is no design of its own
         figures = []
         for difference, verdict in ((-0.10, "pass"), (0.0, "fail"), (0.0, "pass")):
             shares = [_share(table[d, difference, cell], verdict)[0] for d in designs if (d, difference, cell) in table]
