@@ -159,7 +159,7 @@ def _ten_by_the_sequence(design: Design, pairs: list[TaskPair], stream: list[Tas
     last = 1 + len(extra) // TEN
     for look in range(1, last + 1):
         n = design.start + TEN * (look - 1)
-        if look >= sequence_from and not reached[n - 1]:
+        if sequence_from <= look < last and not reached[n - 1]:
             continue
         now = pairs + extra[:n - design.start]
         v = _judge(now, design.k, "looks rule" if sequence_from == 2 else "sequence only", look,

@@ -183,3 +183,33 @@ def test_adding_ten_per_look_keeps_confidence_sequence_only_within_the_level_on_
               for rule in ("one look", "today", "sequence only")}
     assert passes["sequence only"] <= 0.025 * 200
     assert passes["today"] > passes["one look"]
+
+
+def test_the_benchmarks_ten_per_look_shortcut_judges_as_every_look_would(monkeypatch) -> None:
+    """The ``ten`` user under a sequence rule skips the looks its capitals can't clear; judged look by
+    look in full instead, every outcome is the same, those left inconclusive at the cap included."""
+    from tests.verdict.test_looks import _workflow
+
+    bench = _workflow()
+    monkeypatch.setattr(bench, "TEN_CAP", 40)
+
+    def every_look(design, seed: int, rule: str):
+        rng = np.random.default_rng([seed, 22])
+        pairs = bench.tasks(rng, design, -0.10, design.start, 0)
+        stream = bench.tasks(rng, design, -0.10, bench.STREAM, design.start)
+        look, added_at = 1, {}
+        while True:
+            v = bench._judge(pairs, design.k, rule, look, added_at, advise=False)
+            used = len(pairs) - design.start
+            if v.verdict != "inconclusive" or used + 10 > bench.TEN_CAP:
+                return bench.Outcome(v.verdict, look, len(pairs))
+            look, added = look + 1, stream[used:used + 10]
+            pairs, added_at = pairs + added, {**added_at, **{p.task: look for p in added}}
+
+    outcomes = []
+    for design in (bench.Design("beta", 3, 30), bench.Design("mixture", 1, 30)):
+        for rule in ("looks rule", "sequence only"):
+            for seed in range(3):
+                outcomes.append(bench.follow(design, -0.10, seed, rule, "ten"))
+                assert outcomes[-1] == every_look(design, seed, rule), (design, rule, seed)
+    assert {o.verdict for o in outcomes} == {"fail", "inconclusive"}
