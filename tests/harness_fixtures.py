@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from collections.abc import Iterable
@@ -50,6 +51,21 @@ def request(tmp_path: Path, binary: HarnessBinary, **kw) -> SessionRequest:
     repo.mkdir(exist_ok=True)
     home.mkdir(exist_ok=True)
     return SessionRequest(repository=repo, home=home, prompt="Fix the bug.", binary=binary, **kw)
+
+
+def stray_home(tmp_path: Path, monkeypatch, strays: dict[str, str]) -> Path:
+    """A caller environment of only PATH, LANG, ``strays`` (variables no session may see) and a
+    real-looking user home, which it returns; ASSAY_HOME is ``tmp_path/assay-home``."""
+    for key in list(os.environ):
+        if key not in ("PATH", "LANG"):
+            monkeypatch.delenv(key)
+    home = tmp_path / "user-home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("ASSAY_HOME", str(tmp_path / "assay-home"))
+    for key, value in strays.items():
+        monkeypatch.setenv(key, value)
+    return home
 
 
 def offline(invocation: Invocation) -> Invocation:

@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.experiment_fixtures import make_repo
+from tests.experiment_fixtures import git, make_repo
+
+
+def make_review_factory(tmp: Path) -> Path:
+    """A Factory whose review skill the code-review suites depend on; its Model is opus-7."""
+    root = tmp / "factory"
+    (root / "skills" / "review").mkdir(parents=True)
+    git(root, "init", "-q", "-b", "main")
+    (root / "assay.toml").write_text('[defaults]\nharness = "fake-agent"\nmodel = "opus-7"\n')
+    (root / "skills" / "review" / "SKILL.md").write_text("Review carefully.\n")
+    git(root, "add", ".")
+    git(root, "commit", "-qm", "factory")
+    return root
 
 
 def make_code_review_suite(home: Path, tasks: int = 3, name: str = "reviews") -> list[str]:

@@ -107,6 +107,7 @@ def make_app(plugins: Plugins) -> typer.Typer:
         add_completion=False,
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
+        context_settings={"help_option_names": ["-h", "--help"]},  # every command's context inherits it
     )
 
     @app.callback()
@@ -126,19 +127,57 @@ def _is_input_error(e: Exception) -> bool:
     return isinstance(e, PluginError) or (formats is not None and isinstance(e, formats.FormatError))
 
 
+EXIT_INTERRUPTED = 130
+
+
+def _interrupted(e: BaseException) -> bool:
+    """A Ctrl-C, alone or inside an exception group (trio's nurseries gather them)."""
+    return isinstance(e, KeyboardInterrupt) or (
+        isinstance(e, BaseExceptionGroup) and all(_interrupted(x) for x in e.exceptions))
+
+
+def _is(e: BaseException, name: str) -> bool:
+    """Whether ``e`` is click's exception ``name`` (Typer vendors its own click: matched by name)."""
+    return any(c.__name__ == name for c in type(e).__mro__)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the ``assay`` script."""
-    plugins = plugin_loading.load()
-    for info in plugins.errors:
-        print(f"assay: warning: plugin '{info.name}' ({info.module}) failed to load: {info.error}", file=sys.stderr)
-    app = make_app(plugins)
+    """Entry point of the ``assay`` script: every error one line (``assay: error: …``, typer's own
+    usage errors too), and Ctrl-C before a command takes it over a clean exit 130, never a traceback."""
     try:
-        app(args=argv, prog_name="assay")
+        plugins = plugin_loading.load()
+        for info in plugins.errors:
+            print(f"assay: warning: plugin '{info.name}' ({info.module}) failed to load: {info.error}", file=sys.stderr)
+        code = make_app(plugins)(args=argv, prog_name="assay", standalone_mode=False)
     except output.UserError as e:
         output.print_error(str(e))
         sys.exit(e.code)
     except Exception as e:
-        if not _is_input_error(e):
+        _report(e)
+    except BaseException as e:
+        if not _interrupted(e):
             raise
-        output.print_error(str(e))
-        sys.exit(2)
+        print("assay: stopped (Ctrl-C); nothing is left running", file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
+    if isinstance(code, int) and code:
+        sys.exit(code)
+
+
+def _report(e: Exception) -> None:
+    """Any other exception out of a command: a usage or input error in one line (and its exit
+    code), or raised again as the bug it is."""
+    if _is(e, "NoArgsIsHelpError"):
+        e.show()  # type: ignore[attr-defined]
+        sys.exit(e.exit_code)  # type: ignore[attr-defined]
+    if _is(e, "ClickException"):  # a usage error: one line, with where to read more
+        ctx = getattr(e, "ctx", None)
+        more = f" (see `{ctx.command_path} --help`)" if ctx is not None and _is(e, "UsageError") else ""
+        output.print_error(f"{e.format_message()}{more}")  # type: ignore[attr-defined]
+        sys.exit(e.exit_code)  # type: ignore[attr-defined]
+    if _is(e, "Abort"):  # Ctrl-C (or end of input) inside a command's prompt
+        print("\nassay: stopped (Ctrl-C); nothing is left running", file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
+    if not _is_input_error(e):
+        raise e
+    output.print_error(str(e))
+    sys.exit(2)

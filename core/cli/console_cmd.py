@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import socket
 
 import typer
 from assay.cli import output
@@ -19,6 +20,7 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
         from assay.console.serve import is_loopback, serve
         from assay.storage.home import AssayHome
 
+        _can_listen(host, port)  # a port in use is said first, before any line that reads as started
         token = None
         shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
         if not is_loopback(host):
@@ -35,3 +37,13 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
         except KeyboardInterrupt:  # Ctrl-C before the server took the signals over
             pass
         typer.echo("Console stopped.")
+
+
+def _can_listen(host: str, port: int) -> None:
+    """Refuse, in one line, an address the Console can't listen on (its port taken, say)."""
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.create_server((host, port), family=family):
+            pass
+    except OSError as e:
+        output.fail(f"--host {host} --port {port}: can't listen there ({e.strerror or e})")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -17,14 +18,14 @@ from typing import Annotated, Any, Optional
 
 import attrs
 import typer
-from assay.cli.experiment_records import command_record, find_experiment, verdict_line
+from assay.cli.experiment_records import command_record, find_experiment, shared_family_note, verdict_line
 from assay.cli.output import JsonOpt, emit_json, fail, say, table, untrusted
 from assay.engine.results import listing, read_verdict
 from assay.hooks import plugin_manager as plugin_loading
 from assay.storage import commands
 from assay.storage.files import Locked, NotALockFile
 from assay.storage.home import AssayHome
-from assay.storage.records import ARMS, Bar, PanelSeat
+from assay.storage.records import ARMS, GRADERS, Bar, PanelSeat
 
 EXIT_PAUSED = 3
 EXIT_NOT_FINAL = 5
@@ -39,12 +40,22 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
     app.command("recheck")(_recheck_command(plugins))
 
 
+# The flag a user types for each Bar part, so a refusal names it (not ``bar.timeout_seconds``).
+BAR_FLAGS = {"timeout_seconds": "--timeout", "void_backoff_seconds": "--void-backoff", "model_graders": "--model-grader",
+             "panel_seats": "--panel-seat", "people_readers": "--people-reader"}
+
+
+def flag_message(text: str) -> str:
+    """``text`` with each ``bar.PART`` named by its flag (``--margin``, ``--timeout``)."""
+    return re.sub(r"\bbar\.(\w+)", lambda m: BAR_FLAGS.get(m[1], "--" + m[1].replace("_", "-")), text)
+
+
 def _bar(**overrides: Any) -> Bar:
     given = {k: v for k, v in overrides.items() if v is not None}
     try:
         return Bar(**given)
     except (ValueError, TypeError) as e:
-        fail(str(e))
+        fail(flag_message(str(e)))
 
 
 Candidate = Annotated[Optional[str], typer.Argument(help="The Candidate: a branch or commit of the Factory (omit with --candidate-runner; with --release, the commit being released, default HEAD).")]
@@ -155,8 +166,8 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         scripted_provider: list[str] = typer.Option(
             [], "--scripted-provider", metavar="[ARM=]SCRIPT",
             help="For testing: every Trial's model is a scripted provider playing SCRIPT (both Arms, or "
-                 "baseline=/candidate= each); recorded in the Arms, so the result is never taken for a real "
-                 "one (docs/scripted-provider.md)."),
+                 "baseline=/candidate= each; grader= for every model Grader and panel seat session); recorded "
+                 "in the Arms and the Bar, so the result is never taken for a real one (docs/scripted-provider.md)."),
         json_: bool = JsonOpt,
     ) -> None:
         """Compare the Baseline and the Candidate on Eval suites and give a Verdict against the Bar.
@@ -227,7 +238,7 @@ def _extend(plugins: plugin_loading.Plugins, home: AssayHome, ref: str | None, a
     try:
         wanted = attrs.evolve(recorded, **{k: v for k, v in given.items() if v is not None})
     except (ValueError, TypeError) as e:
-        fail(str(e))
+        fail(flag_message(str(e)))
     changed = bar_differences(recorded, wanted)
     if changed:
         fail(f"Experiment {exp.id}: the Bar was recorded before its first Trial and can't change ({'; '.join(changed)})")
@@ -262,11 +273,12 @@ def _panel_flags(mode: str | None, seats: list[str], vote: str | None, arm_famil
 
 
 def _arm_scripts(values: list[str]) -> dict[str, Path]:
-    """``SCRIPT`` (both Arms) or ``ARM=SCRIPT`` values as a script per Arm."""
+    """``SCRIPT`` (both Arms), ``ARM=SCRIPT`` or ``grader=SCRIPT`` values as a script per Arm (and
+    one for every Grader session)."""
     scripts: dict[str, Path] = {}
     for value in values:
         arm, named, path = value.partition("=")
-        arms, path = ((arm,), path) if named and arm in ARMS else (ARMS, value)
+        arms, path = ((arm,), path) if named and arm in (*ARMS, GRADERS) else (ARMS, value)
         for name in arms:
             if name in scripts:
                 fail(f"--scripted-provider: the {name.title()} already has a script ({scripts[name]})")
@@ -386,6 +398,8 @@ def _announce(plan: Any, bar: Bar, json_: bool) -> None:
     counts = {t.trials for t in setup.tasks}
     k = counts.pop() if len(counts) == 1 else None
     typer.echo(f"  Eval tasks: {len(setup.tasks)} in {', '.join(setup.suites)}; sandbox: {setup.sandbox}")
+    if bar.model_grader_shared_family:
+        typer.echo(f"  {shared_family_note(bar.model_grader_shared_family)}")
     tasks = _plural(len(setup.tasks), "task")
     if plan.chosen_because:
         typer.echo("  Suites chosen from the change:")
@@ -567,13 +581,18 @@ def _recheck_command(plugins: plugin_loading.Plugins):
     def recheck(
         experiment: str = typer.Argument(..., help="The Experiment (an id or a unique prefix)."),
         trial: str = typer.Argument(..., help="The Trial, as listed: SUITE/TASK:ARM-N."),
-        passed: bool = typer.Option(..., "--pass/--fail", help="Your judgement of the Trial."),
+        pass_: bool = typer.Option(False, "--pass", help="Your judgement: the Trial passes."),
+        fail_: bool = typer.Option(False, "--fail", help="Your judgement: the Trial fails."),
         why: str = typer.Option(..., "--why", help="Why, in a sentence."),
         json_: bool = JsonOpt,
     ) -> None:
-        """Record your recheck of a Trial's Score beside the Grader's; the Verdict follows it."""
+        """Record your recheck of a Trial's Score beside the Grader's (--pass or --fail); the Verdict follows it."""
         from assay.engine import results
         from assay.storage.userconfig import grading_config
+
+        if pass_ == fail_:
+            fail("give one judgement: --pass or --fail" + (", not both" if pass_ else ""))
+        passed = pass_
 
         home = AssayHome.from_env()
         exp = find_experiment(home, experiment)
@@ -604,18 +623,23 @@ def _recheck_command(plugins: plugin_loading.Plugins):
 def stop(
     id: str = typer.Argument(..., help="The Experiment to stop (an id or a unique prefix)."),
     wait: float = typer.Option(60.0, help="Seconds to wait for it to end."),
+    json_: bool = JsonOpt,
 ) -> None:
     """Stop a running Experiment (in-flight Trials are cut short, and re-run on resume) or Scoring run
     (what it didn't score waits for the next)."""
     home = AssayHome.from_env()
     scoring = [r for r in commands.all_records(home) if r.kind == "scoring" and r.id == id]
-    command = scoring[0] if scoring else command_record(home, find_experiment(home, id).id)
-    what = f"Scoring run {id}" if scoring else f"Experiment {command.id if command else find_experiment(home, id).id}"
-    if command is None or not commands.runs(command):
-        fail(f"{what} is not running", code=1)
-    if not commands.stop(command, wait):
-        fail(f"{what} (pid {command.pid}) did not stop within {wait:.0f}s", code=1)
-    typer.echo(f"Stopped {what}; " + ("the next Scoring run takes up the rest." if scoring else "run it again to resume."))
+    kind, found = ("scoring", id) if scoring else ("experiment", find_experiment(home, id).id)
+    command = scoring[0] if scoring else command_record(home, found)
+    what = f"Scoring run {found}" if scoring else f"Experiment {found}"
+    problem = (f"{what} is not running" if command is None or not commands.runs(command)
+               else None if commands.stop(command, wait) else f"{what} (pid {command.pid}) did not stop within {wait:.0f}s")
+    if json_:
+        emit_json({"kind": kind, "id": found, "stopped": problem is None, **({"error": problem} if problem else {})})
+    if problem:
+        fail(problem, code=1)
+    if not json_:
+        typer.echo(f"Stopped {what}; " + ("the next Scoring run takes up the rest." if scoring else "run it again to resume."))
 
 
 def inbox(json_: bool = JsonOpt) -> None:

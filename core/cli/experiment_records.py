@@ -5,9 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.cli.output import fail, untrusted
+from assay.cli.output import fail, painted_verdict, untrusted
 from assay.hooks import plugin_manager as plugin_loading
 from assay.storage.home import AssayHome
+
+
+def shared_family_note(family: str) -> str:
+    """What an Experiment graded by a Model of an Arm's own family says (spec 977 US40)."""
+    return (f"Graded by a {family} model Grader, the family an Arm runs on: no seat from a third family "
+            "was configured (seat one with --model-grader or grading.seats).")
 
 
 def verdict_line(verdict: dict, exp_id: str, *, one_look: bool = False) -> str:
@@ -24,21 +30,30 @@ def verdict_line(verdict: dict, exp_id: str, *, one_look: bool = False) -> str:
     decided_by = verdict.get("decided_by", "credible interval")
     every = ", valid at every look" if decided_by == "confidence sequence" else ""
     text += f"\n  Look {look}: decided by the {decided_by}{every}."
+    if verdict.get("model_grader_shares_family"):
+        text += f"\n  {shared_family_note(verdict['model_grader_shares_family'])}"
     for group in verdict.get("groups", []):
         if group.get("reason"):
             text += f"\n  {group['reason']}"
-        if group.get("more_tasks") is not None and one_look:
+        more, chance = group.get("more_tasks"), group.get("more_tasks_chance")
+        if group.get("spec_more_tasks") is not None:
+            over = "more than " if group.get("spec_more_tasks_over_cap") else "about "
+            text += (f"\n  How many more, the spec's figure (977 D55: the credible interval, judged at one look): {over}"
+                     f"{group['spec_more_tasks']} more Eval tasks would give a clear Verdict with a "
+                     f"{group['spec_more_tasks_chance']:.2f} chance.")
+        rule = "How many more, the look rule's figure (the confidence sequence, valid at every look): "
+        if more is not None and one_look:
             over = "more than " if group.get("more_tasks_over_cap") else "about "
-            text += (f"\n  With {over}{group['more_tasks']} more Eval tasks it would likely settle "
-                     f"(a {group['more_tasks_chance']:.2f} chance); this Experiment's Bar allows one look, "
-                     "so plan a new Experiment with them.")
-        elif group.get("more_tasks") is not None and group.get("more_tasks_over_cap"):
-            text += (f"\n  More looks are unlikely to settle it: even {group['more_tasks']} more Eval tasks give a "
-                     f"{group['more_tasks_chance']:.2f} chance of a clear Verdict at look {look + 1}.")
-        elif group.get("more_tasks") is not None:
-            text += (f"\n  About {group['more_tasks']} more Eval tasks would settle it at look {look + 1} "
-                     f"(a {group['more_tasks_chance']:.2f} chance): assay experiment {exp_id} --add-tasks SUITE/TASK,…")
-        if not one_look and group.get("batch_tasks") is not None and group["batch_tasks"] < (group.get("more_tasks") or 0):
+            text += (f"\n  How many more, the spec's figure (977 D55): with {over}{more} more Eval tasks it would likely "
+                     f"settle (a {chance:.2f} chance); this Experiment's Bar allows one look, so plan a new "
+                     "Experiment with them.")
+        elif more is not None and group.get("more_tasks_over_cap"):
+            text += (f"\n  {rule}more looks are unlikely to settle it: even {more} more Eval tasks give a "
+                     f"{chance:.2f} chance of a clear Verdict at look {look + 1}.")
+        elif more is not None:
+            text += (f"\n  {rule}about {more} more Eval tasks would settle it at look {look + 1} "
+                     f"(a {chance:.2f} chance): assay experiment {exp_id} --add-tasks SUITE/TASK,…")
+        if not one_look and group.get("batch_tasks") is not None and group["batch_tasks"] < (more or 0):
             text += f"\n  {batch_text(group)}"
         if group.get("caveat"):
             text += f"\n  {group['caveat']}"
@@ -56,12 +71,12 @@ def verdict_line(verdict: dict, exp_id: str, *, one_look: bool = False) -> str:
         text += f"\n  Inconclusive: {verdict['why']}"
     for wait in verdict.get("waiting", []):
         text += f"\n  {'Not final' if wait['blocks'] else 'Note'}: {wait['text']}"
-    return untrusted(text)  # it names tasks and Trials
+    return painted_verdict(untrusted(text), verdict["verdict"])  # escaped: it names tasks and Trials
 
 
 def batch_text(group: dict) -> str:
     """The batch plan beside the one jump "how many more" asks for (docs/verdict.md, "A few at a time")."""
-    return (f"Or a few at a time: {group['batch_size']} more Eval tasks per look, for up to {group['batch_looks']} "
+    return (f"Or a few at a time, the look rule's batch plan: {group['batch_size']} more Eval tasks per look, for up to {group['batch_looks']} "
             f"looks, give a {group['batch_chance']:.2f} chance of a clear Verdict with about "
             f"{group['batch_tasks']:.0f} more expected in all (fewest for that chance; the confidence sequence "
             "is valid at every look, so looking more often costs no error).")

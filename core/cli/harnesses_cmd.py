@@ -1,5 +1,5 @@
 """``assay harnesses``: each Harness's binary, version and login; ``assay harnesses check``: the live
-checks of each real CLI against a scripted provider; ``assay setup``: store the Claude login."""
+checks of each real CLI against a scripted provider; ``assay setup``: store a Harness's login."""
 
 from __future__ import annotations
 
@@ -15,6 +15,12 @@ from assay.storage import formats
 from assay.storage.home import AssayHome
 
 EXIT_NOTHING_RAN = 3
+# What ``assay setup HARNESS`` stores, and how it asks for it.
+LOGINS = {
+    "claude": (credentials.CLAUDE_TOKEN, "Claude Code token (from `claude setup-token`)"),
+    "opencode": (credentials.OPENCODE_KEY, "OpenCode API key"),
+    "kimi": (credentials.KIMI_KEY, "Moonshot API key for Kimi Code"),
+}
 
 
 def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
@@ -34,7 +40,8 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
         table(
             ["HARNESS", "VERSION", "LOGIN", "BINARY"],
             [
-                (r["name"], r["version"] or "-", "yes" if r["login"] else "no",
+                (r["name"], r["version"] or "-",
+                 ("yes" if r["login"] else "no") + (f" ({', '.join(r['logins'])})" if r["logins"] else ""),
                  r["path"] or f"not installed: {r['error']}")
                 for r in rows
             ],
@@ -64,17 +71,28 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
             raise typer.Exit(EXIT_NOTHING_RAN)  # nothing was checked: never a silent pass
 
     @app.command("setup")
-    def setup_command() -> None:
-        """Store the Claude Code login token (from `claude setup-token`) in ASSAY_HOME/credentials.toml."""
+    def setup_command(
+        harness: str = typer.Argument("claude", help="Whose login to store: claude, opencode or kimi."),
+        provider: str = typer.Option(None, help="OpenCode only: the provider this key is for (e.g. fireworks-ai); "
+                                                "without it, the key for every provider without its own."),
+    ) -> None:
+        """Store a login in ASSAY_HOME/credentials.toml: Claude Code's token (from `claude setup-token`),
+        an OpenCode API key (per provider with --provider) or a Moonshot API key for Kimi Code."""
         home = AssayHome.from_env()
+        if harness not in LOGINS:
+            fail(f"assay setup {harness}: no login to store for it (known: {', '.join(LOGINS)})")
+        if provider is not None and harness != "opencode":
+            fail(f"--provider: only OpenCode takes a key per provider, not {harness}")
+        entry, what = LOGINS[harness]
+        what = f"{what} for {provider}" if provider else what
         if sys.stdin.isatty():
-            token = typer.prompt("Claude Code token (from `claude setup-token`)", hide_input=True).strip()
+            token = typer.prompt(what, hide_input=True).strip()
         else:  # no terminal to prompt on: the token comes on stdin, e.g. from a secrets manager
             token = sys.stdin.readline().strip()
         if not token:
             fail("no token given; nothing changed (without a terminal, pipe it in: `echo TOKEN | assay setup`)")
-        credentials.put(home.credentials, credentials.CLAUDE_TOKEN, token)
-        typer.echo(f"Saved the Claude Code token to {home.credentials} (mode 0600).")
+        credentials.put(home.credentials, entry, token, provider=provider)
+        typer.echo(f"Saved the {what} to {home.credentials} (mode 0600).")
 
 
 def _show_checks(reports: list[Any]) -> None:
@@ -93,7 +111,7 @@ def _show_checks(reports: list[Any]) -> None:
 def _describe(name: str, harness: Harness, home: AssayHome) -> dict[str, Any]:
     """One Harness as `assay harnesses` shows it; a missing binary is a state, not a crash."""
     row: dict[str, Any] = {"name": name, "installed": False, "path": None, "version": None,
-                           "login": False, "error": None}
+                           "login": False, "logins": [], "error": None}
     try:
         binary = harness.locate()
         row.update(installed=True, path=binary.path, version=binary.version)
@@ -101,6 +119,8 @@ def _describe(name: str, harness: Harness, home: AssayHome) -> dict[str, Any]:
         row["error"] = str(e)
     try:
         row["login"] = harness.login_present(home.root)
+        # the stored entries it reads, by name only (a Harness declares them as ``stored_logins``)
+        row["logins"] = credentials.stored(home.credentials, tuple(getattr(harness, "stored_logins", ())))
     except Exception as e:
         row["error"] = row["error"] or f"login check failed: {e}"
     return row

@@ -20,7 +20,9 @@ whether the release may ship. Exit codes:
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import json
 import os
 import sys
 import time
@@ -56,44 +58,70 @@ def _release_check_command(plugins: plugin_loading.Plugins):
         sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap where it works, else none)."),
         unsandboxed_grader: bool = typer.Option(
             False, "--unsandboxed-grader", help="Let model Graders run under --sandbox none (docs/grading.md)."),
+        json_: bool = typer.Option(False, "--json", help="Print one JSON line at the end (the text goes to stderr; never asks)."),
     ) -> None:
         """Before a release: run (or resume) its Experiment, wait for a final Verdict, and say
         whether it may ship (exit 0) or not (see docs/release.md for every exit code)."""
-        from assay.engine import release as releases
-        from assay.engine.arms import ArmFlags
-        from assay.engine.results import ExperimentVerdict
-        from assay.engine.start import AlreadyRunning
-
-        home = AssayHome.from_env()
-
-        def planned(bar: Bar) -> Any:
-            return make_plan(plugins, home, bar, None, sandbox, factory, [], (ArmFlags(commit), ArmFlags()),
-                             unsandboxed_grader=unsandboxed_grader, release=True)
-
-        while True:  # planned after any wait: the other run may have recorded the Bar
-            plan = planned(Bar(model_graders=tuple(model_grader)))
-            recorded = releases.recorded_bar(home, plan)
-            if recorded is not None:  # planned again: the Bar decides each task's Trials too
-                plan = planned(recorded)
-            if _wait_for_other_run(home, plan.id, poll):
-                continue
-            try:
-                exp, outcome = execute(home, plugins, plan, workers=workers, json_=False, raise_if_running=True)
-                break
-            except AlreadyRunning:  # another process took it between the look and the start
-                continue
-        if outcome in ("paused", "stopped"):
-            _paused(exp, outcome, releases.pause(exp))
-        result = formats.read(exp.verdict_file, ExperimentVerdict)
-        print_result(exp, outcome, read_verdict(exp))
-        if releases.waiting_rechecks(result) and not result.pending:
-            result = _wait_for_rechecks(exp, result, no_wait=no_wait, poll=poll)
-        if result.pending:
-            typer.echo(f"No final Verdict: it {waiting_text(result, exp.id)}.", err=True)
-            raise typer.Exit(EXIT_NOT_FINAL)
-        _decide(home, exp, result)
+        if not json_:
+            _check(commit, factory, no_wait, poll, model_grader, workers, sandbox, unsandboxed_grader, plugins, {})
+            return
+        seen: dict[str, Any] = {}
+        code = 0
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                _check(commit, factory, no_wait, poll, model_grader, workers, sandbox, unsandboxed_grader, plugins, seen,
+                       ask=False)
+        except typer.Exit as e:
+            code = e.exit_code
+        verdict = read_verdict(seen["exp"]) if "exp" in seen else None
+        emit = {"id": seen["exp"].id if "exp" in seen else None, "exit": code, "ship": code == 0,
+                "verdict": verdict["verdict"] if verdict else None, "interval": verdict["interval"] if verdict else None,
+                "final": verdict["final"] if verdict else False, "waiting": verdict["waiting"] if verdict else []}
+        sys.stdout.write(json.dumps(emit) + "\n")
+        if code:
+            raise typer.Exit(code)
 
     return release_check
+
+
+def _check(commit: str, factory: Path, no_wait: bool, poll: float, model_grader: list[str], workers: int,
+           sandbox: str | None, unsandboxed_grader: bool, plugins: plugin_loading.Plugins, seen: dict[str, Any],
+           ask: bool = True) -> None:
+    """The release check itself; ``seen`` gets the Experiment once there is one (for ``--json``)."""
+    from assay.engine import release as releases
+    from assay.engine.arms import ArmFlags
+    from assay.engine.results import ExperimentVerdict
+    from assay.engine.start import AlreadyRunning
+
+    home = AssayHome.from_env()
+
+    def planned(bar: Bar) -> Any:
+        return make_plan(plugins, home, bar, None, sandbox, factory, [], (ArmFlags(commit), ArmFlags()),
+                         unsandboxed_grader=unsandboxed_grader, release=True)
+
+    while True:  # planned after any wait: the other run may have recorded the Bar
+        plan = planned(Bar(model_graders=tuple(model_grader)))
+        recorded = releases.recorded_bar(home, plan)
+        if recorded is not None:  # planned again: the Bar decides each task's Trials too
+            plan = planned(recorded)
+        if _wait_for_other_run(home, plan.id, poll):
+            continue
+        try:
+            exp, outcome = execute(home, plugins, plan, workers=workers, json_=False, raise_if_running=True)
+            break
+        except AlreadyRunning:  # another process took it between the look and the start
+            continue
+    seen["exp"] = exp
+    if outcome in ("paused", "stopped"):
+        _paused(exp, outcome, releases.pause(exp))
+    result = formats.read(exp.verdict_file, ExperimentVerdict)
+    print_result(exp, outcome, read_verdict(exp))
+    if releases.waiting_rechecks(result) and not result.pending:
+        result = _wait_for_rechecks(exp, result, no_wait=no_wait, poll=poll)
+    if result.pending:
+        typer.echo(f"No final Verdict: it {waiting_text(result, exp.id)}.", err=True)
+        raise typer.Exit(EXIT_NOT_FINAL)
+    _decide(home, exp, result, ask)
 
 
 def _paused(exp: Any, outcome: str, pause: Any) -> NoReturn:
@@ -182,7 +210,7 @@ def _wait_for_rechecks(exp: Any, result: Any, *, no_wait: bool, poll: float) -> 
     return result
 
 
-def _decide(home: AssayHome, exp: Any, result: Any) -> None:
+def _decide(home: AssayHome, exp: Any, result: Any, ask: bool = True) -> None:
     """Ship on pass; on fail or inconclusive ask a person on a terminal, and hold otherwise."""
     from assay.engine.release import record_decision
 
@@ -195,7 +223,7 @@ def _decide(home: AssayHome, exp: Any, result: Any) -> None:
     if result.interval:
         lo, hi = result.interval
         interval = f", interval [{lo:+.3f}, {hi:+.3f}]"
-    if not sys.stdin.isatty():
+    if not ask or not sys.stdin.isatty():
         typer.echo(f"{what} is held: Verdict {result.verdict}{interval}. Run `assay release-check` on a "
                    "terminal to decide whether to release anyway.", err=True)
         raise typer.Exit(EXIT_HOLD)

@@ -85,14 +85,17 @@ def _review_command(plugins: plugin_loading.Plugins):
             fail(f"Experiment {exp.id} is running; review once it ends", code=1)
         except NotALockFile as e:
             fail(str(e))
+        # Spec 1944 P12: nothing is revealed before the preference, not even the Verdict (the panel's
+        # call on this very pair, by Arm, is part of it), so a merge call answers with the next step alone.
         revealed = reviews.reveal(exp, pair, name) if record.kind == "preference" else None
+        shown = result if revealed is not None else None
         if json_:
             emit_json({"id": exp.id, "pair": pair, "reader": name, "review": record.n, "kind": record.kind,
                        "blind": record.blind, "revealed": revealed,
-                       "verdict": result.verdict if result else None, "final": result.final if result else None})
+                       "verdict": shown.verdict if shown else None, "final": shown.final if shown else None})
             return
         _print_review(exp, pair, record, revealed)
-        if result is not None:
+        if shown is not None:
             typer.echo(verdict_line(read_verdict(exp) or {}, exp.id, one_look=exp.bar().look_rule == "one-look"))
 
     return review

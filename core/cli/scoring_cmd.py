@@ -69,7 +69,7 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
         if json_out:
             output.emit_json(shown)
         else:
-            typer.echo(f"Scoring run {result.run.id} {result.outcome}: {result.summary()}"
+            output.say(f"Scoring run {result.run.id} {result.outcome}: {result.summary()}"
                        + (f" ({result.stopped})" if result.stopped else ""))
         if result.stopped:
             raise typer.Exit(3)
@@ -109,7 +109,7 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
                    + (f", window {shown['window'][0][:19]} .. {shown['window'][1][:19]}, seed {shown['seed']}"
                       if shown["window"] else ""))
         if shown["summary"]:
-            typer.echo(shown["summary"])
+            output.say(shown["summary"])
         output.table(["pull request", "built with", "state"],
                      [[p["key"] + (" (carried)" if p["carried"] else "") + (" (yours)" if p["yours"] else ""),
                        p["built_with"], p["state"]] for p in shown["sample"]], empty="(nothing drawn yet)")

@@ -163,8 +163,8 @@ def _describe(v: Verdict) -> list[str]:
         lines.append(f"  {v.caveat}")
     if v.more_tasks is not None:
         lines.append(
-            f"  More Eval tasks for a clear Verdict: {v.more_tasks_text} "
-            f"(chance of a clear Verdict there: {v.more_tasks_chance:.2f})"
+            f"  More Eval tasks for a clear Verdict (the spec's figure, 977 D55: the credible interval, judged at "
+            f"one look): {v.more_tasks_text} (chance of a clear Verdict there: {v.more_tasks_chance:.2f})"
         )
     dropped = f", {len(v.dropped)} dropped as void ({', '.join(v.dropped)})" if v.dropped else ""
     lines.append(f"  Eval tasks: {v.tasks - len(v.dropped)} used{dropped}")

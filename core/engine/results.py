@@ -66,8 +66,8 @@ class ExperimentVerdict:
     Score's recheck, a pending Score, a missing panel call, a counted reader's review).
     """
 
-    FORMAT: ClassVar[int] = 6
-    UPGRADES: ClassVar[dict] = {1: lambda d: {**d, "final": True}, 2: dict, 3: dict, 4: dict, 5: dict}
+    FORMAT: ClassVar[int] = 7  # 6: model_grader_shares_family; 7: warnings
+    UPGRADES: ClassVar[dict] = {1: lambda d: {**d, "final": True}, 2: dict, 3: dict, 4: dict, 5: dict, 6: dict}
 
     verdict: str
     interval: tuple[float, float] | None
@@ -88,6 +88,8 @@ class ExperimentVerdict:
     pending_on_people: tuple[str, ...] = ()  # of ``pending``: the tasks that wait only on people's calls
     broken_arms: tuple[Mapping[str, Any], ...] = ()  # Arms most of whose Trials failed the same way (:func:`broken_arms`)
     why: str = ""  # why the Verdict is inconclusive when no group says so (people-panel agreement)
+    # The Arms' family the model Grader shared, no seat from a third family being configured (format 6)
+    model_grader_shares_family: str | None = None
     warnings: tuple[LookWarning, ...] = ()  # added tasks that may be unlike the first look's (:func:`look_warnings`)
 
 
@@ -287,7 +289,8 @@ def experiment_verdict(
         panel=tuple(_panel_report(p, bar.panel == "counted") for p in decisions.panels), panel_missing=missing,
         people=decisions.people, waiting_on_people=decisions.waiting, why=decisions.inconclusive_because,
         pending_on_people=tuple(r.task for r in results if r.waits_on == "people"),
-        broken_arms=tuple(broken_arms(exp, setup, bar)), warnings=look_warnings(results, looks, bar),
+        broken_arms=tuple(broken_arms(exp, setup, bar)),
+        model_grader_shares_family=bar.model_grader_shared_family, warnings=look_warnings(results, looks, bar),
     )
     return attrs.evolve(result, final=not any(w.blocks for w in waits(attrs.asdict(result, recurse=False), exp.id)))
 

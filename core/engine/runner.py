@@ -22,6 +22,7 @@ from assay.hooks.loaded import Plugins
 from assay.hooks.protocols import (
     ArmRuntime,
     GradingContext,
+    Harness,
     ProcessResult,
     SandboxBackend,
     SessionOutcome,
@@ -110,6 +111,10 @@ class ExperimentRun:
     workers: int
     command: Command
     report: Reporter
+    # What Grader sessions run with (a scripted Experiment's routed to its grader script); None: the
+    # installed Harnesses, on ``backend``.
+    grader_harnesses: Mapping[str, Harness] | None = None
+    grading_backend: SandboxBackend | None = None
     paused: bool = False
     stopped: bool = False
     counts: Counts = attrs.field(factory=Counts)
@@ -326,10 +331,10 @@ class ExperimentRun:
             grader = self.plugins.get("assay_graders", grader_name)
             views = [self.exp.view(s.slot, s.last) for s in ungraded.values()]  # type: ignore[arg-type]
             context = GradingContext(
-                self.backend, self.bar.timeout_seconds, seed=self.bar.seed, seats=self.bar.model_graders,
+                self.grading_backend or self.backend, self.bar.timeout_seconds, seed=self.bar.seed, seats=self.bar.model_graders,
                 arm_models=tuple((a.harness, a.model) for a in (self.setup.baseline, self.setup.candidate)),
                 harness_versions=tuple(a.harness_version or "" for a in (self.setup.baseline, self.setup.candidate)),
-                harnesses=self.plugins.harnesses(), workspace=self.exp.path / "grading" / task_dirname(task.id),
+                harnesses=self._grader_harnesses(), workspace=self.exp.path / "grading" / task_dirname(task.id),
                 assay_home=self.home.root, families=grading_config(self.home.root).families,
             )
             for score in await grader.grade(task, views, context):
@@ -363,7 +368,7 @@ class ExperimentRun:
 
     async def _panel(self, task: EvalTask, states: list[SlotState]) -> None:
         """Ask the Grader panel for every missing call on this task's pairs with evidence."""
-        panel = Panel(self.bar, self.plugins.harnesses(), self.backend, self.home.root,
+        panel = Panel(self.bar, self._grader_harnesses(), self.grading_backend or self.backend, self.home.root,
                       blinding.words(self.exp, self.setup, self.bar), grading_config(self.home.root).families)
         for index in sorted({s.slot.index for s in states}):
             evidence = self.exp.pair(task.id, index)
@@ -381,6 +386,9 @@ class ExperimentRun:
                 self.command.activity("panel_spending_limit", f"experiment {self.exp.id} reached its panel spending limit")
                 if self._queue is not None:
                     self._queue.close()
+
+    def _grader_harnesses(self) -> Mapping[str, Harness]:
+        return self.grader_harnesses if self.grader_harnesses is not None else self.plugins.harnesses()
 
     def _save_score(self, slot: Slot, score: Score) -> None:
         score = attrs.evolve(score, graded=self.exp.in_force(slot))

@@ -29,10 +29,10 @@ from assay.pairs.votes import voting_families
 from assay.sessions.harness_arm import HarnessArm
 from assay.storage import formats
 from assay.storage.commands import Command, now
-from assay.storage.families import arm_family, family_of, other_family_seats, seat_model
+from assay.storage.families import arm_family, family_of, grader_seats, seat_model
 from assay.storage.files import Locked, NotALockFile, exclusive_lock, private_folder
 from assay.storage.home import AssayHome
-from assay.storage.records import ARMS, Arm, ArmSetup, Bar, EvalTask, Release, Setup, Suite, TaskSetup
+from assay.storage.records import ARMS, GRADERS, Arm, ArmSetup, Bar, EvalTask, Release, Setup, Suite, TaskSetup
 from assay.storage.userconfig import GradingConfig, UserConfigError, grading_config
 
 if TYPE_CHECKING:
@@ -94,6 +94,7 @@ class Plan:
     factory: Factory | None
     chosen_because: tuple[str, ...] = ()  # when the suites were chosen from the change
     scripts: Mapping[Arm, ArmScript] = attrs.field(factory=dict)  # a scripted Experiment's, per Arm
+    grader_script: ArmScript | None = None  # what its Grader sessions play, when they are scripted too
 
     @property
     def id(self) -> str:
@@ -112,7 +113,7 @@ def plan(
     trials_per_task: int | None = None,
     sandbox: str | None = None,
     sandbox_fallback: bool = False,
-    scripts: Mapping[Arm, Path] | None = None,
+    scripts: Mapping[str, Path] | None = None,
     unsandboxed_grader: bool = False,
     release: Release | None = None,
 ) -> Plan:
@@ -125,7 +126,9 @@ def plan(
             suites, chosen_because = _touched(home, plugins, factory, base_arm, cand_arm, baseline, candidate)
         loaded = [manifests.load_suite(home, name, plugins.suite_kinds()) for name in dict.fromkeys(suites)]
         sources = {arm: _source(plugins, setup, loaded) for arm, setup in zip(ARMS, (base_arm, cand_arm))}
-        played = _scripts(scripts or {}, sources)
+        given = dict(scripts or {})
+        graders_played = given.pop(GRADERS, None)
+        played = _scripts(given, sources)
         graded_by_model = any("model" in plugins.suite_kinds()[s.kind].graders for s in loaded)
         config = _grading_config(home)
         seats_from = "--model-grader"
@@ -134,16 +137,21 @@ def plan(
             seats_from = f"{home.root / 'config.toml'}: grading.seats"
         if not played:  # a scripted run brings its own stand-in login
             _logins_present(home, sources, (base_arm, cand_arm))
-        if played and (bar.model_graders or graded_by_model):
+        graded = _grader_script(plugins, bar, graders_played, bool(played))
+        if played and graded is None and (bar.model_graders or graded_by_model or bar.panel != "off"):
             raise PlanError("--scripted-provider: model Graders would make real model calls; a scripted "
-                            "Experiment runs only suites its code Graders decide, with no --model-grader")
+                            "Experiment runs only suites its code Graders decide, with no --model-grader, "
+                            f"unless {GRADERS}=SCRIPT scripts its Grader sessions too")
+        if graded is not None:
+            bar = attrs.evolve(bar, scripted_graders=graded.digest)
         if played:
             base_arm, cand_arm = played["baseline"].mark(base_arm), played["candidate"].mark(cand_arm)
         backend = _backend(plugins, sandbox, sandbox_fallback)
         kinds = plugins.suite_kinds()
         _check_seats(plugins, bar.model_graders, seats_from)
         if graded_by_model:
-            _seat_from_another_family(bar.model_graders, (base_arm, cand_arm), config, seats_from)
+            shared = _grader_family(bar.model_graders, (base_arm, cand_arm), config, seats_from)
+            bar = attrs.evolve(bar, model_grader_shared_family=shared)
         _graders_can_sit(plugins, {g for s in loaded for g in kinds[s.kind].graders}, bar, backend, unsandboxed_grader)
         if bar.panel != "off":
             _panel_can_sit(plugins, bar, backend, unsandboxed_grader, (base_arm, cand_arm), config)
@@ -161,7 +169,8 @@ def plan(
         sandbox=backend.name,
         factory=str(factory.root) if factory else None, created_at=now(), release=release,
     )
-    return Plan(setup, bar, tasks, sources, backend, factory, tuple(chosen_because), scripts=played)
+    return Plan(setup, bar, tasks, sources, backend, factory, tuple(chosen_because), scripts=played,
+                grader_script=graded)
 
 
 def _touched(home: AssayHome, plugins: Plugins, factory: Factory | None, base: ArmSetup, cand: ArmSetup,
@@ -222,6 +231,25 @@ def _scripts(paths: Mapping[Arm, Path], sources: Mapping[Arm, Harness | ArmKind]
         raise PlanError(f"--scripted-provider: {e}") from None
 
 
+def _grader_script(plugins: Plugins, bar: Bar, path: Path | None, played: bool) -> ArmScript | None:
+    """The script a scripted Experiment's Grader sessions play (``grader=SCRIPT``), if given."""
+    if path is None:
+        return None
+    from assay.scripted_provider.experiment import grader_script
+
+    harnesses = plugins.harnesses()
+    seated = _seated(bar)
+    try:
+        return grader_script(path, {h: harnesses[h] for h in seated if h in harnesses}, played)
+    except (ValueError, OSError) as e:
+        raise PlanError(f"--scripted-provider: {e}") from None
+
+
+def _seated(bar: Bar) -> list[str]:
+    """The Harnesses the Bar's model Grader and panel seats run on, in order."""
+    return list(dict.fromkeys([s.partition(":")[0] for s in bar.model_graders] + [s.harness for s in bar.panel_seats]))
+
+
 def _bar_for(bar: Bar, kinds: Mapping[str, SuiteKind], override: int | None) -> Bar:
     """The Bar with Trials per task for every kind in play: the override, the Bar's, else the kind's."""
     if override is not None and override < 1:
@@ -280,14 +308,17 @@ def _grading_config(home: AssayHome) -> GradingConfig:
         raise PlanError(str(e)) from None
 
 
-def _seat_from_another_family(seats: Sequence[str], arms: Sequence[ArmSetup], config: GradingConfig,
-                              seats_from: str) -> None:
-    """Refuse seats that are all from an Arm's family now: the model Grader would have none to sit on."""
+def _grader_family(seats: Sequence[str], arms: Sequence[ArmSetup], config: GradingConfig, seats_from: str) -> str | None:
+    """The Arms' family the model Grader will share, when no seat from a third family is configured
+    (the Bar records it; the Verdict and the Console say it); refused now when every seat is an
+    Arm's own Model, which would grade itself."""
     taken = [arm_family(a.harness, a.model, config.families) for a in arms]
-    if seats and not other_family_seats(seats, taken, config.families):
+    usable, shared = grader_seats(seats, taken, [a.model for a in arms], config.families)
+    if seats and not usable:
         named = ", ".join(f"{s} ({family_of(seat_model(s), config.families)})" for s in seats)
-        raise PlanError(f"{seats_from}: every seat is from a family an Arm runs on ({named}); a model Grader "
-                        f"must come from another family (families: docs/grading.md, 'The family rule')")
+        raise PlanError(f"{seats_from}: every seat is an Arm's own Model ({named}); no Model grades itself: "
+                        f"seat another Model, best from a family neither Arm runs on (docs/grading.md, 'The family rule')")
+    return shared
 
 
 def _backend(plugins: Plugins, name: str | None, fallback: bool) -> SandboxBackend:
@@ -404,11 +435,12 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
                     runtimes = {arm: _runtime(home, plan, setup.arm(arm), arm, command) for arm in ARMS}
                     if plan.scripts:
                         runtimes = scripted.enter_context(_scripted(plan, runtimes, exp, command))
+                    graders, grading_backend = scripted.enter_context(_scripted_graders(plugins, plan, exp, command))
                 prompts = {arm: _prompts(plugins, plan, runtimes[arm]) for arm in ARMS}
                 run = ExperimentRun(
                     home=home, plugins=plugins, exp=exp, setup=setup, bar=plan.bar, tasks=plan.tasks,
                     prompts=prompts, runtimes=runtimes, backend=plan.backend, workers=workers,
-                    command=command, report=report,
+                    command=command, report=report, grader_harnesses=graders, grading_backend=grading_backend,
                 )
                 outcome = trio.run(run.run)
             except Exception as e:
@@ -496,6 +528,19 @@ def _scripted(plan: Plan, runtimes: dict[Arm, ArmRuntime], exp: ExperimentDir,
     logs = exp.path / "scripted-provider"
     command.log(f"Scripted Experiment: both Arms talk to scripted providers, not models (requests in {logs})")
     return scripted_runtimes(runtimes, plan.scripts, plan.backend, logs)
+
+
+def _scripted_graders(plugins: Plugins, plan: Plan, exp: ExperimentDir, command: Command,
+                      ) -> contextlib.AbstractContextManager[tuple[Mapping[str, Harness], SandboxBackend]]:
+    """The Harnesses and backend Grader sessions run with: routed to a provider playing the
+    Experiment's grader script where it has one, else the installed ones on the Experiment's backend."""
+    if plan.grader_script is None:
+        return contextlib.nullcontext((plugins.harnesses(), plan.backend))
+    from assay.scripted_provider.experiment import scripted_graders
+
+    logs = exp.path / "scripted-provider"
+    command.log(f"Scripted Experiment: its Grader sessions talk to scripted providers too (requests in {logs})")
+    return scripted_graders(plugins.harnesses(), _seated(plan.bar), plan.grader_script, plan.backend, logs)
 
 
 def _prompts(plugins: Plugins, plan: Plan, runtime: ArmRuntime) -> dict[str, str]:

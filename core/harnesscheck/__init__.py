@@ -120,7 +120,9 @@ async def check_harness(harness: RoutableHarness, binary: HarnessBinary, backend
             sessions.append(await bench.run(name, later, prompt, **options))
     _, second, stop, limit, error = sessions
     return (
-        judge_session(first, first_nonce), judge_stream(first, script, first_nonce), judge_web_tools(first),
+        judge_session(first, first_nonce),
+        judge_stream(first, script, first_nonce, tokens_reported=getattr(harness, "reports_tokens", True)),
+        judge_web_tools(first),
         judge_fresh_home(first, second, first_nonce), judge_stop(stop, getattr(backend, "grace", DEFAULT_GRACE)),
         judge_plan_limit(limit), judge_server_error(error), judge_hosts(harness, sessions),
     )

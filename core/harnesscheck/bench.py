@@ -95,7 +95,8 @@ class Bench:
             runtime = served.runtime(self.setup)
             if stop_at is None:
                 outcome, _ = await runtime.run(ctx)
-                return Session(name, folder, outcome, bool(signalled))
+                # as the engine pauses: on the live callback, or a limit read once the session ended
+                return Session(name, folder, outcome, bool(signalled) or outcome.plan_limit)
             outcome, stopped = await _stop(runtime, ctx, served.log, stop_at, marker)
             return Session(name, folder, outcome, bool(signalled), stopped)
 

@@ -121,7 +121,9 @@ def judge_session(first: Session, nonce: str) -> Check:
         f"outcome: {outcome.outcome.value if outcome else 'none'}"])
 
 
-def judge_stream(first: Session, script: Script, nonce: str) -> Check:
+def judge_stream(first: Session, script: Script, nonce: str, *, tokens_reported: bool = True) -> Check:
+    """``tokens_reported``: whether the CLI's stream reports usage at all (a Harness's
+    ``reports_tokens``); one that reports none is checked for none."""
     outcome = first.outcome
     assert outcome is not None
     model_turns = [t for t in script.turns if t.is_model_turn]
@@ -135,7 +137,10 @@ def judge_stream(first: Session, script: Script, nonce: str) -> Check:
         problems.append(f"decoded as {outcome.outcome.value}, not delivered: {outcome.diagnostic}")
     if outcome.final_message != answer(nonce):
         problems.append(f"final message {outcome.final_message!r}, scripted {answer(nonce)!r}")
-    if tokens.get("output_tokens") != given_out or tokens.get("input_tokens") not in (given_in, given_in + cached):
+    if not tokens_reported:
+        if tokens:
+            problems.append(f"tokens {tokens} from a CLI whose stream reports none")
+    elif tokens.get("output_tokens") != given_out or tokens.get("input_tokens") not in (given_in, given_in + cached):
         problems.append(f"tokens {tokens} don't add up to the script's {given_in} in (+{cached} cached), "
                         f"{given_out} out")
     if outcome.cost_usd is not None and outcome.cost_usd <= 0:
@@ -143,7 +148,8 @@ def judge_stream(first: Session, script: Script, nonce: str) -> Check:
     if sessions and outcome.session_id not in sessions:
         problems.append(f"session id {outcome.session_id} is not the one the provider saw ({', '.join(sessions)})")
     evidence = [f"outcome {outcome.outcome.value}, final message {outcome.final_message!r}",
-                f"tokens {tokens} (script: {given_in} in, {cached} cached, {given_out} out)",
+                (f"tokens {tokens} (script: {given_in} in, {cached} cached, {given_out} out)" if tokens_reported
+                 else "tokens: none (the CLI's stream reports none)"),
                 "cost: " + (f"${outcome.cost_usd:.6f}" if outcome.cost_usd is not None else "none (the CLI reports none)"),
                 f"session id {outcome.session_id}" + (" (the provider saw the same)" if sessions else "")]
     if problems:

@@ -1,4 +1,4 @@
-"""The Anthropic Messages API as Claude Code uses it: ``POST /v1/messages`` with streaming.
+"""The Anthropic Messages API as Claude Code (and OpenCode's Anthropic provider) uses it: ``POST /v1/messages`` with streaming.
 
 The event order and fields are the ones the real API sends and Claude Code was seen to accept
 (../shared/reference/scripted-provider-facts.md). Rate limits use the unified headers Claude
@@ -29,8 +29,9 @@ def tool_results(body: Any) -> int:
     )
 
 
-def session(headers: Mapping[str, str]) -> str | None:
-    return headers.get("x-claude-code-session-id")
+def session(headers: Mapping[str, str], body: Any = None) -> str | None:
+    """Claude Code's session header, or OpenCode's."""
+    return headers.get("x-claude-code-session-id") or headers.get("x-session-id")
 
 
 def offered_tools(body: Any) -> list[str]:

@@ -12,16 +12,16 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 
 import attrs
-from assay.hooks.protocols import ArmRuntime, RoutableHarness, SandboxBackend
+from assay.hooks.protocols import ArmRuntime, Harness, RoutableHarness, SandboxBackend
 from assay.scripted_provider.routing import ScriptedProviders
 from assay.scripted_provider.script import Script, load_script
 from assay.sessions.harness_arm import HarnessArm
 from assay.storage import formats
-from assay.storage.records import ARMS, Arm, ArmSetup
+from assay.storage.records import ARMS, GRADERS, Arm, ArmSetup
 
 
 @attrs.frozen
@@ -40,6 +40,35 @@ class ArmScript:
     def mark(self, setup: ArmSetup) -> ArmSetup:
         """The Arm's Setup, recording that its Trials played this script."""
         return attrs.evolve(setup, scripted_provider=self.digest)
+
+
+def grader_script(path: Path | None, harnesses: Mapping[str, object], played: bool) -> ArmScript | None:
+    """The script every model Grader and Grader panel seat session plays, when one is given:
+    :class:`ValueError` outside a scripted Experiment, or for a seat's Harness that can't be routed."""
+    if path is None:
+        return None
+    if not played:
+        raise ValueError(f"{GRADERS}=SCRIPT scripts the Graders of a scripted Experiment: script both Arms too")
+    for name, harness in harnesses.items():
+        if not isinstance(harness, RoutableHarness):
+            raise ValueError(f"the Grader seat's Harness '{name}' can't talk to a scripted provider: only a Harness "
+                             "with routed_invocation can (docs/harnesses.md)")
+    return ArmScript.load(path)
+
+
+@contextlib.contextmanager
+def scripted_graders(harnesses: Mapping[str, Harness], seated: Collection[str], script: ArmScript | None,
+                     backend: SandboxBackend, logs: Path) -> Iterator[tuple[Mapping[str, Harness], SandboxBackend]]:
+    """The Harnesses and backend Grader sessions use: with ``script``, each ``seated`` Harness's
+    sessions reach a provider playing it (one per API host, logging to ``logs/grader-HOST.jsonl``)
+    for as long as the block runs; without one, as they are."""
+    if script is None:
+        yield harnesses, backend
+        return
+    routable = {name: harnesses[name] for name in seated if isinstance(harnesses.get(name), RoutableHarness)}
+    with ScriptedProviders(backend) as providers, providers.serve_many(
+            routable, script.script, lambda host: logs / f"{GRADERS}-{host}.jsonl") as (routed, reaching, _):
+        yield {**harnesses, **routed}, reaching
 
 
 def load_arm_scripts(paths: Mapping[Arm, Path], sources: Mapping[Arm, object]) -> dict[Arm, ArmScript]:

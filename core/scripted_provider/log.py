@@ -13,14 +13,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from assay.scripted_provider import anthropic, openai
+from assay.scripted_provider import anthropic, chat, openai
 from assay.scripted_provider.oauth import fingerprint
 from assay.scripted_provider.wire import Api
 from assay.storage import files
 
 SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "cookie", "chatgpt-account-id"})
-# Claude's WebSearch/WebFetch, Codex's web_search, Anthropic's server tools (web_search_20250305, web_fetch_…).
-WEB_TOOL = re.compile(r"web_?(search|fetch)", re.IGNORECASE)
+# Claude's WebSearch/WebFetch, Codex's web_search, Anthropic's server tools (web_search_20250305, web_fetch_…),
+# OpenCode's webfetch/websearch, Kimi Code's FetchURL/SearchWeb.
+WEB_TOOL = re.compile(r"web_?(search|fetch)|fetch_?url|search_?web", re.IGNORECASE)
 
 
 def redact(headers: Mapping[str, str]) -> dict[str, str]:
@@ -58,7 +59,7 @@ class LogWriter:
 class ProviderLog:
     """The logged requests of one provider, read back from its JSONL file."""
 
-    def __init__(self, path: Path, apis: tuple[Api, ...] = (anthropic, openai)) -> None:
+    def __init__(self, path: Path, apis: tuple[Api, ...] = (anthropic, openai, chat)) -> None:
         self.path = path
         self._apis = {api.name: api for api in apis}
 
@@ -66,7 +67,7 @@ class ProviderLog:
         return files.read_lines(self.path)  # a line still being written is skipped, not an error
 
     def model_requests(self, api: str | None = None) -> list[dict[str, Any]]:
-        """Requests to a model endpoint (``anthropic``, ``openai``, or either), in arrival order."""
+        """Requests to a model endpoint (``anthropic``, ``openai``, ``chat``, or any), in arrival order."""
         return [e for e in self.entries() if e.get("api") and (api is None or e["api"] == api)]
 
     def turns(self, api: str | None = None) -> int:

@@ -25,7 +25,7 @@ def tool_results(body: Any) -> int:
                if isinstance(item, dict) and str(item.get("type", "")).endswith("_call_output"))
 
 
-def session(headers: Mapping[str, str]) -> str | None:
+def session(headers: Mapping[str, str], body: Any = None) -> str | None:
     return headers.get("session-id") or headers.get("thread-id")
 
 

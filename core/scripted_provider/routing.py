@@ -18,7 +18,7 @@ import shutil
 import ssl
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 
@@ -129,20 +129,42 @@ class ScriptedProviders:
     @contextlib.contextmanager
     def serve(self, harness: RoutableHarness, script: Script, log: Path) -> Iterator[Served]:
         """A provider playing ``script`` to ``harness``'s sessions, logging to ``log``, for the block."""
-        provider = ScriptedProvider(script, log)
+        with self.serve_many({harness.name: harness}, script, lambda host: log) as (routed, backend, providers):
+            yield Served(providers[harness.api_host], routed[harness.name], backend)
+
+    @contextlib.contextmanager
+    def serve_many(self, harnesses: Mapping[str, RoutableHarness], script: Script, log: Callable[[str], Path],
+                   ) -> Iterator[tuple[dict[str, RoutedHarness], SandboxBackend, dict[str, ScriptedProvider]]]:
+        """One provider per API host playing ``script`` to every one of ``harnesses``' sessions
+        (Harnesses on the same host share it), logging to ``log(host)``, for the block: the
+        Harnesses routed to them, the backend that reaches them all, and the providers by host.
+
+        Every provider host of a Harness reaches its provider (a login's refreshes too); a host that
+        is another Harness's API host reaches that one's.
+        """
         backend = self.backend
-        with contextlib.ExitStack() as running:  # the server stops whatever fails after it started
+        groups: dict[str, list[RoutableHarness]] = {}
+        for harness in harnesses.values():
+            groups.setdefault(harness.api_host, []).append(harness)
+        providers: dict[str, ScriptedProvider] = {}
+        routes: dict[str, ProviderRoute] = {}
+        sockets: dict[str, Path] = {}
+        upstreams: dict[str, Path] = {}
+        with contextlib.ExitStack() as running:  # the servers stop whatever fails after they started
+            for api, members in groups.items():
+                provider = providers[api] = ScriptedProvider(script, log(api))
+                if isinstance(backend, UpstreamRouting):
+                    sockets[api] = self.folder / f"{uuid.uuid4().hex[:12]}.sock"
+                    hosts = tuple(dict.fromkeys((api, *(h for m in members for h in m.provider_hosts))))
+                    running.enter_context(provider.start(unix=sockets[api], tls=self._tls(hosts)))
+                    routes[api] = ProviderRoute(f"https://{api}", self.api_key, self.folder / "ca.pem")
+                    upstreams.update({host: sockets[api] for host in hosts if host not in groups or host == api})
+                else:
+                    running.enter_context(provider.start())
+                    routes[api] = ProviderRoute(provider.url, self.api_key)
             if isinstance(backend, UpstreamRouting):
-                socket = self.folder / f"{uuid.uuid4().hex[:12]}.sock"
-                hosts = tuple(dict.fromkeys((harness.api_host, *harness.provider_hosts)))
-                running.enter_context(provider.start(unix=socket, tls=self._tls(hosts)))
-                route = ProviderRoute(f"https://{harness.api_host}", self.api_key, self.folder / "ca.pem")
-                # every provider host of the Harness reaches the script (a login's refreshes too)
-                backend = backend.with_upstreams(dict.fromkeys(hosts, socket), self.folder / "ca.pem")
-            else:
-                running.enter_context(provider.start())
-                route = ProviderRoute(provider.url, self.api_key)
-            yield Served(provider, RoutedHarness(harness, route), backend)
+                backend = backend.with_upstreams(upstreams, self.folder / "ca.pem")
+            yield ({name: RoutedHarness(h, routes[h.api_host]) for name, h in harnesses.items()}, backend, providers)
 
     def _tls(self, hosts: tuple[str, ...]) -> ssl.SSLContext:
         if self._ca is None:

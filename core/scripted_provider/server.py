@@ -22,8 +22,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
-from assay.scripted_provider import anthropic, openai
-from assay.scripted_provider import oauth
+from assay.scripted_provider import anthropic, chat, oauth, openai
 from assay.scripted_provider.log import LogWriter, credentials, redact
 from assay.scripted_provider.script import Script, Turn
 from assay.scripted_provider.wire import Answer, Api, sse_frame
@@ -37,7 +36,7 @@ class ScriptedProvider:
     Use as ``with ScriptedProvider(script, log).start() as provider: ... provider.url``.
     """
 
-    def __init__(self, script: Script, log: Path, apis: tuple[Api, ...] = (anthropic, openai)) -> None:
+    def __init__(self, script: Script, log: Path, apis: tuple[Api, ...] = (anthropic, openai, chat)) -> None:
         self.script = script
         self.log = log
         self._apis = {api.path: api for api in apis}
@@ -119,7 +118,7 @@ class ScriptedProvider:
         return answer, delay
 
     def _play(self, api: Api, headers: dict[str, str], body: Any, entry: dict[str, Any]) -> tuple[Answer, Turn | None, str]:
-        session = api.session(headers) or ""
+        session = api.session(headers, body) or ""
         position = self.script.position(api.tool_results(body))
         entry.update(session=session or None, position=position)
         if position is None:

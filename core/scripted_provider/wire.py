@@ -1,6 +1,6 @@
 """What every API the scripted provider speaks hands back to the server: an :class:`Answer`.
 
-An API module (``anthropic``, ``openai``) turns a script step into an Answer — a status, headers,
+An API module (``anthropic``, ``openai``, ``chat``) turns a script step into an Answer — a status, headers,
 and either a JSON body or a list of server-sent events — and the server only writes it out. A
 new API is one more module with the same functions (see docs/scripted-provider.md).
 """
@@ -22,7 +22,7 @@ class Answer:
 
     status: int
     json: Any = None
-    events: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+    events: tuple[tuple[str, Mapping[str, Any] | str], ...] = ()  # an empty name: a ``data:`` line only
     headers: Mapping[str, str] = attrs.field(factory=dict)
 
 
@@ -35,8 +35,9 @@ class Api(Protocol):
     def tool_results(self, body: Any) -> int:
         """How many tool results the request's conversation carries."""
 
-    def session(self, headers: Mapping[str, str]) -> str | None:
-        """The CLI's session id, so failure steps are counted per session."""
+    def session(self, headers: Mapping[str, str], body: Any) -> str | None:
+        """The CLI's session id (from a header, or the body where a CLI sends none), so failure
+        steps are counted per session."""
 
     def offered_tools(self, body: Any) -> list[str]:
         """The names of the tools the CLI offered the model."""
@@ -51,8 +52,11 @@ class Api(Protocol):
         """A 5xx."""
 
 
-def sse_frame(event: str, data: Mapping[str, Any]) -> bytes:
-    return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+def sse_frame(event: str, data: Mapping[str, Any] | str) -> bytes:
+    """One server-sent event; without a name only its ``data:`` line (as Chat Completions sends),
+    and a text ``data`` as is (``[DONE]``)."""
+    payload = data if isinstance(data, str) else json.dumps(data, separators=(',', ':'))
+    return (f"event: {event}\n" if event else "").encode() + f"data: {payload}\n\n".encode()
 
 
 def pieces(text: str, size: int = 24) -> list[str]:

@@ -14,11 +14,12 @@ import re
 import shutil
 import subprocess
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import attrs
-from assay.hooks.protocols import CredentialBroker, HarnessBinary, Invocation, ProviderRoute
+from assay.hooks.protocols import Brokered, CredentialBroker, HarnessBinary, Invocation, ProviderRoute, SessionRequest
 
 # Passed through from the caller when set; everything else is left behind.
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME")
@@ -141,6 +142,18 @@ def session_env(home: Path, extra: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
+def session_invocation(request: SessionRequest, argv: tuple[str, ...], env: Mapping[str, str], *,
+                       hosts: tuple[str, ...], stop_signals: Iterable[int], logins: tuple[Path, ...] = (),
+                       broker: Brokered | None = None) -> Invocation:
+    """A session's process as a Harness describes it: run in the Trial's repository with the
+    binary's installation read-only, the repository and fresh home (and any login files bound in
+    place, ``logins``) read-write, only ``hosts`` reachable, and ``broker`` the login whose
+    stand-ins it holds (when a credential broker runs it)."""
+    return Invocation(argv=argv, cwd=request.repository, env=dict(env), read_only=install_paths(request.binary.path),
+                      read_write=(request.repository, request.home, *logins), hosts=hosts,
+                      stop_signals=tuple(int(s) for s in stop_signals), broker=broker)
+
+
 def routed(invocation: Invocation, route: ProviderRoute, env: Mapping[str, str]) -> Invocation:
     """``invocation`` with ``env`` (the CLI's settings for ``route``) added and the route's CA
     file bound read-only, so the CLI can read the certificate it is told to trust."""
@@ -166,6 +179,20 @@ def copy_user_files(source: Path, dest: Path, names: Iterable[str]) -> None:
 def allowed_keys(table: Mapping[str, object], keys: Iterable[str]) -> dict[str, object]:
     """``table`` with only the named keys: user config reaches a Trial by an allowlist, never whole."""
     return {key: table[key] for key in keys if key in table}
+
+
+def copy_settings(source: Path, dest: Path, keep: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    """The user's JSON settings file as ``keep`` narrows it (by an allowlist of keys: see
+    :func:`allowed_keys`), read-only; settings that don't read as a JSON object are left out (they
+    can't be narrowed)."""
+    try:
+        settings = json.loads(source.read_text())
+    except (OSError, ValueError):
+        return
+    if not isinstance(settings, dict):
+        return
+    dest.write_text(json.dumps(keep(settings), indent=2))
+    dest.chmod(0o444)
 
 
 def copy_factory_skills(factory: Path | None, dest: Path) -> None:

@@ -1,8 +1,9 @@
 """The family rule: which model family a Model belongs to, read from its name.
 
 A Grader must not share a family with either Arm (a Claude model grading Claude Arms favours its
-own), and the family is the Model's, not the Harness's: a Claude model behind another Harness is
-still Claude. A name is matched, case-insensitively, by its last ``/`` part (``fireworks/…/kimi-k2``
+own) when a seat from another family is available, and the family is the Model's, not the
+Harness's: a Claude model behind another Harness (OpenCode's ``anthropic/claude-…``) is still
+Claude, and Kimi through Kimi Code or a Fireworks-hosted Kimi through OpenCode is Kimi. A name is matched, case-insensitively, by its last ``/`` part (``fireworks/…/kimi-k2``
 is ``kimi-k2``) against each family's glob patterns: the User config's ``[grading.families]``
 first, then :data:`DEFAULT_FAMILIES`. A name no pattern matches is a family of its own.
 """
@@ -45,6 +46,24 @@ def arm_family(harness: str | None, model: str | None, families: Mapping[str, Se
 def seat_model(seat: str) -> str:
     """The Model of a ``HARNESS:MODEL`` seat."""
     return seat.partition(":")[2]
+
+
+def grader_seats(seats: Sequence[str], arm_families: Iterable[str | None], arm_models: Iterable[str | None],
+                 families: Mapping[str, Sequence[str]] | None = None) -> tuple[list[str], str | None]:
+    """The seats a model Grader may sit on, in order, and the Arms' family they share (None when
+    they share none).
+
+    Spec 977 US40: "a Grader run on a Model from neither Arm *when another is available*": the
+    seats from a family neither Arm runs on; where none is configured, the seats whose Model is
+    neither Arm's own (no Model grades itself), from an Arm's family, which the Experiment says.
+    """
+    taken = list(arm_families)
+    other = other_family_seats(seats, taken, families)
+    if other or not seats:
+        return other, None
+    own = {m.strip().lower() for m in arm_models if m}
+    usable = [s for s in seats if seat_model(s).strip().lower() not in own]
+    return usable, family_of(seat_model(usable[0]), families) if usable else None
 
 
 def other_family_seats(seats: Iterable[str], arm_families: Iterable[str | None],

@@ -21,6 +21,10 @@ Format history:
   ``panel_families``, ``panel_spending_limit``, ``panel_agreement``) and people's reviews
   (``people``, ``people_readers``, ``people_sample``, ``people_overlap``); an older Bar reads with
   both off, as it ran.
+- Bar 7: ``scripted_graders`` (the digest of the script a scripted Experiment's Grader sessions played;
+  older Bars read None: their Graders were never scripted).
+- Bar 6: ``model_grader_shared_family`` (the Arms' family the model Grader shares when no seat from a
+  third family was configured; older Bars read None, as they ran: such an Experiment was refused).
 - Looks 2: each look's ``warnings`` (added tasks from a suite not in the first look, or a Baseline
   pass share unlike the first look's); an older file's looks have none.
 """
@@ -101,6 +105,7 @@ class Suite:
 
 Arm = Literal["baseline", "candidate"]
 ARMS: tuple[Arm, Arm] = ("baseline", "candidate")
+GRADERS = "grader"  # beside the Arms, what a scripted Experiment's Grader sessions are called (--scripted-provider grader=)
 
 
 def _rule(test, expected: str):
@@ -156,9 +161,9 @@ class Bar:
     2k+1 values a task's difference can take.
     """
 
-    FORMAT: ClassVar[int] = 5
+    FORMAT: ClassVar[int] = 7
     UPGRADES: ClassVar[dict] = {1: dict, 2: lambda d: {**d, "void_provider_errors": 10, "void_backoff_seconds": 30.0},
-                                3: lambda d: {**d, "look_rule": LOOK_RULES[0]}, 4: dict}
+                                3: lambda d: {**d, "look_rule": LOOK_RULES[0]}, 4: dict, 5: dict, 6: dict}
 
     margin: float = attrs.field(default=0.10, validator=_SHARE)
     level: float = attrs.field(default=0.95, validator=_rule(lambda v: 0.0 < v < 1.0, "strictly between 0 and 1"))
@@ -177,6 +182,11 @@ class Bar:
     void_backoff_seconds: float = attrs.field(default=30.0, validator=_rule(lambda v: v >= 0, "0 or more seconds"))
     max_dropped_share: float = attrs.field(default=0.10, validator=_SHARE)
     model_graders: tuple[str, ...] = ()  # "harness:model" seats, tried in order
+    # The Arms' family the model Grader shares, set when no seat from a third family is configured
+    # (spec 977 US40: "from neither Arm when another is available"); None: the family rule held.
+    model_grader_shared_family: str | None = None
+    # A scripted Experiment's Grader sessions played this script (its SHA-256), not a model.
+    scripted_graders: str | None = None
     # How looks are judged (docs/verdict.md, "More looks"): "confidence-sequence" lets --add-tasks
     # extend an inconclusive Experiment, later looks judged by the confidence sequence;
     # "confidence-sequence-only" judges look 1 by it too; "one-look" refuses any extension.

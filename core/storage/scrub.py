@@ -25,6 +25,8 @@ TOKEN = "[redacted]"
 FAMILY_ALIASES: Mapping[str, tuple[str, ...]] = {
     "claude": ("claude", "claude code", "anthropic", "opus", "sonnet", "haiku"),
     "codex": ("codex", "codex cli", "openai", "chatgpt", "gpt", "o1", "o3", "o4"),
+    "opencode": ("opencode", "open code"),
+    "kimi": ("kimi", "kimi code", "moonshot"),
 }
 CONFIG = "config.toml"  # in ASSAY_HOME: [grading.aliases] FAMILY = ["name", ...]
 

@@ -59,36 +59,24 @@ def _converter() -> cattrs.Converter:
         c.register_structure_hook(kind, _scalar(kind))
     c.register_structure_hook(Any, lambda value, _: value)
 
-    def lists(cls: Any) -> Any:
-        inner = list_structure_factory(cls, c)
+    def checked(kind: type, name: str, make: Any) -> Any:
+        """A hook factory: cattrs' own hook for the type, once the value is a ``kind`` at all."""
+        def factory(cls: Any) -> Any:
+            inner = make(cls)
 
-        def hook(value: Any, t: Any) -> Any:
-            if not isinstance(value, list):
-                raise _Mismatch(f"expected an array, got {toml_type(value)}")
-            return inner(value, t)
-        return hook
+            def hook(value: Any, t: Any) -> Any:
+                if not isinstance(value, kind):
+                    raise _Mismatch(f"expected {name}, got {toml_type(value)}")
+                return inner(value, t)
+            return hook
+        return factory
 
-    def tables(cls: Any) -> Any:
-        inner = mapping_structure_factory(cls, c)
-
-        def hook(value: Any, t: Any) -> Any:
-            if not isinstance(value, dict):
-                raise _Mismatch(f"expected a table, got {toml_type(value)}")
-            return inner(value, t)
-        return hook
-
-    def classes(cls: Any) -> Any:
-        inner = cattrs.gen.make_dict_structure_fn(cls, c, _cattrs_forbid_extra_keys=True)
-
-        def hook(value: Any, t: Any) -> Any:
-            if not isinstance(value, dict):
-                raise _Mismatch(f"expected a table, got {toml_type(value)}")
-            return inner(value, t)
-        return hook
-
-    c.register_structure_hook_factory(lambda t: get_origin(t) in (list, tuple), lists)
-    c.register_structure_hook_factory(lambda t: get_origin(t) in (dict, Mapping), tables)
-    c.register_structure_hook_factory(attrs.has, classes)
+    c.register_structure_hook_factory(lambda t: get_origin(t) in (list, tuple),
+                                      checked(list, "an array", lambda cls: list_structure_factory(cls, c)))
+    c.register_structure_hook_factory(lambda t: get_origin(t) in (dict, Mapping),
+                                      checked(dict, "a table", lambda cls: mapping_structure_factory(cls, c)))
+    c.register_structure_hook_factory(attrs.has, checked(dict, "a table", lambda cls: cattrs.gen.make_dict_structure_fn(
+        cls, c, _cattrs_forbid_extra_keys=True)))
     return c
 
 

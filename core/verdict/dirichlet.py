@@ -116,8 +116,8 @@ class ArmSummary:
 class Verdict:
     """A Verdict and everything that shaped it, so it can be recorded and re-checked."""
 
-    FORMAT: ClassVar[int] = 3
-    UPGRADES: ClassVar[dict] = {1: dict, 2: dict}
+    FORMAT: ClassVar[int] = 4
+    UPGRADES: ClassVar[dict] = {1: dict, 2: dict, 3: dict}
 
     measure: Measure
     verdict: Outcome
@@ -156,6 +156,12 @@ class Verdict:
     """The interval behind ``verdict``: the Dirichlet "credible interval" at the first look, the
     "confidence sequence" (:mod:`assay.verdict.confidence_sequence`) at every later one (and at
     the first under the look rule ``confidence-sequence-only``)."""
+    spec_more_tasks: int | None = None
+    """When a look rule answers "how many more" (``more_tasks``, judged by the confidence sequence at
+    the next look), the spec's own figure beside it: the one-look search of the credible interval
+    (977 D55), as ``assay verdict`` gives it. None when ``more_tasks`` is already that figure."""
+    spec_more_tasks_over_cap: bool = False
+    spec_more_tasks_chance: float | None = None
     batch_size: int | None = None
     """Beside ``more_tasks`` when the next look is judged by the confidence sequence: add this many
     Eval tasks per look, up to ``batch_looks`` looks, for a ``batch_chance`` of a clear Verdict

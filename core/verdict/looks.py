@@ -26,6 +26,7 @@ from assay.verdict.dirichlet import (
     _differences,
     _equal_arms_distribution,
     _judge,
+    _more_tasks,
     _outcome,
     _prior,
     _reason,
@@ -67,9 +68,12 @@ def verdict_at_look(
         alpha, _values(k), confidence_sequence.state(diffs, level=bar.level, margin=bar.margin),
         level=bar.level, margin=bar.margin, seed=bar.seed,
     )
+    spec = _more_tasks(np.asarray(alpha, dtype=float), _values(k), bar)
     batch = {} if plan is None else {"batch_size": plan.size, "batch_looks": plan.looks,
                                      "batch_chance": plan.chance, "batch_tasks": plan.tasks}
-    return attrs.evolve(first, more_tasks=more, more_tasks_over_cap=over, more_tasks_chance=chance, **batch)
+    return attrs.evolve(first, more_tasks=more, more_tasks_over_cap=over, more_tasks_chance=chance,
+                        spec_more_tasks=spec[0], spec_more_tasks_over_cap=spec[1], spec_more_tasks_chance=spec[2],
+                        **batch)
 
 
 def chance_of_clear_first_look(n_tasks: int, trials_per_task: int, bar: Bar, *, sequence_from: int = 2) -> float:

@@ -63,7 +63,7 @@ def scoring_command(plugins: Plugins):
         scripted Grader (not a model), in a folder of its own: your Scoring runs are not touched."""
         import time
 
-        from assay.cli.output import emit_json, table
+        from assay.cli.output import emit_json, say, table
         from assay.plugins.demo.scoring import run_demo
         from assay.scoring import origins, yours
         from assay.scoring.store import CRITERIA, ScoringStore
@@ -82,7 +82,7 @@ def scoring_command(plugins: Plugins):
         if not json_:
             typer.echo("The Scoring run's demo: the bundled repository acme/pager-demo and its pull requests, served by "
                        "a bundled fake gh, graded by a scripted Grader (not a model).\n")
-        result = run_demo(home, backend, report=lambda line: None if json_ else typer.echo(line, err=True))
+        result = run_demo(home, backend, report=lambda line: None if json_ else say(line, err=True))
         store = ScoringStore(home)
         week = yours.listing(store)["weeks"][0]
         bugs = origins.load_all(home)
@@ -91,14 +91,14 @@ def scoring_command(plugins: Plugins):
             emit_json({"home": str(home.root), "run": result.run.id, "outcome": result.outcome, "summary": result.summary(),
                        "seconds": seconds, "week": week, "bug_origins": [b.key for b in bugs]})
             return
-        typer.echo(f"Scoring run {result.run.id} {result.outcome}: {result.summary()}\n")
+        say(f"Scoring run {result.run.id} {result.outcome}: {result.summary()}\n")
         table(["pull request", "built with", "graded by", *CRITERIA],
               [[p["key"], p["built_with"], p["grader"] or "(yours first)",
                 *(("pass" if p["model"][c]["passed"] else "fail") if p["model"] else "hidden" for c in CRITERIA)]
                for p in week["pulls"]])
         for bug in bugs:
             found = bug.proposed
-            typer.echo(f"\nBug origin of {bug.key} ({bug.title}): " + (
+            say(f"\nBug origin of {bug.key} ({bug.title}): " + (
                 f"{found.pull}, {found.built_with}" if found and found.pull else bug.why or bug.state))
         typer.echo(f"\nDone in {seconds} s. See it all, or score the two older ones yourself:\n"
                    f"  export ASSAY_HOME={home.root}\n  assay scores acme/pager-demo#12\n"

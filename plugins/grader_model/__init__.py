@@ -2,7 +2,8 @@
 
 Implements ``assay_graders``. The session runs through a Harness in the sandbox, seeing only its
 packet, on the first seat from the Bar's ``model_graders`` whose Model is from a family neither
-Arm runs on (the family rule, ``assay.storage.families``). Its answer is checked against a schema; an invalid answer is asked
+Arm runs on (the family rule, ``assay.storage.families``), else, with no such seat configured, on
+the first that is neither Arm's own Model. Its answer is checked against a schema; an invalid answer is asked
 for again once, then the Scores are left pending with the reason. A Trial whose report assay
 refuses to read (a link, a FIFO, a device, too big) fails with why and stays out of the packet.
 """
@@ -21,7 +22,7 @@ from assay.hooks.protocols import GradingContext, Harness
 from assay.plugins.grader_model import packet
 from assay.sessions.grader_session import grader_session
 from assay.storage import files
-from assay.storage.families import arm_family, other_family_seats
+from assay.storage.families import arm_family, grader_seats
 from assay.storage.git import git
 from assay.storage.home import AssayHome
 from assay.storage.records import EvalTask, Outcome, Score, TrialView
@@ -34,9 +35,9 @@ ATTEMPTS = 2
 
 def choose_seat(seats: Sequence[str], arms: Sequence[tuple[str | None, str | None]],
                 families: Mapping[str, Sequence[str]] | None = None) -> tuple[str, str] | None:
-    """The first seat whose Model is from a family neither Arm runs on (the family rule), else None."""
+    """The first seat the family rule allows (:func:`assay.storage.families.grader_seats`), else None."""
     taken = [arm_family(harness, model, families) for harness, model in arms]
-    chosen = other_family_seats([s for s in seats if ":" in s], taken, families)
+    chosen, _ = grader_seats([s for s in seats if ":" in s], taken, [model for _, model in arms], families)
     if not chosen:
         return None
     harness, _, model = chosen[0].partition(":")
@@ -50,7 +51,7 @@ class ModelGrader:
     async def grade(self, task: EvalTask, trials: Sequence[TrialView], context: GradingContext) -> Sequence[Score]:
         seat = choose_seat(context.seats, context.arm_models, context.families)
         if seat is None:
-            return self._pending(task, trials, "no model Grader seat from a family neither Arm runs on is configured "
+            return self._pending(task, trials, "no model Grader seat other than the Arms' own Models is configured "
                                                "(--model-grader HARNESS:MODEL, or grading.seats in the User config)")
         if context.workspace is None or seat[0] not in context.harnesses:
             return self._pending(task, trials, f"the model Grader's Harness '{seat[0]}' is not installed")

@@ -15,6 +15,7 @@ from assay import hookimpl
 from assay.hooks.protocols import HarnessBinary, Invocation, Login, ProviderRoute, SessionRequest
 from assay.plugins.harness_claude import command
 from assay.plugins.harness_claude.stream import ClaudeDecoder
+from assay.sessions import credentials
 from assay.sessions.harnesskit import install_paths, locate_binary, routed
 from assay.sessions.logins import FixedLogin, place
 
@@ -23,6 +24,7 @@ class ClaudeHarness:
     name = "claude"
     provider_hosts = ("api.anthropic.com",)
     api_host = "api.anthropic.com"
+    stored_logins = (credentials.CLAUDE_TOKEN,)  # the credentials.toml entry its login is read from
 
     def locate(self) -> HarnessBinary:
         return locate_binary("claude", install="npm install -g @anthropic-ai/claude-code")

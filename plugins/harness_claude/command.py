@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from assay.hooks.protocols import ProviderRoute, SessionRequest
 from assay.sessions import credentials
-from assay.sessions.harnesskit import allowed_keys, copy_factory_skills, copy_user_files, session_env
+from assay.sessions.harnesskit import allowed_keys, copy_factory_skills, copy_settings, copy_user_files, session_env
 from assay.storage.home import AssayHome
 
 # Unattended and fully trusted: the sandbox around the session is the boundary, not Claude's prompts.
@@ -63,21 +62,9 @@ def fill_home(request: SessionRequest) -> None:
     config = request.home / ".claude"
     config.mkdir(parents=True, exist_ok=True)
     copy_user_files(user_config_dir(), config, USER_FILES)
-    copy_settings(user_config_dir() / "settings.json", config / "settings.json")
+    copy_settings(user_config_dir() / "settings.json", config / "settings.json",
+                  lambda settings: allowed_keys(settings, SETTINGS))
     copy_factory_skills(request.factory, config / "skills")
-
-
-def copy_settings(source: Path, dest: Path) -> None:
-    """The user's settings by :data:`SETTINGS`, read-only; settings that don't read as a JSON object
-    are left out (they can't be filtered)."""
-    try:
-        settings = json.loads(source.read_text())
-    except (OSError, ValueError):
-        return
-    if not isinstance(settings, dict):
-        return
-    dest.write_text(json.dumps(allowed_keys(settings, SETTINGS), indent=2))
-    dest.chmod(0o444)
 
 
 def oauth_token(assay_home: Path | None) -> str | None:

@@ -29,7 +29,7 @@ def test_harnesses_lists_binary_version_and_login_and_a_missing_binary_as_not_in
     assert result.exit_code == 0, result.output
     rows = {r["name"]: r for r in json.loads(result.output)}
     assert rows["claude"] == {"name": "claude", "installed": True, "path": str(fake), "version": "2.1.197",
-                              "login": False, "error": None}
+                              "login": False, "logins": [], "error": None}
     assert rows["codex"]["installed"] is False and "not on PATH" in rows["codex"]["error"]
     text = invoke("harnesses")
     assert text.exit_code == 0 and "not installed: 'codex' is not on PATH" in text.output
@@ -46,6 +46,28 @@ def test_setup_stores_the_claude_token_privately_and_keeps_other_credentials(ass
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     rows = {r["name"]: r for r in json.loads(invoke("harnesses", "--json").output)}
     assert rows["claude"]["login"] is True
+
+
+def test_setup_stores_opencode_keys_per_provider_and_kimi_s_and_harnesses_names_them_only(assay_home: Path) -> None:
+    """Issue 36: credentials.toml gains [opencode] api_key and [opencode.keys] by provider name,
+    and [kimi]; `assay setup` and `assay harnesses` show them, never the secret (spec 1944 P25)."""
+    for args, key in ((("setup", "opencode"), "sk-any"), (("setup", "opencode", "--provider", "fireworks-ai"), "fw-key"),
+                      (("setup", "kimi"), "sk-moonshot")):
+        result = invoke(*args, input=f"{key}\n")
+        assert result.exit_code == 0 and key not in result.output, result.output
+    assert "OpenCode API key for baseten" in invoke("setup", "opencode", "--provider", "baseten", input="bt\n").output
+    assert tomllib.loads((assay_home / "credentials.toml").read_text()) == {
+        "opencode": {"api_key": "sk-any", "keys": {"fireworks-ai": "fw-key", "baseten": "bt"}},
+        "kimi": {"api_key": "sk-moonshot"}}
+    listed = invoke("harnesses", "--json")
+    rows = {r["name"]: r for r in json.loads(listed.output)}
+    assert rows["opencode"]["logins"] == ["[opencode.keys] fireworks-ai", "[opencode.keys] baseten",
+                                          "[opencode] api_key"] and rows["opencode"]["login"] is True
+    assert rows["kimi"]["logins"] == ["[kimi] api_key"] and rows["kimi"]["login"] is True
+    text = invoke("harnesses").output
+    assert "yes ([kimi] api_key)" in text and not any(k in text for k in ("sk-any", "fw-key", "sk-moonshot"))
+    assert "--provider: only OpenCode" in str(invoke("setup", "kimi", "--provider", "x", input="k\n").exception)
+    assert "no login to store" in str(invoke("setup", "codex", input="k\n").exception)
 
 
 def test_setup_refuses_an_empty_token(assay_home: Path) -> None:

@@ -16,9 +16,9 @@ from assay.storage.home import AssayHome
 from starlette.testclient import TestClient
 
 from tests.conftest import run_cli
-from tests.experiment_fixtures import PLUGINS, git, scenario
+from tests.experiment_fixtures import PLUGINS, scenario
 from tests.pair_fixtures import experiment_folder, make_paired_suite, paired_experiment
-from tests.review_fixtures import make_code_review_suite
+from tests.review_fixtures import make_code_review_suite, make_review_factory
 
 EXIT_NOT_FINAL = 5
 
@@ -31,23 +31,12 @@ def console(home: Path) -> TestClient:
     return TestClient(make_app(AssayHome(home), plugin_manager.load()), base_url="http://127.0.0.1:8700")
 
 
-def review_factory(tmp: Path) -> Path:
-    root = tmp / "factory"
-    (root / "skills" / "review").mkdir(parents=True)
-    git(root, "init", "-q", "-b", "main")
-    (root / "assay.toml").write_text('[defaults]\nharness = "fake-agent"\nmodel = "opus-7"\n')
-    (root / "skills" / "review" / "SKILL.md").write_text("Review carefully.\n")
-    git(root, "add", ".")
-    git(root, "commit", "-qm", "factory")
-    return root
-
-
 def rechecks_pending(home: Path, tmp: Path):
     """A code-review Experiment whose Grader marks every Candidate Score borderline: its Verdict
     waits on rechecks."""
     make_code_review_suite(home, tasks=3)
     sc = scenario(tmp / "s.json", {"opus-7": {"*": "report:FOUND it"}, "sonnet-9": {"*": "report:MAYBE nothing"}})
-    return run_cli(home, "experiment", "HEAD", "--factory", str(review_factory(tmp)), "--suite", "reviews",
+    return run_cli(home, "experiment", "HEAD", "--factory", str(make_review_factory(tmp)), "--suite", "reviews",
                    "--sandbox", "none", "--candidate-model", "sonnet-9", "--unsandboxed-grader",
                    "--trials-per-task", "1", "--model-grader", "fake-judge:j", "--json",
                    plugins=PLUGINS, FAKE_SCENARIO=str(sc))
@@ -175,3 +164,32 @@ def test_a_broken_arm_is_said_first_with_its_first_cause_and_needs_you(assay_hom
     assert box["needs_you"][0]["summary"].startswith("Broken Candidate (3/3 Trials: failed: the runner wrote no result.json")
     html = console(assay_home).get(f"/experiments/{exp_id}").text
     assert html.index("Broken Arm:") < html.index("Verdict")
+
+
+def test_how_many_more_shows_the_spec_figure_and_the_look_rules_each_labelled(assay_home, tmp_path):
+    """Finding: on the same counts `assay verdict` said about 28 more Eval tasks (the spec's, 977
+    D55) and the Experiment "about 127 more … at look 2" (the default look rule's). The Experiment
+    now shows both, each saying what it is, and its spec figure is `assay verdict`'s."""
+    import re
+
+    from tests.experiment_fixtures import experiment, make_factory, make_suite
+
+    factory = make_factory(tmp_path)
+    make_suite(assay_home)
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "bad": {"fixture/t1": "wrong", "*": "right"}})
+    result = experiment(assay_home, factory, sc, "--candidate-model", "bad")
+    assert result.returncode == 0, result.stderr
+    spec = re.search(r"How many more, the spec's figure \(977 D55: the credible interval, judged at one look\): "
+                     r"about (\d+) more Eval tasks would give a clear Verdict", result.stdout)
+    rule = re.search(r"How many more, the look rule's figure \(the confidence sequence, valid at every look\): "
+                     r"about (\d+) more Eval tasks would settle it at look 2", result.stdout)
+    assert spec and rule, result.stdout
+    counts = {"trials_per_task": 2, "tasks": [{"id": "t1", "baseline": 2, "candidate": 0},
+                                              *({"id": f"t{i}", "baseline": 2, "candidate": 2} for i in (2, 3, 4))]}
+    (tmp_path / "counts.json").write_text(json.dumps(counts))
+    alone = cli(assay_home, "verdict", str(tmp_path / "counts.json"))
+    assert f"(the spec's figure, 977 D55: the credible interval, judged at one look): about {spec[1]}" in alone.stdout
+    assert int(rule[1]) != int(spec[1])
+    page = console(assay_home).get(f"/experiments/{json.loads(cli(assay_home, 'experiments', '--json').stdout)[0]['id']}").text
+    assert f"the spec's figure (977 D55: the credible interval, judged at one look): about {spec[1]}" in page
+    assert "the look rule's figure (the confidence sequence, valid at every look): about" in page.replace("&#39;", "'")

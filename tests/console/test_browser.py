@@ -124,7 +124,7 @@ def test_the_blind_pair_review_in_a_browser(browser, assay_home, tmp_path):
     with console(assay_home, USER="alice") as url:
         page = browser.new_page()
         page.goto(f"{url}/experiments/{exp.name}")
-        page.click("text=pairs__p1--0")
+        page.click("a:has-text('pairs__p1--0')")  # the link, not the note naming the pair
         assert page.locator("h2:has-text('Change A')").count() == 1 and "baseline" not in page.content().lower()
         shots(page, tmp_path / "screenshots", "pair-blind")
         page.check("input[name=merge_A][value=yes]")

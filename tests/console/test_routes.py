@@ -193,6 +193,7 @@ def test_assay_console_serves_over_http_and_refuses_a_busy_port(assay_home, fini
         assert finished in body
         busy = run_cli(assay_home, "console", "--port", str(port))
         assert busy.returncode == 2 and busy.stderr.count("\n") == 1 and "can't listen there" in busy.stderr
+        assert busy.stdout == "", "a port in use is said first, before anything that reads as started"
         kept.request("GET", "/experiments", headers={"connection": "keep-alive"})  # as a browser, kept open
         assert kept.getresponse().read()
     finally:

@@ -10,7 +10,9 @@ import json
 import pytest
 from assay.storage.families import family_of
 
-from tests.engine.test_review_grading import REVIEWS, experiment, exp_path, factory, scores  # noqa: F401
+from tests.conftest import run_cli
+from tests.console.test_routes import client as console
+from tests.engine.test_review_grading import PLUGINS, REVIEWS, experiment, exp_path, factory, scores  # noqa: F401
 from tests.experiment_fixtures import scenario
 from tests.review_fixtures import make_code_review_suite
 
@@ -59,15 +61,57 @@ def test_standing_seats_and_families_come_from_the_user_config(assay_home, tmp_p
     assert again.returncode == 0, again.stderr  # the same standing seats: the same Bar, resumed
 
 
-def test_seats_all_from_an_arm_s_family_are_refused_before_any_trial(assay_home, tmp_path, factory):
-    """Spec (review fix): the model Grader is 'the first configured Model from a family neither Arm
-    runs on'; with none, the Experiment is refused before its first Trial, naming each seat's family."""
+def test_with_no_third_family_seated_the_best_seat_grades_and_every_surface_says_so(assay_home, tmp_path, factory):
+    """Spec 977 US40: "a Grader run on a Model from neither Arm when another is available". Issue 36:
+    where no seat from a third family is configured, the Experiment runs with the best seat it has
+    (here a Claude model grading Claude Arms) and says so in the Bar, the Verdict and its output,
+    instead of refusing to start (it refused: "every seat is from a family an Arm runs on")."""
     make_code_review_suite(assay_home, tasks=1)
     sc = scenario(tmp_path / "s.json", REVIEWS)
-    result = experiment(assay_home, factory, sc, "reviews", "--model-grader", "fake-judge:haiku-2")
+    result = experiment(assay_home, factory, sc, "reviews", "--trials-per-task", "1",
+                        "--model-grader", "fake-judge:opus-7", "--model-grader", "fake-judge:haiku-2")
+    assert result.returncode == 0, result.stderr
+    assert {s["grader"] for s in scores(assay_home).values()} == {"model:fake-judge:haiku-2"}, \
+        "an Arm's own Model (opus-7) never grades it"
+    bar = json.loads((exp_path(assay_home) / "bar.json").read_text())
+    assert bar["model_grader_shared_family"] == "claude"
+    verdict = json.loads((exp_path(assay_home) / "verdict.json").read_text())
+    assert verdict["model_grader_shares_family"] == "claude"
+    shown = run_cli(assay_home, "experiments", exp_path(assay_home).name, plugins=PLUGINS)
+    assert "Graded by a claude model Grader, the family an Arm runs on: no seat from a third family" in shown.stdout
+    page = console(assay_home).get(f"/experiments/{exp_path(assay_home).name}").text
+    assert "Graded by a claude model Grader, the family an Arm runs on" in page
+    assert "<dt>model_grader_shared_family</dt><dd>claude</dd>" in page
+
+
+def test_seats_that_are_all_an_arm_s_own_model_are_refused_before_any_trial(assay_home, tmp_path, factory):
+    """No Model grades itself: seats that are only the Arms' own Models are refused, naming each."""
+    make_code_review_suite(assay_home, tasks=1)
+    sc = scenario(tmp_path / "s.json", REVIEWS)
+    result = experiment(assay_home, factory, sc, "reviews", "--model-grader", "fake-judge:sonnet-9")
     assert result.returncode == 2
-    assert "every seat is from a family an Arm runs on (fake-judge:haiku-2 (claude))" in result.stderr
+    assert "every seat is an Arm's own Model (fake-judge:sonnet-9 (claude)); no Model grades itself" in result.stderr
     assert not (assay_home / "evals" / "experiments").exists() or not list(exp_path(assay_home).glob("trials/*"))
+
+
+@pytest.mark.parametrize("arms, seats, chosen", [
+    # Claude vs Codex on a review suite: a Kimi Model grades, reached through Kimi Code or OpenCode
+    ((("claude", "claude-opus-4-1"), ("codex", "gpt-5-codex")),
+     ("opencode:anthropic/claude-sonnet-4-5", "codex:o3", "kimi:kimi-k2-turbo-preview"), "kimi:kimi-k2-turbo-preview"),
+    ((("claude", None), ("codex", None)),
+     ("opencode:anthropic/claude-sonnet-4-5", "opencode:fireworks-ai/accounts/fireworks/models/kimi-k2-instruct"),
+     "opencode:fireworks-ai/accounts/fireworks/models/kimi-k2-instruct"),
+    # an OpenCode Arm on an Anthropic Model is still Claude
+    ((("opencode", "anthropic/claude-sonnet-4-5"), ("claude", "claude-opus-4-1")),
+     ("opencode:anthropic/claude-haiku-4-5", "opencode:baseten/moonshotai/Kimi-K2"), "opencode:baseten/moonshotai/Kimi-K2"),
+])
+def test_the_family_rule_reads_models_reached_through_opencode_by_the_model(arms, seats, chosen):
+    """Issue 36: a Model's family comes from the Model, not the Harness (Kimi via Kimi Code is
+    Moonshot's Kimi; an Anthropic Model through OpenCode is still Claude)."""
+    from assay.plugins.grader_model import choose_seat
+
+    assert choose_seat(seats, arms) == tuple(chosen.split(":", 1))
+    assert family_of("anthropic/claude-sonnet-4-5") == "claude" and family_of("baseten/moonshotai/Kimi-K2") == "kimi"
 
 
 @pytest.mark.parametrize("text, field", [

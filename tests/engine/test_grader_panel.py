@@ -109,7 +109,7 @@ def test_a_resume_asks_only_for_the_missing_calls(assay_home, tmp_path):
     (seats("kimi-fixed"), "--sandbox none: the Grader panel's sessions would run unsandboxed"),
     (("--unsandboxed-grader", "--panel-seat", "harness=fake-judge"), "both harness= and model= are required"),
     (("--unsandboxed-grader", "--panel-seat", "harness=nope,model=m"), "no Harness 'nope' is installed"),
-    (("--unsandboxed-grader", "--panel", "counted"), "bar.panel is counted but the panel has no seat"),
+    (("--unsandboxed-grader", "--panel", "counted"), "--panel is counted but the panel has no seat"),
 ])
 def test_a_panel_that_could_never_sit_is_refused_before_any_trial(assay_home, tmp_path, args, message):
     """Brief: bad input is refused with one line and exit 2 before anything is recorded."""

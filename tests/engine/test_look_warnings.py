@@ -85,7 +85,7 @@ def test_added_tasks_the_baseline_fares_differently_on_warn_once_graded(tmp_path
     assert first.returncode == 0, first.stderr
     exp_id = last_json(first.stdout)["id"]
     shown = run_cli(assay_home, "experiments", exp_id, plugins=PLUGINS).stdout
-    assert "Or a few at a time: " in shown and " more Eval tasks per look, for up to 4 looks, give a " in shown
+    assert "Or a few at a time, the look rule's batch plan: " in shown and " more Eval tasks per look, for up to 4 looks, give a " in shown
 
     harder = grow_suite(assay_home, "fixture", range(5, 11))
     sc = scenario(sc_path, {"good": {**{t: "wrong" for t in harder}, "*": "right"},

@@ -195,5 +195,5 @@ def test_the_output_says_when_more_looks_cannot_help(tmp_path: Path, assay_home:
     sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "bad": {"*": "right"}})
     result = experiment(assay_home, factory, sc, "--candidate-model", "bad", "--margin", "0")
     assert result.returncode == 0, result.stderr
-    assert "More looks are unlikely to settle it: even 1000 more Eval tasks give a" in result.stdout
+    assert "more looks are unlikely to settle it: even 1000 more Eval tasks give a" in result.stdout
     assert "would settle it" not in result.stdout

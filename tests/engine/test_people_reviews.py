@@ -165,3 +165,27 @@ def test_a_people_only_sample_decides_on_its_sampled_pairs_alone(assay_home, tmp
     units = sorted(t["task"] for t in shown["tasks"])
     assert units == sorted(f"pairs/p1#{pair.rsplit('--', 1)[1]}" for pair in queues)
     assert all((t["trials"], t["baseline"], t["candidate"]) == (1, 1, 0) for t in shown["tasks"])
+
+
+def test_a_merge_call_reveals_nothing_before_the_preference(assay_home, tmp_path):
+    """Spec 1944 P12: nothing is revealed before the preference. `assay review … --merge` printed
+    the Grader panel's call on that very pair, by Arm, with the Verdict; the Console's flow showed
+    nothing. The CLI now matches it: the merge call answers with the next step alone."""
+    from tests.engine.test_grader_panel import seats
+
+    make_paired_suite(assay_home)
+    result = paired_experiment(assay_home, tmp_path, "--trials-per-task", "1", "--unsandboxed-grader",
+                               *seats("kimi-fixed", "gemini-fixed"), "--people-reader", "alice",
+                               "--people-reader", "bob")
+    assert result.returncode == 0, result.stderr
+    exp = experiment_folder(assay_home).name
+    sealed = cli(assay_home, "review", exp, PAIR, "--reader", "alice", "--merge", honest_merge(assay_home, "alice"))
+    assert sealed.returncode == 0, sealed.stderr
+    for leak in ("Grader panel", "baseline", "candidate", "Verdict", "merge {"):
+        assert leak.lower() not in sealed.stdout.lower(), f"{leak!r} shown before the preference:\n{sealed.stdout}"
+    assert sealed.stdout.splitlines()[-1] == f"Next: assay review {exp} {PAIR} --prefer A|B|none"
+    as_json = json.loads(cli(assay_home, "review", exp, PAIR, "--reader", "bob", "--merge", "A=yes,B=yes",
+                             "--json").stdout)
+    assert as_json["verdict"] is None and as_json["revealed"] is None
+    prefer = cli(assay_home, "review", exp, PAIR, "--reader", "alice", "--prefer", "A")
+    assert prefer.returncode == 0 and "Revealed:" in prefer.stdout and "Grader panel" in prefer.stdout

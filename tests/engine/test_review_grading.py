@@ -12,20 +12,13 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
-from tests.experiment_fixtures import PLUGINS, git, scenario
-from tests.review_fixtures import make_code_review_suite, make_spec_review_suite
+from tests.experiment_fixtures import PLUGINS, scenario
+from tests.review_fixtures import make_code_review_suite, make_review_factory, make_spec_review_suite
 
 
 @pytest.fixture
 def factory(tmp_path: Path) -> Path:
-    root = tmp_path / "factory"
-    (root / "skills" / "review").mkdir(parents=True)
-    git(root, "init", "-q", "-b", "main")
-    (root / "assay.toml").write_text('[defaults]\nharness = "fake-agent"\nmodel = "opus-7"\n')
-    (root / "skills" / "review" / "SKILL.md").write_text("Review carefully.\n")
-    git(root, "add", ".")
-    git(root, "commit", "-qm", "factory")
-    return root
+    return make_review_factory(tmp_path)
 
 
 def experiment(home: Path, factory: Path, sc: Path, suite: str, *args: str):

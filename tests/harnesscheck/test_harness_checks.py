@@ -18,16 +18,19 @@ from pathlib import Path
 
 import pytest
 import trio
+from assay.plugins.harness_kimi import KimiHarness
 from assay.plugins.sandbox_bwrap.backend import BwrapBackend
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, resolver, upstream_table
 from assay.scripted_provider import ProviderLog
 from assay.scripted_provider.oauth import fingerprint
 from assay.scripted_provider.routing import API_KEY
+from assay.sessions.harnesskit import HarnessNotInstalled
 from assay.storage.files import read_lines
 
 from tests.conftest import run_cli
 
-INSTALL = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex"}
+INSTALL = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex", "opencode": "opencode-ai",
+           "kimi": "@moonshot-ai/kimi-code"}
 ALL_CHECKS = ["session", "stream", "web-tools", "fresh-home", "stop", "plan-limit", "server-error", "hosts"]
 
 
@@ -44,6 +47,11 @@ def need(*binaries: str) -> None:
     for binary in binaries:
         if shutil.which(binary) is None:
             pytest.skip(f"the real `{binary}` is not on PATH (npm install -g {INSTALL[binary]})")
+    if "kimi" in binaries:
+        try:
+            KimiHarness().locate()
+        except HarnessNotInstalled as e:  # Kimi Code runs only on a recent Node.js
+            pytest.skip(str(e))
 
 
 @pytest.fixture(autouse=True)
@@ -51,7 +59,7 @@ def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An empty user home: the tester's own Claude and Codex settings don't reach these sessions."""
     (tmp_path / "user-home").mkdir()
     monkeypatch.setenv("HOME", str(tmp_path / "user-home"))
-    for key in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+    for key in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "KIMI_CODE_HOME", "XDG_CONFIG_HOME"):
         monkeypatch.delenv(key, raising=False)
 
 
@@ -92,6 +100,30 @@ def test_both_real_clis_pass_every_check(assay_home: Path) -> None:
         assert [p for p in first.rglob("*") if p.is_file() and API_KEY.encode() in p.read_bytes()] == []
 
 
+@pytest.mark.slow
+def test_opencode_and_kimi_pass_every_check(assay_home: Path) -> None:
+    """Issue 36's acceptance: `assay harnesses check` passes every check for opencode and kimi.
+    OpenCode's server-error session sits out its own five retries (about a minute)."""
+    need("opencode", "kimi")
+    code, reports = check(assay_home, "opencode", "kimi", "--timeout", "120")
+    for harness in ("opencode", "kimi"):
+        assert statuses(reports[harness]) == dict.fromkeys(ALL_CHECKS, "pass"), reports[harness]
+    assert code == 0
+    opencode, kimi = reports["opencode"], reports["kimi"]
+    assert opencode["hosts"]["summary"] == "only allowed hosts were contacted (api.anthropic.com:443)"
+    assert kimi["hosts"]["summary"] == "only allowed hosts were contacted (api.moonshot.ai:443)"
+    assert any(line.startswith("cost: $") for line in opencode["stream"]["evidence"])
+    assert "tokens: none (the CLI's stream reports none)" in kimi["stream"]["evidence"]
+    assert "FetchURL" not in " ".join(kimi["web-tools"]["evidence"]), "Kimi Code's web fetch is off"
+    for checks in (opencode, kimi):
+        assert "assay-check-" in checks["stop"]["evidence"][1]
+        assert "(the provider saw the same)" in checks["stream"]["evidence"][3]
+    for harness in ("opencode", "kimi"):  # the broker put the real key on the wire; the Trial held a stand-in
+        first = assay_home / "logs" / "harness-check" / harness / "first"
+        assert ProviderLog(first / "provider.jsonl").credentials() == {fingerprint(API_KEY)}
+        assert [p for p in first.rglob("*") if p.is_file() and API_KEY.encode() in p.read_bytes()] == []
+
+
 BROKEN = [
     # (real Harness, what breaks, the matching check and what it says, every check that must fail)
     ("claude", "refuse-provider", "hosts", "the proxy refused api.anthropic.com:443: not on the Trial's allowlist",
@@ -108,7 +140,10 @@ def test_a_broken_setup_fails_the_check_it_breaks(
     need(real)
     pids = tmp_path / "leftovers"
     try:
-        code, reports = check(assay_home, f"{real}-broken", "--timeout", "5", plugins="broken_harness_plugin",
+        # A refused provider leaves Claude waiting until killed: that case ends at a short timeout;
+        # the others finish on their own, and a busy machine mustn't cut them short.
+        timeout = "5" if how == "refuse-provider" else "60"
+        code, reports = check(assay_home, f"{real}-broken", "--timeout", timeout, plugins="broken_harness_plugin",
                               BROKEN_HARNESS=f"{real}:{how}", BROKEN_LEFTOVERS=str(pids))
     finally:
         for pid in pids.read_text().split() if pids.exists() else ():

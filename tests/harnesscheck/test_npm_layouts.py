@@ -23,13 +23,13 @@ from tests.harnesscheck.test_harness_checks import ALL_CHECKS, INSTALL, check, n
 
 @functools.cache
 def _installed_into_a_folder(root: str) -> tuple[Path | None, str]:
-    """``npm install --prefix ROOT`` of both CLIs: the folder of their commands, or why not."""
+    """``npm install --prefix ROOT`` of every CLI: the folder of their commands, or why not."""
     if shutil.which("npm") is None:
         return None, "npm is not installed"
     done = subprocess.run(["npm", "install", "--prefix", root, *INSTALL.values()], capture_output=True, text=True,
                           timeout=600)
     commands = Path(root) / "node_modules" / ".bin"
-    if done.returncode != 0 or not (commands / "codex").exists():
+    if done.returncode != 0 or not all((commands / name).exists() for name in INSTALL):
         return None, f"npm install --prefix failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}"
     return commands, ""
 
@@ -51,17 +51,19 @@ def test_clis_installed_into_a_folder_bind_their_hoisted_native_packages(npm_fol
     assert modules not in bound, "only what the CLI resolves, not the whole folder"
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("harnesses", [("claude", "codex"), ("opencode", "kimi")], ids="-".join)
 @pytest.mark.parametrize("layout", ["global", "folder"])
 def test_real_clis_pass_every_check_installed_globally_or_into_a_folder(
-    layout: str, assay_home: Path, request: pytest.FixtureRequest
+    layout: str, harnesses: tuple[str, str], assay_home: Path, request: pytest.FixtureRequest
 ) -> None:
-    """`assay harnesses check` passes for claude and codex from `npm install -g` and from `npm install --prefix DIR`."""
-    need("claude", "codex")
+    """`assay harnesses check` passes for each real CLI from `npm install -g` and from `npm install --prefix DIR`."""
+    need(*harnesses)
     path = os.environ["PATH"]
     if layout == "folder":
         path = f"{request.getfixturevalue('npm_folder')}{os.pathsep}{path}"
-    code, reports = check(assay_home, "claude", "codex", PATH=path)
-    for harness in ("claude", "codex"):
+    code, reports = check(assay_home, *harnesses, "--timeout", "120", PATH=path)
+    for harness in harnesses:
         assert statuses(reports[harness]) == dict.fromkeys(ALL_CHECKS, "pass"), reports[harness]
     assert code == 0
 

@@ -174,6 +174,15 @@ def test_every_identifying_spelling_is_replaced_by_a_visible_token(spelling):
         assert word not in out.lower().replace("\u200b", "").replace("\u2060", ""), (spelling, out)
 
 
+def test_an_opencode_or_kimi_code_arm_s_names_are_scrubbed():
+    """Issue 36: a blind packet names no Harness, the two new ones included."""
+    scrub = Scrubber(harnesses=["opencode", "kimi"], models=["fireworks-ai/accounts/fireworks/models/kimi-k2-instruct"])
+    out = scrub("Ran by OpenCode 1.18 on Kimi Code (Moonshot's kimi-k2-instruct).")
+    assert TOKEN in out
+    for word in ("opencode", "kimi", "moonshot"):
+        assert word not in out.lower(), out
+
+
 def test_user_config_aliases_are_scrubbed_too(experiment, tmp_path):
     """Finding 3: each family's aliases are user-extensible in the User config."""
     exp, task = experiment

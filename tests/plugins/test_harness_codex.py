@@ -18,7 +18,7 @@ from assay.storage.records import Outcome, VoidCause
 
 from tests.conftest import alive
 from tests.fakes.fake_cli import calls, install
-from tests.harness_fixtures import FAILED, TIMED_OUT, decode, lines, offline, recorded, request, run_session
+from tests.harness_fixtures import FAILED, TIMED_OUT, decode, lines, offline, recorded, request, run_session, stray_home
 
 BINARY = HarnessBinary("/usr/lib/node_modules/@openai/codex/bin/codex.js", "0.171.0")
 STRAYS = {"OPENAI_API_KEY": "sk-leak", "CODEX_API_KEY": "sk-leak", "ANTHROPIC_API_KEY": "sk-leak",
@@ -125,16 +125,7 @@ def test_a_timeout_after_work_is_a_fail() -> None:
 @pytest.fixture
 def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A caller environment with every stray variable set and a real-looking home."""
-    for key in list(os.environ):
-        if key not in ("PATH", "LANG"):
-            monkeypatch.delenv(key)
-    home = tmp_path / "user-home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("ASSAY_HOME", str(tmp_path / "assay-home"))
-    for key, value in STRAYS.items():
-        monkeypatch.setenv(key, value)
-    return home
+    return stray_home(tmp_path, monkeypatch, STRAYS)
 
 
 def test_the_command_line_and_environment_for_an_arm(tmp_path: Path, user_home: Path) -> None:
@@ -235,6 +226,7 @@ def test_a_stop_reaches_codex_with_sigint_then_sigterm_and_kills_its_command_gro
 # --- the real binary -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_real_codex_with_an_empty_home_and_no_network_is_void_provider_unreachable(
     tmp_path: Path, user_home: Path
 ) -> None:
@@ -243,8 +235,9 @@ def test_the_real_codex_with_an_empty_home_and_no_network_is_void_provider_unrea
     binary = CodexHarness().locate()
     reported = subprocess.run([binary.path, "--version"], capture_output=True, text=True, check=True).stdout
     assert binary.version == parse_version(reported) and binary.version[0].isdigit()
-    # Codex retries a dead network for good, so the Trial ends at its timeout.
-    outcome, process, seen = run_session(CodexHarness(), request(tmp_path, binary), timeout=10,
+    # Codex retries a dead network for good, so the Trial ends at its timeout: long enough for its
+    # first retries to show even on a busy machine.
+    outcome, process, seen = run_session(CodexHarness(), request(tmp_path, binary), timeout=30,
                                          backend=NoneBackend(grace=2, poll=0.2), adjust=offline)
     assert process.timed_out
     assert (outcome.outcome, outcome.void_cause) == (Outcome.VOID, VoidCause.PROVIDER_UNREACHABLE), seen

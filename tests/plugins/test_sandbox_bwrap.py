@@ -242,7 +242,7 @@ def test_the_proxy_reaches_an_allowed_host_and_refuses_the_rest(bwrap: BwrapBack
 def test_nothing_a_trial_starts_outlives_it(bwrap: BwrapBackend, world: World) -> None:
     token = f"300.{secrets.randbelow(10**6):06d}"
     code = f"""
-        import os, subprocess
+        import os, subprocess, time
         subprocess.Popen(["sleep", "{token}"], start_new_session=True)
         child = os.fork()
         if child == 0:  # a daemon: double fork, own session, orphaned at once
@@ -251,13 +251,19 @@ def test_nothing_a_trial_starts_outlives_it(bwrap: BwrapBackend, world: World) -
             os._exit(0)
         os.waitpid(child, 0)
         wanted = b"sleep\\x00{token}\\x00"
-        running = []
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                running += [pid] if open(f"/proc/{{pid}}/cmdline", "rb").read() == wanted else []
-            except OSError:
-                pass
-        print(f"spawned {{len(running)}}", flush=True)
+        def running():
+            found = []
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    found += [pid] if open(f"/proc/{{pid}}/cmdline", "rb").read() == wanted else []
+                except OSError:
+                    pass
+            return found
+        # Popen returns once exec has begun, a moment before the kernel shows the new command line.
+        deadline = time.monotonic() + 10
+        while len(running()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        print(f"spawned {{len(running())}}", flush=True)
     """
     result, lines = run(bwrap, world, code)
     assert result.exit_code == 0 and lines == ["spawned 2"], result.stderr_tail  # both running when it ended

@@ -55,16 +55,21 @@ def sandbox(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
+def scripted_setup(tmp_path: Path, assay_home: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[str]]:
+    """A Factory, a two-task process suite, the fix and botch scripts beside them, and an empty
+    user home: the real user settings never reach a Trial here."""
+    for key in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "KIMI_CODE_HOME", "XDG_CONFIG_HOME"):
+        monkeypatch.delenv(key, raising=False)
+    (tmp_path / "user-home").mkdir()
+    (tmp_path / "fix.toml").write_text(FIX)
+    (tmp_path / "botch.toml").write_text(BOTCH)
+    return make_factory(tmp_path), make_process_suite(assay_home, tasks=2)
+
+
 def test_claude_code_against_codex_scripted_end_to_end(
     sandbox: str, tmp_path: Path, assay_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for key in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):  # the real user settings never reach a Trial here
-        monkeypatch.delenv(key, raising=False)
-    (tmp_path / "user-home").mkdir()
-    factory = make_factory(tmp_path)
-    tasks = make_process_suite(assay_home, tasks=2)
-    (tmp_path / "fix.toml").write_text(FIX)
-    (tmp_path / "botch.toml").write_text(BOTCH)
+    factory, tasks = scripted_setup(tmp_path, assay_home, monkeypatch)
     arms = ["change", "--factory", str(factory), "--suite", "proc", "--baseline-harness", "codex",
             "--candidate-harness", "claude"]
     scripts = ["--scripted-provider", f"baseline={tmp_path / 'botch.toml'}",
@@ -108,10 +113,47 @@ def test_claude_code_against_codex_scripted_end_to_end(
     assert f"claude good scripted provider {recorded['candidate']['scripted_provider'][:12]}" in listed
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize(("baseline", "candidate"), [("opencode", "claude"), ("kimi", "opencode")])
+def test_the_new_harnesses_scripted_end_to_end_in_bwrap(
+    baseline: str, candidate: str, tmp_path: Path, assay_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 36's acceptance: whole Experiments under bwrap with the real CLIs against the scripted
+    provider, OpenCode against Claude on a process suite (and Kimi Code against OpenCode)."""
+    from tests.harnesscheck.test_harness_checks import need
+
+    need(baseline, candidate)
+    factory, tasks = scripted_setup(tmp_path, assay_home, monkeypatch)
+    models = {"opencode": "anthropic/claude-sonnet-4-5", "claude": "claude-sonnet-4-5", "kimi": "kimi-k2-turbo-preview"}
+    done = run_cli(assay_home, "experiment", "change", "--factory", str(factory), "--suite", "proc",
+                   "--baseline-harness", baseline, "--baseline-model", models[baseline],
+                   "--candidate-harness", candidate, "--candidate-model", models[candidate],
+                   "--sandbox", "bwrap", "--trials-per-task", "1", "--timeout", "300",
+                   "--scripted-provider", f"baseline={tmp_path / 'botch.toml'}",
+                   "--scripted-provider", f"candidate={tmp_path / 'fix.toml'}", "--json", HOME=str(tmp_path / "user-home"))
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert result["verdict"] == "inconclusive" and result["interval"] == pytest.approx([-0.229, 0.998], abs=0.001)
+    shown = json.loads(run_cli(assay_home, "experiments", result["id"], "--json").stdout)
+    trials = {(t["task"], t["arm"]): t for t in shown["trials"]}
+    assert set(trials) == {(task, arm) for task in tasks for arm in ("baseline", "candidate")}
+    for (task, arm), trial in trials.items():
+        assert (trial["outcome"], trial["backend"], trial["attempt"]) == ("delivered", "bwrap", 0), trial
+        assert trial["score"]["grader"] == "code" and trial["score"]["passed"] is (arm == "candidate"), trial
+        harness = baseline if arm == "baseline" else candidate
+        if harness == "opencode":  # tokens and cost per step, summed
+            given = (900 + 1100, 150) if arm == "candidate" else (700 + 800, 110)
+            assert (trial["tokens"]["input_tokens"], trial["tokens"]["output_tokens"]) == given, trial
+            assert trial["cost_usd"] > 0
+        if harness == "kimi":
+            assert trial["tokens"] == {} and trial["final_message"] == "Reworked add()."
+
+
 @pytest.mark.parametrize(("given", "refusal"), [
     (["baseline={script}"], "a scripted Experiment scripts both Arms"),
     (["{script}"], "the Baseline can't talk to a scripted provider: only a Harness with routed_invocation can"),
     (["{script}", "candidate={script}"], "the Candidate already has a script"),
+    (["grader={script}"], "grader=SCRIPT scripts the Graders of a scripted Experiment: script both Arms too"),
 ])
 def test_a_scripted_experiment_is_refused_before_any_trial_unless_both_arms_can_be_scripted(
     tmp_path: Path, assay_home: Path, given: list[str], refusal: str
@@ -126,7 +168,17 @@ def test_a_scripted_experiment_is_refused_before_any_trial_unless_both_arms_can_
     assert not (assay_home / "evals" / "experiments").exists()
 
 
-def test_a_scripted_experiment_never_reaches_a_real_model_grader(tmp_path: Path, assay_home: Path) -> None:
+@pytest.mark.parametrize(("grading", "refusal"), [
+    (["--model-grader", "claude:opus"], "model Graders would make real model calls"),
+    (["--panel-seat", "harness=codex,model=o3", "--unsandboxed-grader"], "model Graders would make real model calls"),
+    (["--model-grader", "fake-judge:judge-5", "--scripted-provider", "grader={script}"],
+     "the Grader seat's Harness 'fake-judge' can't talk to a scripted provider"),
+], ids=["model-grader", "panel", "unroutable-seat"])
+def test_a_scripted_experiment_never_reaches_a_real_model_grader(
+    tmp_path: Path, assay_home: Path, grading: list[str], refusal: str
+) -> None:
+    """Only a grader=SCRIPT of its own lets a scripted Experiment's Grader sessions run, and only
+    on Harnesses that can be routed to it."""
     for binary in ("claude", "codex"):
         if shutil.which(binary) is None:
             pytest.skip(f"the real `{binary}` is not on PATH")
@@ -135,6 +187,7 @@ def test_a_scripted_experiment_never_reaches_a_real_model_grader(tmp_path: Path,
     (tmp_path / "fix.toml").write_text(FIX)
     done = run_cli(assay_home, "experiment", "change", "--factory", str(factory), "--suite", "proc",
                    "--baseline-harness", "codex", "--candidate-harness", "claude", "--sandbox", "none",
-                   "--scripted-provider", str(tmp_path / "fix.toml"), "--model-grader", "claude:opus")
-    assert done.returncode == 2 and "model Graders would make real model calls" in done.stderr
+                   "--scripted-provider", str(tmp_path / "fix.toml"),
+                   *[g.format(script=tmp_path / "fix.toml") for g in grading], plugins=PLUGINS)
+    assert done.returncode == 2 and refusal in done.stderr, done.stderr
     assert not (assay_home / "evals" / "experiments").exists()

@@ -54,10 +54,12 @@ def test_every_record_round_trips_through_json(record):
 
 def test_newer_format_is_refused_naming_file_and_both_numbers(tmp_path: Path):
     path = tmp_path / "bar.json"
-    files.write_json(path, {**formats.unstructure(Bar()), "format": 7})
+    newer = Bar.FORMAT + 1
+    files.write_json(path, {**formats.unstructure(Bar()), "format": newer})
     with pytest.raises(formats.FormatError) as e:
         formats.read(path, Bar)
-    assert str(e.value) == f"{path}: format 7 is newer than this assay reads (format {Bar.FORMAT}); upgrade assay to read it"
+    assert str(e.value) == (f"{path}: format {newer} is newer than this assay reads (format {Bar.FORMAT}); "
+                            "upgrade assay to read it")
 
 
 def test_malformed_record_names_the_file_and_field(tmp_path: Path):
