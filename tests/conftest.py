@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import compileall
+import fcntl
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -55,6 +58,55 @@ def assay_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "assay-home"
     home.mkdir()
     monkeypatch.setenv("ASSAY_HOME", str(home))
+    return home
+
+
+def run_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of this test run's own, shared by its xdist workers (each has a basetemp inside it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """The folder ``name`` of this test run, made by ``build`` (into an empty folder) once, by
+    whichever xdist worker asks first; the others wait on its lock. It is shared: read it, or copy
+    it into a test's own folder before changing it."""
+    root = run_root(tmp_path_factory)
+    done = root / name
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.is_dir():
+            building = root / f"{name}.{os.getpid()}"
+            building.mkdir()
+            build(building)
+            building.rename(done)
+    return done
+
+
+@pytest.fixture(scope="session")
+def finished_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An ``ASSAY_HOME`` where ``assay demo --sandbox none`` has run to its Verdict."""
+    def run_demo(home: Path) -> None:
+        ran = run_cli(home, "demo", "--sandbox", "none", "--json")
+        assert ran.returncode == 0, ran.stderr
+
+    return built_once(tmp_path_factory, "finished-demo", run_demo)
+
+
+@pytest.fixture(scope="session")
+def assay_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A wheel of this checkout, as ``pip wheel`` builds it for a user."""
+    def build(folder: Path) -> None:
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
+                        str(folder), str(Path(__file__).parents[1])], check=True, capture_output=True, text=True)
+
+    [wheel] = built_once(tmp_path_factory, "wheel", build).glob("assay-*.whl")
+    return wheel
+
+
+def copy_home(source: Path, home: Path) -> Path:
+    """``source``'s whole ``ASSAY_HOME`` copied into ``home`` (which may exist, empty)."""
+    shutil.copytree(source, home, symlinks=True, dirs_exist_ok=True)
     return home
 
 

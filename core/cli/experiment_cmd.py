@@ -133,6 +133,9 @@ def _experiment_command(plugins: plugin_loading.Plugins):
         trials_per_task: int = typer.Option(None, help="Bar: Trials per Arm per Eval task (default by suite kind: 3, or 1 for spec-review)."),
         timeout: float = typer.Option(None, help="Bar: per-Trial timeout in seconds (a timeout is a fail)."),
         void_backoff: float = typer.Option(None, help="Bar: seconds before re-running a Trial the provider failed; doubles each time (default 30)."),
+        efficiency: str = typer.Option(None, "--efficiency", metavar="time|tokens|cost", help="Bar: the change is meant to save this; the Verdict then also judges the saving, paired per task, beside the pass share (docs/verdict.md, \"Efficiency\")."),
+        efficiency_margin: float = typer.Option(None, "--efficiency-margin", help="Bar: with --efficiency, the share it is meant to save (default 0.10)."),
+        usage_warning: float = typer.Option(None, "--usage-warning", help="Bar: the share of a plan window used (Codex's rate-limit reports) at which no new Trial starts and the Experiment pauses, as at Claude's warning (default 0.9)."),
         model_grader: list[str] = typer.Option([], "--model-grader", help="Bar: a model Grader seat HARNESS:MODEL (repeatable; the first from neither Arm's family grades)."),
         look_rule: str = typer.Option(None, "--look-rule", help="Bar: how looks are judged: confidence-sequence (default; --add-tasks may extend an inconclusive Experiment, later looks judged by an interval valid at every look), confidence-sequence-only (that interval at the first look too, so false passes stay within the level whatever the looks) or one-look (no extension)."),
         add_tasks: list[str] = typer.Option(
@@ -157,7 +160,7 @@ def _experiment_command(plugins: plugin_loading.Plugins):
                  "and suites name: after a changed Bar or an edited Eval task. Listed with its label."),
         new: bool = typer.Option(False, "--new", help="Start afresh beside it under the next free label (2, 3, …)."),
         yes: bool = typer.Option(False, "--yes", "-y", help="Start without asking (on a terminal it asks after the estimate)."),
-        workers: int = typer.Option(2, min=1, help="Trials running at once."),
+        workers: int = typer.Option(2, min=1, help="Sessions running at once, Grader sessions included: at most 2 per login (two Arms on different logins: 4)."),
         sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap where it works, else none)."),
         unsandboxed_grader: bool = typer.Option(
             False, "--unsandboxed-grader",
@@ -180,7 +183,8 @@ def _experiment_command(plugins: plugin_loading.Plugins):
                                    candidate_runner=candidate_runner)
         home = AssayHome.from_env()
         given = dict(margin=margin, level=level, seed=seed, draws=draws, prior_weight=prior_weight,
-                     timeout_seconds=timeout, void_backoff_seconds=void_backoff,
+                     timeout_seconds=timeout, void_backoff_seconds=void_backoff, usage_warning=usage_warning,
+                     efficiency=efficiency, efficiency_margin=efficiency_margin,
                      model_graders=tuple(model_grader) or None, look_rule=look_rule,
                      panel_spending_limit=panel_spending_limit, panel_agreement=panel_agreement,
                      people=people or ("beside" if people_reader else None), people_readers=tuple(people_reader) or None,
@@ -405,6 +409,9 @@ def _announce(plan: Any, bar: Bar, json_: bool) -> None:
         typer.echo("  Suites chosen from the change:")
         for line in plan.chosen_because:
             say(f"    {line}")
+    if bar.efficiency:
+        typer.echo(f"  Efficiency in the Bar: the change is meant to save {bar.efficiency_margin:.0%} of its "
+                   f"{bar.efficiency}; judged paired per task, beside the pass share")
     if k is not None:
         chance = verdicts.chance_of_clear_first_look(len(setup.tasks), k, bar, sequence_from=bar.sequence_from or 2)
         typer.echo(
@@ -453,6 +460,9 @@ def _conclude(exp: Any, outcome: str, json_: bool) -> None:
         if verdict and (verdict["look"] > 1 or verdict["decided_by"] != "credible interval"):
             # a one-look Experiment's line stays as it always was
             line |= {"look": verdict["look"], "decided_by": verdict["decided_by"]}
+        if verdict and verdict.get("efficiency"):  # only when the Bar names a saving
+            judged = verdict["efficiency"]
+            line["efficiency"] = {k: judged[k] for k in ("measure", "margin", "verdict", "interval", "saving")}
         typer.echo(json.dumps(line))
     else:
         print_result(exp, outcome, verdict)
@@ -549,6 +559,8 @@ def _show(data: dict) -> None:
     bar = data["bar"]
     typer.echo(f"  Bar: margin {bar['margin']}, level {bar['level']}, seed {bar['seed']}, draws {bar['draws']}, "
                f"timeout {bar['timeout_seconds']}s")
+    typer.echo(f"  Sandbox: {data['sandbox']}" + ("; grading ran unsandboxed (--sandbox none)"
+                                                  if data["grading"]["unsandboxed"] else ""))
     typer.echo("")
     table(["TASK", "ARM", "#", "ATTEMPT", "OUTCOME", "VOID CAUSE", "SCORE", "WHY"], [
         (t["task"], t["arm"], t["index"], t["attempt"], t["outcome"], t["void_cause"] or "",
@@ -653,6 +665,9 @@ def inbox(json_: bool = JsonOpt) -> None:
     typer.echo("Running:")
     table(["KIND", "ID", "STARTED", "STOP"], [
         (r["kind"], r["id"], _when(r["started_at"]), r["stop"]) for r in box["running"]])
+    for r in box["running"]:
+        for finding in r.get("findings", ()):
+            say(f"  {r['id']} finding: {finding}")
     typer.echo("")
     for title, rows in (("Needs you", box["needs_you"]), ("Done", box["done"])):
         typer.echo(f"{title}:")
@@ -661,6 +676,8 @@ def inbox(json_: bool = JsonOpt) -> None:
              f"{r['release']['commit'][:10]} since {r['release']['tag']}: {r['summary']}" if r["release"] else r["summary"])
             for r in rows])
         for r in rows:
+            for finding in r.get("findings", ()):
+                say(f"  {r['id']} finding: {finding}")
             for wait in r["waiting"]:
                 say(f"  {r['id']} {'not final' if wait['blocks'] else 'note'}: {wait['text']}")
         typer.echo("")

@@ -57,6 +57,12 @@ def verdict_line(verdict: dict, exp_id: str, *, one_look: bool = False) -> str:
             text += f"\n  {batch_text(group)}"
         if group.get("caveat"):
             text += f"\n  {group['caveat']}"
+    if verdict.get("efficiency"):
+        from assay.engine.results import efficiency_text
+
+        judged = verdict["efficiency"]
+        text += f"\n  {efficiency_text(judged)[0].upper()}{efficiency_text(judged)[1:]} (Candidate vs Baseline, paired per task)"
+        text += f"\n  {judged['reason']}"
     for group in verdict.get("wrong_findings", []):
         text += f"\n  Wrong findings: {group['verdict']}, interval [{group['interval'][0]:+.3f}, {group['interval'][1]:+.3f}]"
     for pair in verdict.get("panel", []):

@@ -56,11 +56,16 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
     ) -> None:
         """Run each Harness's real CLI in the bwrap sandbox against a scripted provider and check it
         works as a Trial needs (docs/harnesses.md). Exits 1 if any check fails."""
+        from assay.cli.progress import steps
         from assay.harnesscheck import check_harnesses
 
         for name in harness or ():
             plugins.get("assay_harnesses", name)  # an unknown name is refused before any session
-        reports = check_harnesses(plugins, AssayHome.from_env(), harness or (), timeout=timeout)
+        report, close = steps(quiet=json_)
+        try:
+            reports = check_harnesses(plugins, AssayHome.from_env(), harness or (), timeout=timeout, report=report)
+        finally:
+            close()
         if json_:
             emit_json([formats.converter.unstructure(report) for report in reports])
         else:
@@ -104,6 +109,9 @@ def _show_checks(reports: list[Any]) -> None:
                 typer.echo(f"\n{report.harness} {check.name}: {check.summary}\n  what to do: {check.fix}")
                 for line in check.evidence:
                     typer.echo(f"  - {line}")
+        if report.memory_peak:
+            typer.echo(f"\n{report.harness}: its sessions held at most {report.memory_peak / (1 << 20):.0f} MiB "
+                       "(its footprint, from which the Trials' default memory cap is set)")
         if report.folder:
             typer.echo(f"\n{report.harness}: the sessions' logs are in {report.folder}")
 

@@ -60,3 +60,33 @@ def reporter(*, quiet: bool = False) -> tuple[Callable[[str, Any], None], Callab
             print(_line(counts, time.monotonic() - began), file=sys.stderr, flush=True)
 
     return report_plain, (lambda: None)
+
+
+def steps(*, quiet: bool = False) -> tuple[Callable[[str, bool], None], Callable[[], None]]:
+    """A (report, close) pair for work done in steps (``assay harnesses check``): ``report(text,
+    done)`` names a step starting (``done`` false) or one finished, with what it found. On a
+    terminal the step under way is a rich status line with a spinner and finished steps print
+    above it; otherwise every line is printed plainly, as it happens, to stderr."""
+    from assay.cli.output import untrusted  # a step's findings may quote what a CLI printed
+
+    if quiet:
+        return (lambda text, done: None), (lambda: None)
+    if not sys.stderr.isatty():
+        def report_plain(text: str, done: bool) -> None:
+            print(untrusted(text), file=sys.stderr, flush=True)
+
+        return report_plain, (lambda: None)
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console(stderr=True)
+    status = console.status("", spinner="dots")
+    status.start()
+
+    def report_live(text: str, done: bool) -> None:
+        if done:
+            console.print(escape(untrusted(text)), highlight=False)
+        else:
+            status.update(escape(untrusted(text)))
+
+    return report_live, status.stop

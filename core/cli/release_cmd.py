@@ -54,7 +54,7 @@ def _release_check_command(plugins: plugin_loading.Plugins):
         no_wait: bool = typer.Option(False, "--no-wait", help="Exit (code 5) instead of waiting for Scores to be rechecked."),
         poll: float = typer.Option(5.0, min=0.1, help="Seconds between looks while waiting (for your rechecks, or for a run of the same release in another process)."),
         model_grader: list[str] = typer.Option([], "--model-grader", help="Bar: a model Grader seat HARNESS:MODEL (repeatable)."),
-        workers: int = typer.Option(2, min=1, help="Trials running at once."),
+        workers: int = typer.Option(2, min=1, help="Sessions running at once, Grader sessions included: at most 2 per login (two Arms on different logins: 4)."),
         sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap where it works, else none)."),
         unsandboxed_grader: bool = typer.Option(
             False, "--unsandboxed-grader", help="Let model Graders run under --sandbox none (docs/grading.md)."),

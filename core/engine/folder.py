@@ -25,6 +25,7 @@ from assay.pairs.evidence import PairEvidence, pair_name
 from assay.storage import files, formats
 from assay.storage.records import (
     ARMS,
+    CLAIMED_VOID_CAUSES,
     Arm,
     ArmSetup,
     Bar,
@@ -196,8 +197,9 @@ class ExperimentDir:
         if last.outcome is not Outcome.VOID:
             return SlotState(slot, tuple(records), None)
         # Every void counts, a plan limit's too: no Trial is attempted more than 1 + void_reruns times.
+        # It drops the task only on what the host saw; on the Arm's word alone it is the Arm's fail.
         if sum(1 for r in records if r.outcome is Outcome.VOID) > bar.void_reruns:
-            return SlotState(slot, tuple(records), None, void_final=True)
+            return SlotState(slot, tuple(records), None, void_final=last.void_cause not in CLAIMED_VOID_CAUSES)
         return SlotState(slot, tuple(records), following)
 
     def fresh_attempt(self, slot: Slot, attempt: int) -> Path:

@@ -17,6 +17,8 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any, ClassVar
 
 import attrs
+from assay.engine import efficiency
+from assay.engine.findings import findings
 from assay.engine.folder import ExperimentDir, Slot
 from assay.pairs import people
 from assay.pairs.panel import PairPanel, arms_families, pair_panel
@@ -27,7 +29,6 @@ from assay.storage.files import exclusive_lock
 from assay.storage.home import AssayHome
 from assay.storage.records import ARMS, Bar, CommandRecord, Look, Looks, LookWarning, Outcome, Recheck, Setup
 
-MEMORY_CAP_FINDING = 2  # memory-cap voids of one Arm that make a finding: it keeps hitting the cap
 BROKEN_SHARE = 0.75  # of an Arm's Trials (2 or more) failing the same way: the Arm is broken, not measured
 
 
@@ -66,8 +67,8 @@ class ExperimentVerdict:
     Score's recheck, a pending Score, a missing panel call, a counted reader's review).
     """
 
-    FORMAT: ClassVar[int] = 7  # 6: model_grader_shares_family; 7: warnings
-    UPGRADES: ClassVar[dict] = {1: lambda d: {**d, "final": True}, 2: dict, 3: dict, 4: dict, 5: dict, 6: dict}
+    FORMAT: ClassVar[int] = 8  # 6: model_grader_shares_family; 7: efficiency; 8: warnings
+    UPGRADES: ClassVar[dict] = {1: lambda d: {**d, "final": True}, 2: dict, 3: dict, 4: dict, 5: dict, 6: dict, 7: dict}
 
     verdict: str
     interval: tuple[float, float] | None
@@ -90,7 +91,10 @@ class ExperimentVerdict:
     why: str = ""  # why the Verdict is inconclusive when no group says so (people-panel agreement)
     # The Arms' family the model Grader shared, no seat from a third family being configured (format 6)
     model_grader_shares_family: str | None = None
-    warnings: tuple[LookWarning, ...] = ()  # added tasks that may be unlike the first look's (:func:`look_warnings`)
+    # The saving the Bar says the change is meant to make, judged beside the pass share (format 7;
+    # None when the Bar names none): assay.verdict.efficiency.EfficiencyVerdict as data.
+    efficiency: Mapping[str, Any] | None = None
+    warnings: tuple[LookWarning, ...] = ()  # added tasks that may be unlike the first look's (:func:`look_warnings`; format 8)
 
 
 WAITING_ON_PEOPLE = "waiting on people"
@@ -290,7 +294,8 @@ def experiment_verdict(
         people=decisions.people, waiting_on_people=decisions.waiting, why=decisions.inconclusive_because,
         pending_on_people=tuple(r.task for r in results if r.waits_on == "people"),
         broken_arms=tuple(broken_arms(exp, setup, bar)),
-        model_grader_shares_family=bar.model_grader_shared_family, warnings=look_warnings(results, looks, bar),
+        model_grader_shares_family=bar.model_grader_shared_family,
+        efficiency=efficiency.judged(exp, setup, bar, judgements.dropped), warnings=look_warnings(results, looks, bar),
     )
     return attrs.evolve(result, final=not any(w.blocks for w in waits(attrs.asdict(result, recurse=False), exp.id)))
 
@@ -471,6 +476,15 @@ def finality(verdict: Mapping[str, Any], exp_id: str) -> dict[str, Any]:
             "waiting": [{**attrs.asdict(w), "text": w.text()} for w in found]}
 
 
+def outcome(result: ExperimentVerdict) -> str:
+    """The Experiment's outcome: its Verdict, and with efficiency in the Bar, both judgements (a
+    fail of either fails it, it passes only when both pass)."""
+    if result.efficiency is None:
+        return result.verdict
+    both = {result.verdict, result.efficiency["verdict"]}
+    return "fail" if "fail" in both else "pass" if both == {"pass"} else "inconclusive"
+
+
 def summary(result: ExperimentVerdict) -> str:
     """The Verdict in the Inbox's one line; a broken Arm, then a Verdict that isn't final, says so first."""
     text = f"Verdict {result.verdict}" if result.final else f"Provisional Verdict {result.verdict} (not final)"
@@ -480,6 +494,17 @@ def summary(result: ExperimentVerdict) -> str:
         text += f" at look {result.look}"
     if result.interval is not None:
         text += f", interval [{result.interval[0]:+.3f}, {result.interval[1]:+.3f}]"
+    if result.efficiency is not None:
+        text += f"; {efficiency_text(result.efficiency)}"
+    return text
+
+
+def efficiency_text(judged: Mapping[str, Any]) -> str:
+    """The efficiency judgement in a clause: what was meant to be saved, the outcome, the saving's interval."""
+    text = f"efficiency ({judged['measure']}, meant to save {judged['margin']:.0%}): {judged['verdict']}"
+    if judged["interval"] is not None:
+        lo, hi = judged["interval"]
+        text += f", saving [{lo:+.1%}, {hi:+.1%}]"
     return text
 
 
@@ -548,8 +573,11 @@ def describe(exp: ExperimentDir, command: Any | None,
     outcomes: dict[str, dict[str, int]] = {arm: {} for arm in ARMS}
     tokens: dict[str, dict[str, int]] = {arm: {} for arm in ARMS}
     cost: dict[str, float | None] = {arm: None for arm in ARMS}
+    graded_in: set[str] = set()  # the backends grading work on Trials' leftovers ran in
     for slot in exp.slots(setup.tasks):
         score, state = exp.score(slot), exp.slot_state(slot, bar)
+        if score is not None and score.backend:
+            graded_in.add(score.backend)
         if state.last is not None:
             last = state.last.outcome.value
             outcomes[slot.arm][last] = outcomes[slot.arm].get(last, 0) + 1
@@ -577,6 +605,7 @@ def describe(exp: ExperimentDir, command: Any | None,
         "bar": {k: v for k, v in formats.unstructure(bar).items() if k != "format"},
         "suites": list(setup.suites),
         "sandbox": setup.sandbox,
+        "grading": {"backends": sorted(graded_in), "unsandboxed": "none" in graded_in},
         "created_at": setup.created_at.isoformat(),
         "label": setup.label,
         "release": formats.unstructure(setup.release) if setup.release else None,
@@ -586,11 +615,7 @@ def describe(exp: ExperimentDir, command: Any | None,
         "tokens": tokens,
         "cost_usd": cost,
         "void_causes": voids,
-        "findings": [
-            f"The {arm.title()} hit its memory cap {voids[arm]['memory_cap']} times: Runs have no cap, "
-            "so its sessions may need more memory than a Trial allows (ASSAY_TRIAL_MEMORY)"
-            for arm in ARMS if voids[arm].get("memory_cap", 0) >= MEMORY_CAP_FINDING
-        ],
+        "findings": findings(exp, setup, bar, voids),
         "outcomes": outcomes,
         "looks": [formats.unstructure(look) for look in exp.looks()],
         "verdict": verdict,
@@ -686,7 +711,7 @@ def publish(home: AssayHome, exp: ExperimentDir, wrong_kinds: Collection[str],
     command = command_of(home, exp.id)
     if command is not None and command.state == "done":
         formats.write(commands.record_path(home, "experiment", exp.id), attrs.evolve(
-            command, outcome=result.verdict, summary=summary(result), waiting=waiting_text(result, exp.id)))
+            command, outcome=outcome(result), summary=summary(result), waiting=waiting_text(result, exp.id)))
     return result
 
 

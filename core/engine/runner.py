@@ -15,12 +15,13 @@ from typing import Any
 
 import attrs
 import trio
-from assay.engine import blinding, results
+from assay.engine import blinding, findings, results
 from assay.engine.folder import ExperimentDir, Slot, SlotState, task_dirname
 from assay.evaltasks import manifests, timesafe
 from assay.hooks.loaded import Plugins
 from assay.hooks.protocols import (
     ArmRuntime,
+    CannotGoOn,
     GradingContext,
     Harness,
     ProcessResult,
@@ -31,13 +32,13 @@ from assay.hooks.protocols import (
 from assay.pairs.evidence import pair_evidence
 from assay.pairs.panel import ORDERS, Panel, saved_calls
 from assay.pairs.spend import Budget
+from assay.sessions.leftovers import Job, LeftoversError, Opened, Status, run_job
+from assay.sessions.slots import arm_login, login_slot
 from assay.storage import files, formats
 from assay.storage.commands import Command, now
-from assay.storage.git import GitError
 from assay.storage.home import AssayHome
-from assay.storage.records import ARMS, Arm, Bar, EvalTask, Outcome, Score, Setup, TrialRecord, VoidCause
+from assay.storage.records import ARMS, Arm, Bar, EvalTask, Outcome, Score, Setup, TrialRecord, TrialView, VoidCause
 from assay.storage.untrusted import capped_log
-from assay.storage.untrusted_git import inspected
 from assay.storage.userconfig import grading_config
 
 # Outcomes that are fails without asking a Grader: the session itself didn't deliver.
@@ -46,6 +47,7 @@ SELF_EVIDENT_FAILS = {Outcome.FAILED, Outcome.TIMEOUT, Outcome.STOPPED_TO_ASK}
 PLAN_LIMIT_CAUSES = {VoidCause.PLAN_LIMIT, VoidCause.USAGE_LIMIT}
 # Void causes that mean the provider is failing: a re-run waits first (the Bar's backoff).
 PROVIDER_FAILING = {VoidCause.SERVER_ERROR, VoidCause.PROVIDER_UNREACHABLE}
+FINDING_CAUSES = {VoidCause.MEMORY_CAP, VoidCause.PROVIDER_UNREACHABLE}  # voids that may make a finding
 
 
 class SlotQueue:
@@ -172,7 +174,19 @@ class ExperimentRun:
     def states(self) -> list[SlotState]:
         return [self.exp.slot_state(s, self.bar) for s in self.exp.slots(self.setup.tasks)]
 
+    def _note_findings(self) -> None:
+        """Put what the Experiment found about its set-up in its Command record, which the Inbox
+        reads (a Needs you), as soon as it is found; each new one in the log and the Activity log."""
+        found = tuple(findings.findings(self.exp, self.setup, self.bar))
+        for finding in found:
+            if finding not in self.command.record.findings:
+                self.command.log(f"finding: {finding}")
+                self.command.activity("finding", f"experiment {self.exp.id}: {finding}")
+        if found != self.command.record.findings:
+            self.command.update(findings=found)
+
     async def _trials(self) -> None:
+        self._note_findings()  # those of an earlier run, on a resume
         states = self.states()
         todo = [(s.slot, s.next_attempt) for s in states if s.next_attempt is not None]
         self.counts.total = len(states)
@@ -208,6 +222,8 @@ class ExperimentRun:
                 f"Trial {slot.key} attempt {attempt}: {record.outcome.value}"
                 + (f" ({record.void_cause.value})" if record.void_cause else "")
             )
+            if record.void_cause in FINDING_CAUSES:
+                self._note_findings()
             self.report("trial ended", self.counts)
             queue.done(again)
             if again is None:
@@ -247,7 +263,7 @@ class ExperimentRun:
         started = now()
         repository = await self._repository(task, folder / "repo")
         review_only = getattr(self.plugins.suite_kinds()[task.kind], "review_only", False)
-        before = _repository_state(repository) if review_only else None
+        before = await self._repository_state(repository) if review_only else None
         home = folder / "home"
         home.mkdir()
         with capped_log(folder / "session.log") as log:
@@ -255,12 +271,19 @@ class ExperimentRun:
                 task=task, prompt=self.prompts[slot.arm][task.id], folder=folder, repository=repository, home=home,
                 backend=self.backend, timeout=self.bar.timeout_seconds, assay_home=self.home.root,
                 log=log, on_plan_limit=self._pause, provider_error_limit=self.bar.void_provider_errors,
+                usage_warning=self.bar.usage_warning,
                 writable=tuple(p for p in [timesafe.origin_path(repository)] if p.exists()),
             )
             try:
-                outcome, process = await self.runtimes[slot.arm].run(ctx)
+                async with login_slot(arm_login(self.setup.arm(slot.arm), self.plugins.harnesses())):  # two at once per login
+                    outcome, process = await self.runtimes[slot.arm].run(ctx)
             except OSError as e:  # the session's process never started: the sandbox's fault, not the Arm's
                 outcome = SessionOutcome(Outcome.VOID, VoidCause.SANDBOX_FAILED, diagnostic=f"{type(e).__name__}: {e}")
+                process = ProcessResult(exit_code=None, backend=self.backend.name, duration=0.0)
+            except CannotGoOn:
+                raise
+            except Exception as e:  # reading, parsing or walking what it left: the Trial's failure, never the Experiment's
+                outcome = SessionOutcome(Outcome.FAILED, diagnostic=f"what the Trial left could not be read: {_described(e)}")
                 process = ProcessResult(exit_code=None, backend=self.backend.name, duration=0.0)
         outcome = _sandbox_says(outcome, process)
         if process.stderr_tail:  # what a session said before it died: often the only clue
@@ -268,9 +291,9 @@ class ExperimentRun:
         if outcome.plan_limit or outcome.void_cause in PLAN_LIMIT_CAUSES:
             self._pause()  # a limit read only once the session ended never reached the live callback
         if review_only and outcome.outcome is not Outcome.VOID:
-            if _repository_state(repository) != before:
-                outcome = attrs.evolve(outcome, outcome=Outcome.VOID, void_cause=VoidCause.REPOSITORY_CHANGED,
-                                       diagnostic="the review changed its repository (commits or edits)")
+            if await self._repository_state(repository) != before:  # the Arm's doing: a void would let it drop the task
+                outcome = attrs.evolve(outcome, outcome=Outcome.FAILED, diagnostic=(
+                    "the review changed its repository (commits or edits); a review must leave it as it found it"))
         record = TrialRecord(
             task=slot.task, arm=slot.arm, index=slot.index, attempt=attempt, outcome=outcome.outcome,
             started_at=started, ended_at=now(), backend=process.backend, void_cause=outcome.void_cause,
@@ -280,6 +303,20 @@ class ExperimentRun:
         )
         formats.write(folder / "trial.json", record)
         return record
+
+    async def _repository_state(self, repository: Any) -> tuple[str, tuple[str, ...]]:
+        """HEAD and the working tree's status: what a review must leave as it found it, read in a
+        grading sandbox (a repository that can't be read so was changed)."""
+        job = Job()
+        opened, status = job.open(repository), job.status()
+        try:
+            report = await run_job(self.backend, job, repository.parent / "state", timeout=self.bar.timeout_seconds)
+            head, left = report.get(opened, Opened), report.get(status, Status)
+        except LeftoversError as e:
+            return "", (f"unreadable: {e}",)
+        if report.problem or head is None or left is None:
+            return "", (f"unreadable: {report.problem}",)
+        return head.head, (*left.lines, f"and {left.more} more")
 
     # --- Grading ------------------------------------------------------------------------------
 
@@ -322,6 +359,11 @@ class ExperimentRun:
             if record.outcome in SELF_EVIDENT_FAILS:
                 why = f"the session ended {record.outcome.value}" + (f": {record.diagnostic}" if record.diagnostic else "")
                 self._save_score(state.slot, Score(task.id, state.slot.arm, state.slot.index, "assay", False, why))
+            elif record.outcome is Outcome.VOID:  # its voids ran out, each on the Arm's own word
+                why = (f"void {record.void_cause.value if record.void_cause else ''} on every attempt, each claimed by "
+                       "the Arm itself with nothing the host saw to back it; a void only the Arm vouches for can't "
+                       "drop the task")
+                self._save_score(state.slot, Score(task.id, state.slot.arm, state.slot.index, "assay", False, why))
             else:
                 ungraded[(state.slot.arm, state.slot.index)] = state
         kind = self.plugins.suite_kinds()[task.kind]
@@ -337,7 +379,7 @@ class ExperimentRun:
                 harnesses=self._grader_harnesses(), workspace=self.exp.path / "grading" / task_dirname(task.id),
                 assay_home=self.home.root, families=grading_config(self.home.root).families,
             )
-            for score in await grader.grade(task, views, context):
+            for score in await _grade_contained(grader, grader_name, task, views, context):
                 state = ungraded.pop((score.arm, score.index), None)
                 if state is None:
                     raise RuntimeError(f"Grader '{grader_name}' scored an unknown Trial {score.arm}-{score.index} of {task.id}")
@@ -401,17 +443,28 @@ class ExperimentRun:
         result = results.experiment_verdict(self.exp, self.setup, self.bar, results.wrong_finding_kinds(self.plugins),
                                             families=grading_config(self.home.root).families)
         results.record_verdict(self.exp, result)
-        return result.verdict
+        return results.outcome(result)
 
 
-def _repository_state(repository: Any) -> tuple[str, str]:
-    """HEAD and the working tree's status: what a review must leave as it found it (read as
-    untrusted data; a repository that can't be read that way was changed)."""
+async def _grade_contained(grader: Any, name: str, task: EvalTask, views: Sequence[TrialView],
+                           context: GradingContext) -> Sequence[Score]:
+    """The Grader's Scores; if it raises on what the Trials left, each Trial is graded alone, and
+    one it still raises on fails with why: one Trial's leftovers never error the Experiment."""
     try:
-        with inspected(repository) as repo:
-            return repo.head, repo.status()
-    except GitError as e:
-        return "", f"unreadable: {e}"
+        return await grader.grade(task, views, context)
+    except Exception as e:
+        if len(views) == 1:
+            view = views[0]
+            return [Score(task.id, view.record.arm, view.record.index, name, False,
+                          f"the {name} Grader could not grade what the Trial left: {_described(e)}")]
+    return [score for view in views for score in await _grade_contained(grader, name, task, [view], context)]
+
+
+def _described(error: BaseException) -> str:
+    """``Type: message`` of an exception, seen through the groups trio's nurseries wrap one in."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return f"{type(error).__name__}: {error}"
 
 
 def _diagnostic(outcome: SessionOutcome, process: ProcessResult) -> str | None:
@@ -424,7 +477,12 @@ def _diagnostic(outcome: SessionOutcome, process: ProcessResult) -> str | None:
 
 def _sandbox_says(outcome: SessionOutcome, process: ProcessResult) -> SessionOutcome:
     """The sandbox's own void cause (memory cap, failed start, a kill from outside) outranks the
-    session's reading. A session SIGKILLed from inside its sandbox is read as any other ending: the Arm's."""
+    session's reading; then a budget the session spent on the host (its output, its proxy's log
+    lines or connections) makes it the Arm's failure, whatever it claims. A session SIGKILLed from
+    inside its sandbox is read as any other ending: the Arm's."""
     if process.void_cause is not None:
         return attrs.evolve(outcome, outcome=Outcome.VOID, void_cause=process.void_cause)
+    if process.overrun is not None:
+        return attrs.evolve(outcome, outcome=Outcome.FAILED, void_cause=None, plan_limit=False,
+                            diagnostic="; ".join(filter(None, [process.overrun, outcome.diagnostic])))
     return outcome

@@ -412,7 +412,10 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
     """Run (or resume) the Experiment; returns its folder and outcome."""
     import trio
     from assay.engine.runner import ExperimentRun
+    from assay.sessions.slots import workers_refusal
 
+    if why := workers_refusal(workers, arms_summary(plan.setup).values(), plugins.harnesses()):
+        raise PlanError(why)
     try:
         preflight.probe_arms(plan.sources, arms_summary(plan.setup), plan.backend, home.root)
     except preflight.ArmCannotStart as e:
@@ -474,7 +477,7 @@ def _finished(exp: ExperimentDir) -> str | None:
     if not exp.verdict_file.exists():
         return None
     done = formats.read(exp.verdict_file, results.ExperimentVerdict)
-    return None if done.pending or done.panel_missing or done.look < len(exp.looks()) else done.verdict
+    return None if done.pending or done.panel_missing or done.look < len(exp.looks()) else results.outcome(done)
 
 
 def eval_tasks(home: AssayHome, plugins: Plugins, setup: Setup) -> dict[str, EvalTask]:

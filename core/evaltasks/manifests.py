@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 from assay.evaltasks import timesafe
+from assay.evaltasks.sealed import sealed_files, sealed_folder
 from assay.hooks.protocols import SuiteKind
 from assay.storage.home import AssayHome
 from assay.storage.records import EvalTask, Suite
@@ -41,6 +42,7 @@ class TaskFields:
     criteria: dict[str, Any] = attrs.Factory(dict)
     description: str = ""
     process_grading: dict[str, Any] | None = None
+    issue_url: str | None = None
 
 
 @attrs.frozen
@@ -57,6 +59,11 @@ class CriteriaFields:
     new_tests: list[str] | None = None
     catch: str | None = None
     findings: list[Finding] | None = None
+    # Grading uses what the task owns (docs/eval-tasks.md, "Grading that can't be gamed").
+    sealed: str | None = None  # a folder in the task folder, laid over the Trial's committed tree
+    must_pass: list[str] | None = None  # tests its JUnit report must show passed
+    protected: list[str] | None = None  # more paths a commit must not touch (globs)
+    allow_protected: list[str] | None = None  # protected paths a commit may touch (globs)
 
 
 @attrs.frozen
@@ -151,8 +158,8 @@ def read_task(suite: str, kind: SuiteKind | None, folder: Path, problems: list[P
     if data is None:
         return None
     before = len(problems)
-    _unknown_keys(data, {"repository", "base", "change", "inputs", "criteria", "description", "process_grading"},
-                  path, problems)
+    _unknown_keys(data, {"repository", "base", "change", "inputs", "criteria", "description", "process_grading",
+                         "issue_url"}, path, problems)
     for key in ("repository", "base"):
         if key not in data:
             problems.append(Problem(path, key, "required"))
@@ -192,17 +199,22 @@ def read_task(suite: str, kind: SuiteKind | None, folder: Path, problems: list[P
             problems.append(Problem(path, f"inputs.{name}", f"required for {kind.name} tasks"))
 
     criteria = typed.get("criteria", {})
-    _check_criteria(_typed(criteria, CriteriaFields, path, problems, "criteria."), path, problems)
+    shared = _typed(criteria, CriteriaFields, path, problems, "criteria.")
+    _check_criteria(shared, path, problems)
+    _check_sealed(shared, folder, path, problems)
     for name in kind.required_criteria if kind and ("criteria" in typed or "criteria" not in data) else ():
         if name not in criteria:
             problems.append(Problem(path, f"criteria.{name}", f"required for {kind.name} tasks"))
     process_grading = _process_grading(typed, kind, path, problems)
+    issue_url = typed.get("issue_url")
+    if issue_url is not None and not re.match(r"https?://\S+$", issue_url):
+        problems.append(Problem(path, "issue_url", f"expected an http(s) URL, got {issue_url!r}"))
     if len(problems) > before or kind is None or repository is None or fields["base"] is None:
         return None
     return EvalTask(
         suite=suite, name=folder.name, kind=kind.name, folder=folder, repository=repository,
         base=fields["base"], change=fields["change"], inputs=inputs, criteria=criteria,
-        process_grading=process_grading,
+        process_grading=process_grading, issue_url=issue_url,
     )
 
 
@@ -241,11 +253,15 @@ def _commit(repository: str, ref: str | None, key: str, path: Path, problems: li
 
 
 def inputs_digest(task: EvalTask) -> str:
-    """SHA-256 over what a task is made of besides its commits: its ``task.toml`` and input files."""
+    """SHA-256 over what a task is made of besides its commits: its ``task.toml``, input files and
+    sealed files."""
     digest = hashlib.sha256((task.folder / TASK_FILE).read_bytes())
     for name, file in sorted(task.inputs.items()):
         digest.update(f"\0{name}\0".encode())
         digest.update(file.read_bytes())
+    for rel in sealed_files(task):
+        digest.update(f"\0sealed\0{rel}\0".encode())
+        digest.update((sealed_folder(task) / rel).read_bytes())  # type: ignore[operator]
     return digest.hexdigest()
 
 
@@ -253,6 +269,26 @@ def _check_criteria(criteria: Mapping[str, Any], path: Path, problems: list[Prob
     """What the types (:class:`CriteriaFields`, checked already) can't say about the shared criteria."""
     if "test_command" in criteria and not criteria["test_command"]:
         problems.append(Problem(path, "criteria.test_command", "expected a non-empty argv list of strings"))
+    if criteria.get("must_pass") and not any("{junit}" in a for a in criteria.get("test_command") or ()):
+        problems.append(Problem(path, "criteria.must_pass", "needs the runner's JUnit report: name where it goes in "
+                                                           "test_command as {junit} (e.g. --junitxml={junit})"))
+
+
+def _check_sealed(criteria: Mapping[str, Any], folder: Path, path: Path, problems: list[Problem]) -> None:
+    """``criteria.sealed``: a folder inside the task folder holding only folders and regular files."""
+    if "sealed" not in criteria:
+        return
+    sealed = (folder / criteria["sealed"]).resolve()
+    if not sealed.is_relative_to(folder.resolve()) or sealed == folder.resolve():
+        problems.append(Problem(path, "criteria.sealed", "must be a folder inside the task folder"))
+    elif not sealed.is_dir():
+        problems.append(Problem(path, "criteria.sealed", f"no such folder: {sealed}"))
+    else:
+        odd = [p for p in sealed.rglob("*") if p.is_symlink() or not (p.is_file() or p.is_dir())]
+        if odd:
+            problems.append(Problem(path, "criteria.sealed", f"{odd[0]} is not a regular file or folder"))
+        elif not any(p.is_file() for p in sealed.rglob("*")):
+            problems.append(Problem(path, "criteria.sealed", f"{sealed} holds no file"))
 
 
 def load_suite(home: AssayHome, name: str, kinds: Mapping[str, SuiteKind]) -> Suite:

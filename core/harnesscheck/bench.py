@@ -43,6 +43,7 @@ class Session:
     outcome: SessionOutcome | None  # None when it was stopped
     plan_limit_signalled: bool  # whether the Experiment would have paused
     stopped: Stopped | None = None
+    memory_peak: int | None = None  # the most memory the session held at once, where the sandbox counts it
 
     @property
     def repository(self) -> Path:
@@ -94,9 +95,10 @@ class Bench:
             )
             runtime = served.runtime(self.setup)
             if stop_at is None:
-                outcome, _ = await runtime.run(ctx)
+                outcome, process = await runtime.run(ctx)
                 # as the engine pauses: on the live callback, or a limit read once the session ended
-                return Session(name, folder, outcome, bool(signalled) or outcome.plan_limit)
+                return Session(name, folder, outcome, bool(signalled) or outcome.plan_limit,
+                               memory_peak=process.memory_peak)
             outcome, stopped = await _stop(runtime, ctx, served.log, stop_at, marker)
             return Session(name, folder, outcome, bool(signalled), stopped)
 

@@ -15,11 +15,10 @@ from typing import Literal
 
 import attrs
 from assay.harnesscheck.bench import Session
-from assay.hooks.protocols import RoutableHarness
+from assay.hooks.protocols import RoutableHarness, SandboxBackend
 from assay.scripted_provider import Call, RateLimit, Script, ServerError, Turn, Usage
-from assay.storage.git import GitError
+from assay.sessions.leftovers import Job, LeftoversError, Read, run_job
 from assay.storage.records import Outcome, VoidCause
-from assay.storage.untrusted_git import inspected
 
 Status = Literal["pass", "fail", "skip"]
 # Every check, in the order they are reported, with what a pass proves.
@@ -98,7 +97,20 @@ def server_error_script() -> Script:
 # --- the judges -------------------------------------------------------------------------------
 
 
-def judge_session(first: Session, nonce: str) -> Check:
+async def committed(backend: SandboxBackend, session: Session, timeout: float) -> tuple[str, str]:
+    """What the session's HEAD holds at :data:`CHECK_FILE`, and HEAD's subject ("" for each it
+    lacks), read in a grading sandbox: the CLI's agent had the repository in its hands."""
+    job = Job()
+    job.open(session.repository)
+    read = job.read(CHECK_FILE)
+    try:
+        found = (await run_job(backend, job, session.folder / "committed", timeout=timeout)).get(read, Read)
+    except LeftoversError:
+        return "", ""
+    return ((found.text or "").strip(), found.subject) if found else ("", "")
+
+
+def judge_session(first: Session, nonce: str, head: tuple[str, str]) -> Check:
     requests = first.provider.model_requests()
     outcome = first.outcome
     diagnostic = outcome.diagnostic if outcome else ""
@@ -106,12 +118,7 @@ def judge_session(first: Session, nonce: str) -> Check:
         return failed("session", f"the CLI never reached the scripted provider ({diagnostic or 'no diagnostic'})",
                       "see the hosts check and session.log: the CLI must go through HTTPS_PROXY and trust the "
                       "CA its route names (ProviderRoute.ca_file)", [f"folder: {first.folder}"])
-    try:
-        with inspected(first.repository) as repo:  # the CLI's agent had it in its hands
-            content = repo.git("show", f"{repo.head}:{CHECK_FILE}")
-            commit = repo.git("log", "-1", "--format=%h %s", repo.head)
-    except GitError:
-        content = commit = ""
+    content, commit = head  # from :func:`committed`
     if content != nonce:
         return failed("session", f"the tool call did not commit {CHECK_FILE}", "read session.log: the Harness must "
                       "let its CLI run shell commands unattended (its permission or approval mode)",

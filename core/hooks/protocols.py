@@ -23,6 +23,12 @@ class NotYetImplemented(RuntimeError):
     """Raised by a plugin object that registers (``implemented = False``) before it works."""
 
 
+class CannotGoOn(RuntimeError):
+    """Raised by a plugin when the Experiment itself can't go on fairly (a frozen runner file changed
+    between Trials): it errors the Experiment. Anything else raised while a Trial runs or is read
+    is that Trial's failure (docs/sandbox.md, threat model)."""
+
+
 @attrs.frozen
 class HarnessBinary:
     """A Harness binary resolved once when an Experiment starts; every Trial runs this one."""
@@ -93,14 +99,26 @@ class Invocation:
     read_only: tuple[Path, ...] = ()
     read_write: tuple[Path, ...] = ()
     hosts: tuple[str, ...] = ()
+    # The hosts of its Harness's provider (default: every host on ``hosts``). The proxy refusing one
+    # is assay's gap (an allowlist, a lookup, the network), never the Arm's: the session can't
+    # reach its provider, so it ends at once, void (provider_unreachable). Any other host an agent
+    # asks for is refused and the session goes on.
+    provider_hosts: tuple[str, ...] = attrs.field(default=attrs.Factory(lambda self: self.hosts, takes_self=True))
     stop_signals: tuple[int, ...] = (15,)
     log_dir: Path | None = None  # where a sandbox keeps its own logs (the proxy's); None: cwd's parent
     broker: Brokered | None = None  # the login whose stand-ins the session holds (SessionRequest.brokered)
+    # Writable folders whose contents are thrown away when the run ends (a grading sandbox's
+    # checkouts): a sandbox gives each a fresh space within its disk cap; the pass-through uses them as they are.
+    scratch: tuple[Path, ...] = ()
 
 
 @attrs.frozen
 class ProcessResult:
-    """What a sandbox backend saw of a process; ``void_cause`` is set only by the sandbox itself."""
+    """What a sandbox backend saw of a process; ``void_cause`` is set only by the sandbox itself.
+
+    ``overrun`` says which of the run's budgets on the host (its output, its proxy's log lines or
+    connections) the process spent, whereupon the backend stopped it: the Arm's failure, never a void.
+    """
 
     exit_code: int | None
     backend: str
@@ -108,6 +126,8 @@ class ProcessResult:
     timed_out: bool = False
     stderr_tail: str = ""
     void_cause: VoidCause | None = None
+    overrun: str | None = None
+    memory_peak: int | None = None  # the most memory it held at once (bytes), where the sandbox counts it
 
 
 @attrs.frozen
@@ -152,8 +172,23 @@ class CheckedDecoder(Protocol):
 
 
 @runtime_checkable
+class ReportDecoder(Protocol):
+    """The optional part of the StreamDecoder API for a CLI whose usage reports are not in its
+    stream: a line of one of the files its Harness names (:class:`ReportingHarness`)."""
+
+    def feed_report(self, line: str, warn_at: float) -> None:
+        """Read one line; a window of the plan used at or past ``warn_at`` (a share, the Bar's) is
+        a plan-limit warning (``plan_limit``), as a CLI's own warning is."""
+
+
+@runtime_checkable
 class Harness(Protocol):
-    """An adapter for one agent CLI."""
+    """An adapter for one agent CLI.
+
+    It may name the ``login`` its sessions spend (a string attribute, default: its ``name``):
+    Harnesses that share one provider login name it alike, so their sessions share its two slots
+    (:mod:`assay.sessions.slots`).
+    """
 
     name: str
     provider_hosts: tuple[str, ...]
@@ -169,6 +204,17 @@ class Harness(Protocol):
 
     def decoder(self) -> StreamDecoder:
         """A fresh decoder for one session's event stream."""
+
+
+@runtime_checkable
+class ReportingHarness(Protocol):
+    """The optional part of the Harness API for a CLI that writes its usage reports to files in
+    its home rather than to its stream (Codex's rollouts); they are read as the session runs
+    (:mod:`assay.sessions.reports`) by a decoder that is a :class:`ReportDecoder`."""
+
+    def usage_reports(self, home: Path) -> Sequence[Path]:
+        """The files under the session's ``home`` holding its usage reports so far (listed without
+        following a link: the session may have made them)."""
 
 
 @attrs.frozen
@@ -286,6 +332,7 @@ class TrialContext:
     on_plan_limit: Callable[[], None]  # start nothing new
     writable: tuple[Path, ...] = ()  # more the session may write, e.g. a spec-review's local origin
     provider_error_limit: int = 10  # provider errors before any work that stop a session (the Bar's)
+    usage_warning: float = 0.9  # the share of a plan window used that warns, as a CLI's warning (the Bar's)
 
 
 class ArmRuntime(Protocol):

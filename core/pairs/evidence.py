@@ -2,31 +2,28 @@
 
 The new test files are the ones a Trial's final commit adds that match the task's
 ``process_grading.new_tests`` globs; each runs alone (``process_grading.command``, ``{file}``
-replaced) offline in the code Grader's sandbox under the Bar's timeout. A Trial's repository
-is read only through :func:`~assay.storage.untrusted_git.inspected` (never host git on its
-``.git``); the base comes from the task's own time-safe cache. A run that timed out or whose
-checkout couldn't be prepared is ``None``: unknown, never a failure. Results are evidence for
-the people and the Grader panel, never a Score.
+replaced) offline under the Bar's timeout. Everything that touches a Trial's repository — reading
+its commit, diff and new files, checking it out, laying the other side's tests over it, running
+them — is a job in a grading sandbox of its own (:mod:`assay.sessions.leftovers`); the host only
+writes the new files it read back (checked paths, into a fresh folder of its own) for the next
+job to lay over its checkout, never into a tree a Trial made. The base comes from the task's own
+time-safe cache. A run that timed out or whose checkout couldn't be prepared is ``None``: unknown,
+never a failure. Results are evidence for the people and the Grader panel, never a Score.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
 import attrs
-import trio
-from assay.evaltasks.timesafe import CachedRepo, TimeSafeError, trial_copy
+from assay.evaltasks.timesafe import CachedRepo
 from assay.hooks.protocols import SandboxBackend
-from assay.sessions.checks import run_check
+from assay.sessions.leftovers import Descends, Diff, Job, LeftoversError, Opened, Ran, Shown, relative_path, run_job
 from assay.storage import files
-from assay.storage.git import GitError
 from assay.storage.records import ARMS, Arm, EvalTask, TrialView
-from assay.storage.untrusted import UntrustedFileError
-from assay.storage.untrusted_git import inspected
 
 OUTPUT_KEPT = 4000  # characters of a run's output kept in the pair's file (its end)
 UNREADABLE = "the Trial's repository could not be read"
@@ -99,81 +96,79 @@ def split_diff(patch: str) -> dict[str, str]:
     return out
 
 
-def _read(task: EvalTask, view: TrialView) -> _Read:
-    """Read one side through the untrusted-git shadow: its final commit, diff and new test files."""
+async def _read(task: EvalTask, view: TrialView, backend: SandboxBackend, timeout: float, folder: Path) -> _Read:
+    """One side's final commit, diff against the base and new test files, read in a grading sandbox."""
+    job = Job()
+    opened, descends = job.open(view.repository), job.descends(task.base)
+    diff, shown = job.diff(task.base), job.show(task.base, task.process_grading["new_tests"])
     try:
-        with inspected(view.repository) as repo:
-            if not repo.descends_from(task.base):
-                return _Read(repo.head, {}, {}, "its final commit does not descend from the base")
-            patch = repo.git("diff", "--no-ext-diff", "--no-textconv", task.base, repo.head)
-            added = repo.git("diff", "--name-only", "--diff-filter=A", task.base, repo.head).splitlines()
-            patterns = task.process_grading["new_tests"]
-            new = [p for p in added if any(fnmatch.fnmatch(p, g) for g in patterns)]
-            tests = {p: repo.git("show", f"{repo.head}:{p}") + "\n" for p in new}
-            return _Read(repo.head, split_diff(patch) if patch else {}, tests)
-    except (GitError, UntrustedFileError, OSError):
+        report = await run_job(backend, job, folder, timeout=timeout)
+        head = report.get(opened, Opened)
+        if report.problem or head is None:
+            return _Read(None, {}, {}, UNREADABLE)
+        if not report.get(descends, Descends).descends:  # type: ignore[union-attr]
+            return _Read(head.head, {}, {}, "its final commit does not descend from the base")
+        patch, new = report.get(diff, Diff), report.get(shown, Shown)
+    except LeftoversError:
         return _Read(None, {}, {}, UNREADABLE)
+    assert patch is not None and new is not None
+    tests = {path: text for path, text in new.files.items() if _layable(path)}
+    text = patch.text + ("\n[... assay cut the diff here: it is longer than the grading sandbox reports ...]\n"
+                         if patch.cut else "")
+    return _Read(head.head, split_diff(text) if patch.text else {}, tests)
 
 
-def _clone_head(view: TrialView) -> Callable[[Path], None]:
-    def make(dest: Path) -> None:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        with inspected(view.repository) as repo:
-            repo.clone(dest)
-    return make
+def _layable(path: str) -> bool:
+    """A path the host may write a new test file at, in a folder of its own, for a checkout to take."""
+    return relative_path(path) and len(path.split("/")) <= 64 and path.split("/")[0] != ".git"
 
 
-def _checkout(make: Callable[[Path], object], dest: Path, tests: Mapping[str, str]) -> bool:
-    """A fresh checkout at ``dest`` with ``tests`` written in; False when it can't be made."""
-    files.remove_tree(dest)
+async def _runs(backend: SandboxBackend, command: Sequence[str], tests: Mapping[str, str], source: Path,
+                folder: Path, timeout: float) -> dict[str, tuple[bool | None, str]]:
+    """Each test file laid over a fresh checkout of ``source``'s HEAD and run alone: passed, or None
+    when it could not run to an exit (the checkout couldn't be prepared, or the run timed out)."""
+    if not tests:
+        return {}
+    overlay = folder / "tests"
+    for path, text in tests.items():
+        files.write_text(overlay / path, text)
+    job = Job()
+    job.open(source)
+    job.checkout()
+    job.overlay(overlay, list(tests))
+    runs = {path: job.run([a.replace("{file}", path) for a in command], timeout, head=0, tail=OUTPUT_KEPT)
+            for path in tests}
+    unknown = {path: (None, "the checkout could not be prepared") for path in tests}
     try:
-        make(dest)
-        for path, text in tests.items():
-            target = dest / path
-            if ".." in Path(path).parts or Path(path).is_absolute():
-                return False
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.unlink(missing_ok=True)  # the other side's file of that name (never followed if a link)
-            target.write_text(text)
-        return True
-    except (GitError, TimeSafeError, OSError):
-        return False
-
-
-async def _runs(backend: SandboxBackend, command: Sequence[str], tests: Mapping[str, str], checkout: Path,
-                ready: bool, folder: Path, timeout: float) -> dict[str, tuple[bool | None, str]]:
-    """Each test file run alone in ``checkout``: passed, or None when it could not run to an exit."""
+        report = await run_job(backend, job, folder / "job", timeout=timeout)
+    except LeftoversError:
+        return unknown
+    if report.problem:
+        return unknown
     out: dict[str, tuple[bool | None, str]] = {}
-    for n, path in enumerate(tests):
-        if not ready:
-            out[path] = (None, "the checkout could not be prepared")
-            continue
-        argv = [a.replace("{file}", path) for a in command]
-        run = await run_check(backend, argv, checkout, folder / f"run-{n}", timeout)
-        out[path] = (None if run.timed_out or run.exit_code is None else run.passed, run.output[-OUTPUT_KEPT:])
+    for path, step in runs.items():
+        run = report.get(step, Ran)
+        out[path] = (None, "") if run is None else (
+            None if run.timed_out or run.exit_code is None else run.passed, run.output[-OUTPUT_KEPT:])
     return out
 
 
 async def pair_evidence(task: EvalTask, index: int, name: str, views: Mapping[Arm, TrialView], *,
                         backend: SandboxBackend, timeout: float, base: CachedRepo, workspace: Path) -> PairEvidence:
-    """Run both sides' new test files on the base and across; ``workspace`` (emptied) holds the
-    checkouts while they run (the git work in a thread, so other Trials' sessions go on meanwhile)."""
+    """Run both sides' new test files on the base and across; ``workspace`` (emptied) holds the jobs'
+    folders while they run."""
     files.remove_tree(workspace)
     workspace.mkdir(parents=True)
-    read = {arm: await trio.to_thread.run_sync(_read, task, views[arm]) for arm in ARMS}
+    read = {arm: await _read(task, views[arm], backend, timeout, workspace / f"read-{arm}") for arm in ARMS}
     command = task.process_grading["command"]
     sides: dict[Arm, Side] = {}
     for n, arm in enumerate(ARMS):
         other: Arm = ARMS[1 - n]
         mine = read[arm]
-        on_base = workspace / f"side-{n}-base"
-        on_other = workspace / f"side-{n}-other"
-        base_ok = bool(mine.tests) and await trio.to_thread.run_sync(
-            _checkout, lambda d: trial_copy(base, d), on_base / "repo", mine.tests)
-        other_ok = bool(mine.tests) and read[other].head is not None and await trio.to_thread.run_sync(
-            _checkout, _clone_head(views[other]), on_other / "repo", mine.tests)
-        base_runs = await _runs(backend, command, mine.tests, on_base / "repo", base_ok, on_base, timeout)
-        cross_runs = await _runs(backend, command, mine.tests, on_other / "repo", other_ok, on_other, timeout)
+        base_runs = await _runs(backend, command, mine.tests, base.path, workspace / f"side-{n}-base", timeout)
+        cross_runs = (await _runs(backend, command, mine.tests, views[other].repository, workspace / f"side-{n}-other",
+                                  timeout) if read[other].head is not None else
+                      {path: (None, "the checkout could not be prepared") for path in mine.tests})
         tests = tuple(TestRun(p, base_runs[p][0], cross_runs[p][0], base_runs[p][1], cross_runs[p][1])
                       for p in mine.tests)
         sides[arm] = Side(views[arm].record.attempt, mine.head, mine.diff, tests, mine.problem)

@@ -17,7 +17,7 @@ from typing import ClassVar
 
 import attrs
 from assay.evaltasks import timesafe
-from assay.evaltasks.prompts import PromptFile
+from assay.evaltasks.prompts import GRADER, PromptFile
 from assay.evaltasks.proposals import PROPOSAL_FILE, proposals_folder
 from assay.scoring import builtwith
 from assay.scoring.github import GitHub, Issue, PullRequest
@@ -26,7 +26,8 @@ from assay.storage import files, formats
 from assay.storage.git import GitError, git
 from assay.storage.home import AssayHome
 
-PROMPT = PromptFile("bug-origin.md", Path(__file__).parent / "prompts" / "bug-origin.md", ("answer", "schema", "marker"))
+PROMPT = PromptFile("bug-origin.md", Path(__file__).parent / "prompts" / "bug-origin.md", ("answer", "schema", "marker"),
+                    kind=GRADER)
 ANSWER_FILE = "origin.json"
 SCHEMA = {"commit": "<full commit id, or null>", "why": "…"}
 STATES = ("pending", "proposed", "confirmed", "none")
@@ -128,8 +129,9 @@ def build_packet(home: AssayHome, github: GitHub, issue: Issue, fix: str, packet
     return cached
 
 
-def prompt(marker: str) -> str:
-    return PROMPT.render({"answer": ANSWER_FILE, "schema": json.dumps(SCHEMA, indent=2), "marker": marker})
+def prompt(marker: str, assay_home: Path | None = None) -> str:
+    return PROMPT.render({"answer": ANSWER_FILE, "schema": json.dumps(SCHEMA, indent=2), "marker": marker},
+                         assay_home=assay_home)
 
 
 def read_answer(packet: Path, cached: timesafe.CachedRepo) -> tuple[tuple[str | None, str] | None, str]:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.evaltasks import timesafe
-from assay.evaltasks.prompts import PromptFile
+from assay.evaltasks.prompts import GRADER, PromptFile
 from assay.pairs.blind import frame, new_marker
 from assay.scoring.github import GitHub, Issue, PullRequest
 from assay.scoring.store import CRITERIA, Criterion, SampledPull
@@ -34,7 +34,8 @@ from assay.storage.home import AssayHome
 from assay.storage.scrub import Scrubber, user_aliases
 from assay.storage.untrusted import MIB, UntrustedFileError, read_bytes
 
-PROMPT = PromptFile("scoring-grader.md", Path(__file__).parent / "prompts" / "grader.md", ("answer", "schema", "marker"))
+PROMPT = PromptFile("scoring-grader.md", Path(__file__).parent / "prompts" / "grader.md", ("answer", "schema", "marker"),
+                    kind=GRADER)
 PACKET_FILE, DIFF_FILE, REPO = "packet.md", "diff.patch", "repo"
 ANSWER_FILE = "scores.json"
 SCHEMA = {name: {"pass": True, "why": "…"} for name in CRITERIA}
@@ -121,8 +122,9 @@ def _packet(texts: Sequence[tuple[str, str]], diff: str, lines: Sequence[int], c
     return "\n".join(parts)
 
 
-def prompt(marker: str) -> str:
-    return PROMPT.render({"answer": ANSWER_FILE, "schema": json.dumps(SCHEMA, indent=2), "marker": marker})
+def prompt(marker: str, assay_home: Path | None = None) -> str:
+    return PROMPT.render({"answer": ANSWER_FILE, "schema": json.dumps(SCHEMA, indent=2), "marker": marker},
+                         assay_home=assay_home)
 
 
 def new_session_marker() -> str:

@@ -304,7 +304,7 @@ class ScoringRunner:
         harness, _, model = seat.partition(":")
         return PullScores(pull, run.id, harness, model, now(), answer)
 
-    async def _ask(self, seat: str, folder: Path, prompt: Callable[[str], str],
+    async def _ask(self, seat: str, folder: Path, prompt: Callable[[str, Path], str],
                    read: Callable[[Path], tuple[Any, str]], read_only: Sequence[Path] = ()) -> Any:
         """Sessions on ``seat`` over ``folder/packet`` until one answers usably (at most ATTEMPTS):
         what ``read`` made of the answer, or a string saying why there is none ("plan limit: …"
@@ -317,7 +317,7 @@ class ScoringRunner:
         for attempt in range(ATTEMPTS):
             note = f"\n\nYour previous answer was not usable: {problem}. Write it again." if problem else ""
             outcome = await grader_session(harness, model, None, folder / "packet", folder / f"session-{attempt}",
-                                           prompt(packet.new_session_marker()) + note, self.backend, self.timeout,
+                                           prompt(packet.new_session_marker(), self.home.root) + note, self.backend, self.timeout,
                                            self.home.root, read_only)
             if outcome.plan_limit or outcome.void_cause in (VoidCause.PLAN_LIMIT, VoidCause.USAGE_LIMIT):
                 return f"plan limit: {outcome.diagnostic or outcome.void_cause.value}; the rest waits for the next run"

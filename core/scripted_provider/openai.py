@@ -2,7 +2,8 @@
 
 The full event sequence of the real API (created, in progress, item added, argument or text
 deltas, item done, completed). A ``shell`` call becomes Codex's ``exec_command`` function call.
-A rate limit is the ``usage_limit_reached`` body Codex reads as "You've hit your usage limit".
+A rate limit is the ``usage_limit_reached`` body Codex reads as "You've hit your usage limit"; a
+plan-limit warning is Codex's ``x-codex-*`` rate-limit headers on a model turn (:func:`usage_headers`).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def turn(turn: Turn, body: Any) -> Answer:
     items = _items(turn)
     response = {"id": new_id("resp_"), "object": "response", "created_at": int(time.time()), "model": model}
     done = {**response, "status": "completed", "output": items, "usage": _usage(turn.usage)}
-    headers = {"x-request-id": new_id("req_")}
+    headers = {"x-request-id": new_id("req_")} | (usage_headers(WARNING_USED) if turn.plan_limit_warning else {})
     if not (isinstance(body, dict) and body.get("stream")):
         return Answer(200, json=done, headers=headers)
     started = {**response, "status": "in_progress", "output": []}
@@ -57,6 +58,22 @@ def turn(turn: Turn, body: Any) -> Answer:
     events.append({"type": "response.completed", "response": done})
     numbered = tuple((e["type"], {**e, "sequence_number": n}) for n, e in enumerate(events))
     return Answer(200, events=numbered, headers=headers)
+
+
+WARNING_USED = 95.0  # the share of the five-hour window a plan_limit_warning turn says is used, as Claude's 0.95
+WEEK_USED = 40.0  # and of the weekly window
+WINDOWS = {"primary": 300, "secondary": 10080}  # Codex's two windows, in minutes: five hours, a week
+
+
+def usage_headers(primary_used: float) -> dict[str, str]:
+    """Codex's rate-limit headers: each window's share used (percent), length and reset time. Codex
+    keeps them as a rate-limit report in its session's rollout (``token_count`` events)."""
+    headers: dict[str, str] = {}
+    for window, used in (("primary", primary_used), ("secondary", WEEK_USED)):
+        headers |= {f"x-codex-{window}-used-percent": f"{used:.1f}",
+                    f"x-codex-{window}-window-minutes": str(WINDOWS[window]),
+                    f"x-codex-{window}-reset-at": str(int(time.time()) + WINDOWS[window] * 60)}
+    return headers
 
 
 def rate_limit(step: RateLimit) -> Answer:

@@ -18,7 +18,7 @@ import shutil
 import ssl
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -29,6 +29,7 @@ from assay.hooks.protocols import (
     Invocation,
     ProcessResult,
     ProviderRoute,
+    ReportingHarness,
     RoutableHarness,
     SandboxBackend,
     SessionOutcome,
@@ -75,6 +76,14 @@ class RoutedHarness:
 
     def decoder(self) -> StreamDecoder:
         return self.harness.decoder()
+
+    @property
+    def login(self) -> str:
+        return getattr(self.harness, "login", None) or self.harness.name
+
+    def usage_reports(self, home: Path) -> Sequence[Path]:
+        """The Harness's own usage-report files, if its CLI writes any (a script's warnings land there)."""
+        return self.harness.usage_reports(home) if isinstance(self.harness, ReportingHarness) else ()
 
 
 @attrs.frozen

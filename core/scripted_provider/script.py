@@ -78,9 +78,9 @@ class Turn:
 
     ``calls`` and ``text`` are model turns; the other two are failure steps, answered ``times``
     times to the session before the next step. ``delay`` holds the answer back (seconds), e.g. so
-    a session is mid-turn when it is stopped. ``plan_limit_warning`` sends Claude's
-    ``allowed_warning`` rate-limit headers with a model turn (Claude reports them only when
-    logged in with an OAuth token).
+    a session is mid-turn when it is stopped. ``plan_limit_warning`` sends, with a model turn,
+    Claude's ``allowed_warning`` rate-limit headers (Claude reports them only when logged in with
+    an OAuth token) or Codex's rate-limit headers saying 95% of the five-hour window is used.
     """
 
     calls: tuple[Call, ...] | None = None

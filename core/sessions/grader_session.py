@@ -2,7 +2,8 @@
 
 The model Grader and the Grader panel both judge this way: a fresh home per session, the
 packet folder as its only work folder (where it writes its answer), the Harness's own decoder
-reading the stream, and the whole stream kept (capped) in ``session.log`` beside the home.
+reading the stream, and the whole stream kept (capped) in ``session.log`` beside the home. It
+takes a slot of its Harness's login while it runs, as a Trial does (:mod:`assay.sessions.slots`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 import attrs
 from assay.hooks.protocols import Harness, SandboxBackend, SessionOutcome, SessionRequest
 from assay.sessions.harnesskit import brokers
+from assay.sessions.slots import harness_login, login_slot
 from assay.storage import files
 from assay.storage.untrusted import capped_log
 
@@ -35,5 +37,6 @@ async def grader_session(harness: Harness, model: str, effort: str | None, packe
 
         invocation = harness.invocation(request)
         invocation = attrs.evolve(invocation, read_only=(*invocation.read_only, *read_only))
-        process = await backend.run(invocation, timeout=timeout, on_line=on_line)
+        async with login_slot(harness_login(harness)):  # beside the Trials on the same login
+            process = await backend.run(invocation, timeout=timeout, on_line=on_line)
     return decoder.finish(process)

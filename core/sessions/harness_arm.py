@@ -17,11 +17,14 @@ from assay.hooks.protocols import (
     HarnessBinary,
     Invocation,
     ProcessResult,
+    ReportDecoder,
+    ReportingHarness,
     SessionOutcome,
     SessionRequest,
     TrialContext,
 )
 from assay.sessions.harnesskit import brokers
+from assay.sessions.reports import POLL, ReportFollower
 from assay.storage.records import ArmSetup
 
 
@@ -58,12 +61,28 @@ class HarnessArm:
             if checked is not None and checked.check(self.setup.harness_version, ctx.provider_error_limit):
                 cut.cancel()
 
+        follower = self._follower(decoder, ctx)
         started = trio.current_time()
-        with cut:
-            process = await ctx.backend.run(invocation, timeout=ctx.timeout, on_line=on_line)
+        async with trio.open_nursery() as following:
+            if follower is not None:
+                following.start_soon(_follow, follower, decoder, ctx)
+            with cut:
+                process = await ctx.backend.run(invocation, timeout=ctx.timeout, on_line=on_line)
+            following.cancel_scope.cancel()
+        if follower is not None:  # what the last moments wrote
+            follower.poll()
+            if decoder.plan_limit:
+                ctx.on_plan_limit()
         if cut.cancelled_caught:  # the backend stopped the session and everything it started
             process = ProcessResult(exit_code=None, backend=ctx.backend.name, duration=trio.current_time() - started)
         return decoder.finish(process), process
+
+    def _follower(self, decoder: object, ctx: TrialContext) -> ReportFollower | None:
+        """A follower of the usage reports the Harness's CLI writes in its home, if it writes any."""
+        if not (isinstance(self.harness, ReportingHarness) and isinstance(decoder, ReportDecoder)):
+            return None
+        return ReportFollower(ctx.home, self.harness.usage_reports,
+                              lambda line: decoder.feed_report(line, ctx.usage_warning))
 
     def probe(self, folder: Path) -> Invocation:
         """The binary's ``--version``, with everything a session of it has bound, but no provider."""
@@ -77,3 +96,12 @@ class HarnessArm:
         invocation = self.harness.invocation(request)
         return attrs.evolve(invocation, argv=(request.binary.path, "--version"), hosts=(), log_dir=folder, broker=None)
 
+
+
+async def _follow(follower: ReportFollower, decoder: ReportDecoder, ctx: TrialContext) -> None:
+    """Read the usage reports every :data:`~assay.sessions.reports.POLL` seconds while the session runs."""
+    while True:
+        await trio.sleep(POLL)
+        follower.poll()
+        if getattr(decoder, "plan_limit", False):
+            ctx.on_plan_limit()

@@ -6,6 +6,10 @@ caller line by line, stderr's tail is kept, every process the session starts is 
 a grace period, before whatever is left is killed. A backend supplies only what differs: the
 command line, set-up in the child before ``exec``, file descriptors it inherits, where a stop
 signal goes, and when to end the session early.
+
+What a session prints costs the host time to read however little of it is kept, so its stdout and
+stderr together have a budget per run, ``ASSAY_TRIAL_OUTPUT`` (default 1G): past it the session is
+stopped as the Arm's failure (``ProcessResult.overrun``).
 """
 
 from __future__ import annotations
@@ -18,8 +22,12 @@ import attrs
 import trio
 from assay.hooks.protocols import ProcessResult
 from assay.sessions.proctree import ProcessTree, become_subreaper
-from assay.storage.untrusted import MIB, LineBuffer
 from assay.sessions.spawn import Child, spawn
+from assay.storage.sizes import size_from_env
+from assay.storage.untrusted import MIB, LineBuffer
+
+OUTPUT_ENV = "ASSAY_TRIAL_OUTPUT"
+DEFAULT_OUTPUT = 1 << 30
 
 
 def _never() -> bool:
@@ -73,6 +81,11 @@ class Supervisor:
         and re-raises once nothing is left.
         """
         started = trio.current_time()
+        output = _Output(size_from_env(OUTPUT_ENV, DEFAULT_OUTPUT))
+
+        def ended() -> bool:
+            return end_early() or output.overrun is not None
+
         proc = spawn(argv, cwd=cwd, env=env, preexec_fn=preexec_fn, pass_fds=pass_fds)  # never on a worker thread
         on_start()
         tree = ProcessTree(proc.pid)
@@ -80,10 +93,10 @@ class Supervisor:
         stdout_done, stderr_done = trio.Event(), trio.Event()
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_read_lines, proc.stdout, on_line, self.line_bytes, stdout_done)
-                nursery.start_soon(_read_tail, proc.stderr, tail, self.stderr_bytes, stderr_done)
+                nursery.start_soon(_read_lines, proc.stdout, on_line, self.line_bytes, stdout_done, output)
+                nursery.start_soon(_read_tail, proc.stderr, tail, self.stderr_bytes, stderr_done, output)
                 session = trio.move_on_after(timeout)
-                nursery.start_soon(self._keep_track, tree, end_early, session)
+                nursery.start_soon(self._keep_track, tree, ended, session)
                 try:
                     with session:
                         await proc.wait()
@@ -99,7 +112,8 @@ class Supervisor:
                 await proc.aclose()
         return ProcessResult(
             exit_code=proc.returncode, backend=self.name, duration=trio.current_time() - started,
-            timed_out=session.cancelled_caught and not end_early(), stderr_tail=tail.decode(errors="replace"),
+            timed_out=session.cancelled_caught and not ended(), stderr_tail=tail.decode(errors="replace"),
+            overrun=output.overrun,
         )
 
     async def _keep_track(self, tree: ProcessTree, end_early: Callable[[], bool], session: trio.CancelScope) -> None:
@@ -125,17 +139,35 @@ class Supervisor:
         await proc.wait()
 
 
+@attrs.define
+class _Output:
+    """What a session may print (stdout and stderr together) and what it has."""
+
+    budget: int
+    spent: int = 0
+    overrun: str | None = None
+
+    def spend(self, size: int) -> bool:
+        """Count ``size`` more bytes; False once the budget is spent (then stop reading)."""
+        self.spent += size
+        if self.spent > self.budget and self.overrun is None:
+            self.overrun = f"the session printed more than {self.budget} bytes (its output budget, {OUTPUT_ENV})"
+        return self.overrun is None
+
+
 async def _read_lines(stream: trio.abc.ReceiveStream, on_line: Callable[[str], None], limit: int,
-                      done: trio.Event) -> None:
+                      done: trio.Event, output: _Output) -> None:
     """Call ``on_line`` with each line (newline stripped), the unterminated last one included.
 
     A line longer than ``limit`` bytes is cut to its head (marked), so a session that never
-    ends a line can't grow the host. ``done`` is set at the end of the stream, or at once if
-    the reading is cancelled.
+    ends a line can't grow the host. ``done`` is set at the end of the stream, once the output
+    budget is spent, or at once if the reading is cancelled.
     """
     lines = LineBuffer(limit)
     try:
         async for chunk in stream:
+            if not output.spend(len(chunk)):
+                return
             for raw in lines.feed(chunk):
                 on_line(_text(raw))
         last = lines.finish()
@@ -145,9 +177,12 @@ async def _read_lines(stream: trio.abc.ReceiveStream, on_line: Callable[[str], N
         done.set()
 
 
-async def _read_tail(stream: trio.abc.ReceiveStream, tail: bytearray, keep: int, done: trio.Event) -> None:
+async def _read_tail(stream: trio.abc.ReceiveStream, tail: bytearray, keep: int, done: trio.Event,
+                     output: _Output) -> None:
     try:
         async for chunk in stream:
+            if not output.spend(len(chunk)):
+                return
             tail += chunk
             del tail[:-keep]
     finally:

@@ -7,6 +7,6 @@ values they hold (Outcome, VoidCause, EvalTask); ``commands`` Command records, C
 the Activity log and the Inbox's states; ``owners`` names (maker's pid and start time) that tell
 a dead run's leftovers; ``git`` a strict wrapper around the real ``git``; ``untrusted`` reading
 what a Trial left (no links, no FIFOs, to a limit; capped logs and lines) and ``untrusted_git``
-host git on a Trial's repository through a shadow git folder; ``userconfig`` the User config
-(``$ASSAY_HOME/config.toml``).
+git on a Trial's repository through a shadow git folder (run only inside a grading sandbox);
+``sizes`` sizes from the environment; ``userconfig`` the User config (``$ASSAY_HOME/config.toml``).
 """

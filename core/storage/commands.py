@@ -119,7 +119,7 @@ def runs(record: CommandRecord) -> bool:
 
 def needs_you(record: CommandRecord) -> bool:
     state = effective_state(record)
-    return state == "interrupted" or record.outcome in NEEDS_YOU or bool(record.waiting)
+    return state == "interrupted" or record.outcome in NEEDS_YOU or bool(record.waiting) or bool(record.findings)
 
 
 def effective_state(record: CommandRecord) -> str:
@@ -138,7 +138,7 @@ def inbox(home: AssayHome) -> dict[str, list[dict[str, Any]]]:
         row = {"kind": record.kind, "id": record.id, "state": state, "outcome": record.outcome,
                "summary": record.summary, "started_at": record.started_at.isoformat(),
                "ended_at": record.ended_at.isoformat() if record.ended_at else None,
-               "waiting": record.waiting,
+               "waiting": record.waiting, "findings": list(record.findings),
                "release": formats.unstructure(record.release) if record.release else None}
         if state == "running":
             running.append({**row, "pid": record.pid, "stop": f"assay stop {record.id}"})

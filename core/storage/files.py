@@ -11,7 +11,7 @@ import errno
 import fcntl
 import json
 import os
-import shutil
+import stat
 import tempfile
 import time
 from collections.abc import Iterator
@@ -87,22 +87,81 @@ def private_folder(path: Path) -> None:
     path.chmod(0o700)
 
 
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def walk_bottom_up(root: Path, *, unlock: bool = False) -> Iterator[tuple[int, str, int]]:
+    """Every entry below the folder ``root``, each folder's entries before the folder itself, as
+    (its parent folder's descriptor, its name, its ``lstat`` mode), the descriptor valid until the
+    next entry.
+
+    A Trial may leave any tree (a folder 100,000 levels deep, links everywhere), so the walk is
+    iterative (``os.walk``, ``os.fwalk`` and ``shutil.rmtree`` recurse, and a folder 1,000 levels
+    deep raises RecursionError), never follows a link, and holds one descriptor at a time, going
+    back up by ``..`` of a folder it entered itself. With ``unlock`` each folder is made ``0700``
+    before it is entered (a Trial may leave some unreadable); a folder that can't be entered is
+    given as it is, without its entries. Nothing may change the tree meanwhile.
+    """
+    fd = os.open(root, _FOLDER)
+    pending = [os.listdir(fd)]  # names still to give, per level
+    entered: list[tuple[str, int]] = []  # the folders descended into, with their modes
+    try:
+        while True:
+            if pending[-1]:
+                name = pending[-1].pop()
+                try:
+                    mode = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
+                except FileNotFoundError:
+                    continue
+                if stat.S_ISDIR(mode):
+                    try:
+                        if unlock:
+                            os.chmod(name, 0o700, dir_fd=fd)  # a folder by its lstat: not a link to follow
+                        child = os.open(name, _FOLDER, dir_fd=fd)
+                    except OSError:
+                        yield fd, name, mode
+                        continue
+                    os.close(fd)
+                    fd = child
+                    pending.append(os.listdir(fd))
+                    entered.append((name, mode))
+                    continue
+                yield fd, name, mode
+            else:
+                pending.pop()
+                if not entered:
+                    return
+                name, mode = entered.pop()
+                parent = os.open("..", _FOLDER, dir_fd=fd)
+                os.close(fd)
+                fd = parent
+                yield fd, name, mode
+    finally:
+        os.close(fd)
+
+
 def remove_tree(path: Path) -> None:
-    """Remove a folder, read-only parts included (a Trial may leave some); a missing one is fine."""
-    if not path.exists() and not path.is_symlink():
+    """Remove a folder (or a file or link), read-only parts included (a Trial may leave some), of
+    any depth (:func:`walk_bottom_up`); a missing one is fine."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
         return
-    for root, _dirs, _files in os.walk(path):
-        os.chmod(root, 0o700)
-    shutil.rmtree(path)
+    if not stat.S_ISDIR(mode):
+        os.unlink(path)
+        return
+    os.chmod(path, 0o700)
+    empty_folder(path)
+    os.rmdir(path)
 
 
 def empty_folder(path: Path) -> None:
-    """Remove everything inside a folder, keeping the folder itself."""
-    for entry in list(path.iterdir()):
-        if entry.is_dir() and not entry.is_symlink():
-            remove_tree(entry)
+    """Remove everything inside a folder, of any depth, keeping the folder itself."""
+    for fd, name, mode in walk_bottom_up(path, unlock=True):
+        if stat.S_ISDIR(mode):
+            os.rmdir(name, dir_fd=fd)
         else:
-            entry.unlink()
+            os.unlink(name, dir_fd=fd)
 
 
 def _fsync_dir(folder: Path) -> None:

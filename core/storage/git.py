@@ -28,9 +28,10 @@ def git(*args: str, cwd: Path, env: Mapping[str, str] | None = None, input: byte
 
 
 def git_bytes(*args: str, cwd: Path, env: Mapping[str, str] | None = None, input: bytes | None = None,
-              inherit: bool = True, limit: int | None = None) -> bytes:
+              inherit: bool = True, limit: int | None = None, cut: bool = False) -> bytes:
     """Run ``git ARGS`` and return its stdout; with ``limit``, output past that many bytes is a
-    :class:`GitError` (git is killed), so a huge repository can't grow this process."""
+    :class:`GitError` (git is killed), so a huge repository can't grow this process, or with
+    ``cut`` the first ``limit`` bytes."""
     full_env = {**(os.environ if inherit else {}), "GIT_TERMINAL_PROMPT": "0", **(env or {})}
     command = f"git {' '.join(args[:3])}"
     if limit is None:
@@ -47,6 +48,9 @@ def git_bytes(*args: str, cwd: Path, env: Mapping[str, str] | None = None, input
             out = running.stdout.read(limit + 1)
             if len(out) > limit:
                 running.kill()
+                running.wait()
+                if cut:
+                    return out[:limit]
                 raise GitError(f"{command}: its output is over {limit} bytes")
             code = running.wait()
             stderr.seek(0)

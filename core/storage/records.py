@@ -25,8 +25,15 @@ Format history:
   older Bars read None: their Graders were never scripted).
 - Bar 6: ``model_grader_shared_family`` (the Arms' family the model Grader shares when no seat from a
   third family was configured; older Bars read None, as they ran: such an Experiment was refused).
+- Score 4: ``backend`` (the sandbox its grading work on the Trial's leftovers ran in).
+- Bar 8: ``usage_warning`` (the share of a plan window used at which no new Trial starts; an older Bar
+  reads with the default, 0.9, which never paused it: no report was read), ``efficiency`` and
+  ``efficiency_margin`` (a saving the change is meant to make, judged beside the pass share; an older
+  Bar reads with none, as it ran). CommandRecord 6: ``findings`` (what an Experiment found about its own
+  set-up; older records have none). ExperimentVerdict 7: ``efficiency``.
 - Looks 2: each look's ``warnings`` (added tasks from a suite not in the first look, or a Baseline
-  pass share unlike the first look's); an older file's looks have none.
+  pass share unlike the first look's); an older file's looks have none. ExperimentVerdict 8:
+  ``warnings`` (the same, for every look so far).
 """
 
 from __future__ import annotations
@@ -50,13 +57,19 @@ class VoidCause(str, enum.Enum):
     PLAN_LIMIT = "plan_limit"
     HOST_KILL = "host_kill"  # killed from outside its sandbox (the kernel's OOM killer, a person), not by assay
     MEMORY_CAP = "memory_cap"
-    REPOSITORY_CHANGED = "repository_changed"  # a review that edited or committed its repository
+    REPOSITORY_CHANGED = "repository_changed"  # read in old records only: a review that changes its repository now fails
     LOGIN_MISMATCH = "login_mismatch"  # the session used another login than the one assay gave it
     HARNESS_CHANGED = "harness_changed"  # the session ran another version than the one fixed at the start
     # The only causes a Custom runner may claim for itself (custom-runners ticket).
     SESSION_UNAVAILABLE = "session_unavailable"
     USAGE_LIMIT = "usage_limit"
     RATE_LIMIT = "rate_limit"
+
+
+# The causes a Custom runner may claim for itself (custom-runners ticket): only the Arm's own word
+# backs them, so they re-run a Trial but can never drop its task for both Arms (a Trial whose voids
+# run out on them is its Arm's fail). Every other cause is the host's or its sandbox's observation.
+CLAIMED_VOID_CAUSES = frozenset({VoidCause.SESSION_UNAVAILABLE, VoidCause.USAGE_LIMIT, VoidCause.RATE_LIMIT})
 
 
 class Outcome(str, enum.Enum):
@@ -82,6 +95,7 @@ class EvalTask:
     change: str | None = None
     inputs: Mapping[str, Path] = attrs.field(factory=dict)
     criteria: Mapping[str, Any] = attrs.field(factory=dict)
+    issue_url: str | None = None  # the issue's link, where the task has one (a Custom runner's request.json)
     # A process task's Pair evidence: ``new_tests`` globs and the ``command`` that runs one ("{file}").
     process_grading: Mapping[str, Any] = attrs.field(factory=dict)
 
@@ -116,6 +130,8 @@ def _rule(test, expected: str):
     return check
 
 
+EFFICIENCY_MEASURES = ("time", "tokens", "cost")
+"""What a change may be meant to save, each judged paired per task (docs/verdict.md, "Efficiency")."""
 LOOK_RULES = ("confidence-sequence", "one-look", "confidence-sequence-only")
 """The Bar's look rules (docs/verdict.md, "More looks"); the first is the default."""
 _SHARE = _rule(lambda v: 0.0 <= v <= 1.0, "between 0 and 1")
@@ -161,9 +177,9 @@ class Bar:
     2k+1 values a task's difference can take.
     """
 
-    FORMAT: ClassVar[int] = 7
+    FORMAT: ClassVar[int] = 8
     UPGRADES: ClassVar[dict] = {1: dict, 2: lambda d: {**d, "void_provider_errors": 10, "void_backoff_seconds": 30.0},
-                                3: lambda d: {**d, "look_rule": LOOK_RULES[0]}, 4: dict, 5: dict, 6: dict}
+                                3: lambda d: {**d, "look_rule": LOOK_RULES[0]}, 4: dict, 5: dict, 6: dict, 7: dict}
 
     margin: float = attrs.field(default=0.10, validator=_SHARE)
     level: float = attrs.field(default=0.95, validator=_rule(lambda v: 0.0 < v < 1.0, "strictly between 0 and 1"))
@@ -181,6 +197,15 @@ class Bar:
     # The wait before re-running a Trial the provider failed (server error, unreachable); doubles each time.
     void_backoff_seconds: float = attrs.field(default=30.0, validator=_rule(lambda v: v >= 0, "0 or more seconds"))
     max_dropped_share: float = attrs.field(default=0.10, validator=_SHARE)
+    # The share of a plan window used, by a Harness's usage reports (Codex's), at which no new Trial
+    # starts: as at Claude's own warning, which it gives past 0.9.
+    usage_warning: float = attrs.field(default=0.9, validator=_rule(lambda v: 0 < v <= 1, "above 0 and at most 1"))
+    # What the change is meant to save, if it is meant to save any: "time", "tokens" or "cost". The
+    # Verdict then also judges the saving against ``efficiency_margin``, the share it is meant to save
+    # (docs/verdict.md, "Efficiency"); left out, efficiency is shown and never judged.
+    efficiency: str | None = attrs.field(default=None, validator=_rule(
+        lambda v: v in (None, *EFFICIENCY_MEASURES), f"one of {', '.join(EFFICIENCY_MEASURES)}"))
+    efficiency_margin: float = attrs.field(default=0.10, validator=_rule(lambda v: 0 < v < 1, "strictly between 0 and 1"))
     model_graders: tuple[str, ...] = ()  # "harness:model" seats, tried in order
     # The Arms' family the model Grader shares, set when no seat from a third family is configured
     # (spec 977 US40: "from neither Arm when another is available"); None: the family rule held.
@@ -215,6 +240,9 @@ class Bar:
         return {"confidence-sequence": 2, "confidence-sequence-only": 1}.get(self.look_rule)
 
     def __attrs_post_init__(self) -> None:
+        if self.efficiency is None and self.efficiency_margin != 0.10:
+            raise ValueError("bar.efficiency_margin is set, but bar.efficiency names nothing the change is meant "
+                             "to save (--efficiency time|tokens|cost)")
         if self.panel != "off" and not self.panel_seats:
             raise ValueError(f"bar.panel is {self.panel} but the panel has no seat (--panel-seat harness=…,model=…)")
         if self.people != "off" and not self.people_readers:
@@ -260,8 +288,8 @@ class Score:
     A ``pending`` Score (its reason) has no judgement yet: its task waits, and so does the Verdict.
     """
 
-    FORMAT: ClassVar[int] = 3
-    UPGRADES: ClassVar[dict] = {1: dict, 2: dict}
+    FORMAT: ClassVar[int] = 4
+    UPGRADES: ClassVar[dict] = {1: dict, 2: dict, 3: dict}
 
     task: str
     arm: Arm
@@ -275,6 +303,9 @@ class Score:
     pending: str | None = None
     label: str | None = None
     graded: str | None = None  # the attempt it judged ("attempt-N sha256:…"); it counts only while that is in force
+    # The sandbox backend its work on the Trial's leftovers ran in ("none": unsandboxed, as the Trials
+    # were); None when it read nothing of the Trial's but its reports.
+    backend: str | None = None
 
 
 @attrs.frozen
@@ -442,8 +473,8 @@ class Stage:
 class CommandRecord:
     """A long-running job (an Experiment, later a Scoring run), as the Inbox reads it."""
 
-    FORMAT: ClassVar[int] = 5
-    UPGRADES: ClassVar[dict] = {1: dict, 2: dict, 3: dict, 4: dict}
+    FORMAT: ClassVar[int] = 6
+    UPGRADES: ClassVar[dict] = {1: dict, 2: dict, 3: dict, 4: dict, 5: dict}
 
     kind: str
     id: str
@@ -461,3 +492,4 @@ class CommandRecord:
     runs: int = 1
     waiting: str = ""  # e.g. Scores to recheck: it stays in Needs you until done
     release: Release | None = None  # a release Experiment's tag and commit
+    findings: tuple[str, ...] = ()  # what it found about its own set-up (assay.engine.findings): it needs you

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import io
+import json
 import os
 import stat
 from collections.abc import Iterator
@@ -58,9 +59,39 @@ def read_bytes(path: Path, *, root: Path, limit: int, label: str | None = None) 
         os.close(fd)
 
 
+def read_from(path: Path, *, root: Path, offset: int, limit: int) -> bytes:
+    """Up to ``limit`` bytes of ``path`` (inside ``root``, reached as :func:`read_bytes` reaches it,
+    a regular file of any size) from ``offset`` on: the new part of a log a session keeps writing."""
+    fd = _open(path, root, None, directory=False)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UntrustedFileError(f"{path} is {_kind(info.st_mode)}, not a regular file")
+        return os.pread(fd, limit, offset)
+    finally:
+        os.close(fd)
+
+
 def read_text(path: Path, *, root: Path, limit: int, label: str | None = None) -> str:
     """:func:`read_bytes` decoded as UTF-8 (undecodable bytes replaced)."""
     return read_bytes(path, root=root, limit=limit, label=label).decode(errors="replace")
+
+
+def json_object(text: str, *, limit: int, what: str) -> dict:
+    """``text`` (a line a sandbox sent back, say) as a JSON object of at most ``limit`` characters.
+
+    Raises :class:`UntrustedFileError` naming ``what`` if it is longer, not JSON, nested too deep
+    for the parser, or not an object.
+    """
+    if len(text) > limit:
+        raise UntrustedFileError(f"{what} is {len(text)} characters, over its limit of {limit}")
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        raise UntrustedFileError(f"{what} is not JSON") from None
+    if not isinstance(value, dict):
+        raise UntrustedFileError(f"{what} is not a JSON object")
+    return value
 
 
 def list_folder(path: Path, *, root: Path, label: str | None = None) -> list[str]:

@@ -1,4 +1,4 @@
-"""Host git on a repository a Trial had in its hands, without letting it configure the host's git.
+"""git on a repository a Trial had in its hands, without letting the repository configure git.
 
 git(1) warns that running git in a ``.git`` folder from an untrusted source runs whatever its
 config and hooks say (``core.fsmonitor``, ``core.hooksPath``, filter drivers, ``include.path``...);
@@ -10,6 +10,10 @@ repository holds), reads HEAD, its ref and the index as data, and builds a *shad
 of assay's own config whose object store borrows the Trial's ``objects`` folder. Every command
 then runs on the shadow with system and global config off and the settings that could run
 something or trust a forged file pinned on the command line; the Trial's index is never written.
+
+The host itself never runs this on a Trial's repository: it runs inside a grading sandbox
+(:mod:`assay.sessions.leftovers_inside`, in a bare Python that has only the standard library and
+this part of assay), so the module uses nothing else.
 """
 
 from __future__ import annotations
@@ -22,8 +26,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import attrs
-from assay.storage.files import remove_tree
+from assay.storage.files import remove_tree, walk_bottom_up
 from assay.storage.git import GitError, git, git_bytes
 from assay.storage.untrusted import MIB, UntrustedFileError, read_bytes, read_text
 
@@ -58,22 +61,28 @@ def hardened_env() -> dict[str, str]:
     return env
 
 
-@attrs.frozen
 class TrialRepo:
-    """A Trial's repository seen through a shadow git folder; ``head`` is its HEAD commit."""
+    """A Trial's repository seen through a shadow git folder; ``head`` is its HEAD commit.
 
-    path: Path
-    shadow: Path
-    head: str
-    bare: bool
+    A plain class: ``attrs`` is not in a grading sandbox's bare Python, and ``dataclasses`` would
+    cost every grading job the import of ``inspect``."""
 
-    def git(self, *args: str) -> str:
-        """``git ARGS`` on the shadow; its output (the Trial's content) read to a limit, decoded leniently."""
+    __slots__ = ("bare", "head", "path", "shadow")
+
+    def __init__(self, path: Path, shadow: Path, head: str, bare: bool):
+        self.path, self.shadow, self.head, self.bare = path, shadow, head, bare
+
+    def git(self, *args: str, limit: int = OUTPUT_LIMIT, cut: bool = False) -> str:
+        """``git ARGS`` on the shadow; its output (the Trial's content) read to ``limit`` bytes (past it
+        a GitError, or with ``cut`` the first ``limit``), decoded leniently."""
+        return self.git_bytes(*args, limit=limit, cut=cut).decode(errors="replace").strip()
+
+    def git_bytes(self, *args: str, limit: int = OUTPUT_LIMIT, cut: bool = False) -> bytes:
+        """:meth:`git`, undecoded and unstripped."""
         env = {**hardened_env(), "GIT_DIR": str(self.shadow)}
         if not self.bare:
             env["GIT_WORK_TREE"] = str(self.path)
-        out = git_bytes(*args, cwd=self.path, env=env, inherit=False, limit=OUTPUT_LIMIT)
-        return out.decode(errors="replace").strip()
+        return git_bytes(*args, cwd=self.path, env=env, inherit=False, limit=limit, cut=cut)
 
     def status(self) -> str:
         """What is uncommitted in the work tree (``git status --porcelain``), submodules left alone."""
@@ -95,8 +104,9 @@ class TrialRepo:
 
 
 @contextlib.contextmanager
-def inspected(repository: Path, *, bare: bool = False) -> Iterator[TrialRepo]:
-    """The Trial's repository at ``repository`` (a work tree, or with ``bare`` a bare one), read safely.
+def inspected(repository: Path, *, bare: bool = False, scratch: Path | None = None) -> Iterator[TrialRepo]:
+    """The Trial's repository at ``repository`` (a work tree, or with ``bare`` a bare one), read safely;
+    its shadow lives in ``scratch`` (default: beside the repository).
 
     Raises :class:`UntrustedRepoError` when its layout is not one assay made.
     """
@@ -109,7 +119,7 @@ def inspected(repository: Path, *, bare: bool = False) -> Iterator[TrialRepo]:
     except UntrustedFileError as e:
         raise UntrustedRepoError(f"{repository}: {e}") from None
     # Beside the repository, in the host's own folder: a kill -9 leaves it where the attempt's removal finds it.
-    shadow = Path(tempfile.mkdtemp(prefix=".assay-git-", dir=repository.absolute().parent))
+    shadow = Path(tempfile.mkdtemp(prefix=".assay-git-", dir=scratch or repository.absolute().parent))
     try:
         (shadow / "objects" / "info").mkdir(parents=True)
         (shadow / "objects" / "info" / "alternates").write_text(f"{(gitdir / 'objects').absolute()}\n")
@@ -150,12 +160,9 @@ def _check_layout(repository: Path, gitdir: Path) -> None:
             raise refuse(f"{path} is missing") from None
         if not stat.S_ISDIR(mode):
             raise refuse(f"{path} is {'a symbolic link' if stat.S_ISLNK(mode) else 'not a folder'}")
-    for root, dirs, names in os.walk(gitdir):
-        for name in dirs + names:
-            path = os.path.join(root, name)
-            mode = os.lstat(path).st_mode
-            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-                raise refuse(f"{path} is {'a symbolic link' if stat.S_ISLNK(mode) else 'a special file'}")
+    for _fd, name, mode in walk_bottom_up(gitdir):  # iterative: a .git of any depth
+        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+            raise refuse(f"{name} in {gitdir} is {'a symbolic link' if stat.S_ISLNK(mode) else 'a special file'}")
     for name in _FORBIDDEN:
         if (gitdir / name).exists():
             raise refuse(f"it has {gitdir / name}, which would have git read another repository")

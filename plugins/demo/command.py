@@ -15,7 +15,7 @@ from assay.storage.records import Bar
 def demo_command(plugins: Plugins):
     def demo(
         ctx: typer.Context,
-        workers: int = typer.Option(2, min=1, help="Trials running at once."),
+        workers: int = typer.Option(2, min=1, help="Sessions running at once, Grader sessions included: at most 2 per login (two Arms on different logins: 4)."),
         sandbox: str = typer.Option(None, help="Sandbox backend (default: bwrap where it works, else none)."),
         json_: bool = JsonOpt,
     ) -> None:

@@ -59,12 +59,13 @@ def install_demo_suite(home: AssayHome) -> str:
     """
     dest = home.suites / SUITE_NAME
     digest = bundled_digest()
+    # Built outside evals/suites so a half-built folder is never mistaken for a suite; what a killed
+    # install left goes first, even when the suite it was replacing is whole.
+    for prefix in (f".{SUITE_NAME}.build-", f".{SUITE_NAME}.old-"):
+        owners.sweep(home.evals, prefix, shutil.rmtree)
     if _installed_digest(dest) == digest:
         return SUITE_NAME
     home.suites.mkdir(parents=True, exist_ok=True)
-    # Built outside evals/suites so a half-built folder is never mistaken for a suite.
-    for prefix in (f".{SUITE_NAME}.build-", f".{SUITE_NAME}.old-"):  # what a killed install left
-        owners.sweep(home.evals, prefix, shutil.rmtree)
     build = home.evals / f".{SUITE_NAME}.build-{owners.tag()}"
     shutil.rmtree(build, ignore_errors=True)
     try:

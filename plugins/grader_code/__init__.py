@@ -1,10 +1,17 @@
 """The code Grader: mechanical checks that run before any model judges a Trial.
 
-For process tasks it runs the task's test command on the Trial's committed HEAD — in a fresh
-clone (so uncommitted files can't count), offline, through the sandbox backend, under the Bar's
-timeout — and keeps the output as evidence in the Trial's folder. For review kinds it fails a
-Trial that left nothing to judge (no report; no findings pushed) and leaves the rest to the
-model Grader. (A review that changed its repository was already made void by the Experiment.)
+For process tasks it runs the task's test command on the Trial's committed HEAD — checked out
+afresh in a grading sandbox of its own (so uncommitted files can't count), offline, with a Trial's
+walls and caps, under the Bar's timeout — and keeps the output as evidence in the Trial's folder.
+Grading uses what the task owns: its sealed files are laid over the checkout, a commit that touches
+what grading must own (the sealed files, the runner's configuration, start-up files, a module
+shadowing the standard library) fails unless the task allows it, and where the runner writes a
+JUnit report the tests must be reported passed, not only exit 0 (docs/eval-tasks.md).
+Nothing of the Trial's is read, checked out or run on the host (docs/sandbox.md, threat model):
+the job runs through :mod:`assay.sessions.leftovers` and only its small, checked report comes
+back. For review kinds it fails a Trial that left nothing to judge (no report; no findings
+pushed) and leaves the rest to the model Grader. (A review that changed its repository already
+failed in the Experiment.)
 
 Implements ``assay_graders``.
 """
@@ -12,18 +19,30 @@ Implements ``assay_graders``.
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from assay import hookimpl
+from assay.evaltasks.sealed import sealed_files, sealed_folder
 from assay.evaltasks.timesafe import origin_path
 from assay.hooks.protocols import GradingContext
-from assay.sessions.checks import run_check
+from assay.sessions.leftovers import (
+    Changed,
+    Count,
+    Descends,
+    Job,
+    JUnit,
+    LeftoversError,
+    Protected,
+    Ran,
+    Report,
+    Status,
+    run_job,
+)
 from assay.storage import files
-from assay.storage.git import GitError, git
 from assay.storage.records import EvalTask, Score, TrialView
 from assay.storage.untrusted import MIB, UntrustedFileError, read_texts
-from assay.storage.untrusted_git import UntrustedRepoError, inspected
 
 EVIDENCE = "grade"
 REPORTS_LIMIT = 4 * MIB  # all of a review's reports together
@@ -35,58 +54,151 @@ class CodeGrader:
     async def grade(self, task: EvalTask, trials: Sequence[TrialView], context: GradingContext) -> Sequence[Score]:
         if task.kind == "process":
             return [await self._grade_process(task, view, context) for view in trials]
-        empty = {"code-review": _no_report, "spec-review": _nothing_pushed}.get(task.kind)
-        if empty is None:
-            return []
-        return [self._score(task, view, False, why, []) for view in trials if (why := empty(task, view))]
+        if task.kind == "code-review":
+            return [self._score(task, view, False, why, [], None) for view in trials if (why := _no_report(view))]
+        if task.kind == "spec-review":
+            return [score for view in trials if (score := await self._nothing_pushed(task, view, context))]
+        return []
 
     async def _grade_process(self, task: EvalTask, view: TrialView, context: GradingContext) -> Score:
         folder = view.folder / EVIDENCE
         files.remove_tree(folder)
         folder.mkdir()
-        clone = folder / "head"
+        criteria, sealed = task.criteria, sealed_files(task)
+        command = criteria["test_command"]
+        junit = any("{junit}" in a for a in command)
+        job = Job()
+        job.open(view.repository)
+        descends, status, changed = job.descends(task.base), job.status(), job.changed(task.base)
+        owned = job.protected(task.base, command, sealed=sealed, protect=criteria.get("protected", ()),
+                              allow=criteria.get("allow_protected", ()))
+        job.checkout()
+        if sealed:
+            job.overlay(sealed_folder(task), sealed)  # type: ignore[arg-type]
+        ran = job.run(command, context.timeout, junit=junit)
         try:
-            with inspected(view.repository) as repo:
-                if not repo.descends_from(task.base):
-                    return self._score(task, view, False, f"the committed HEAD {repo.head[:12]} does not descend "
-                                       f"from the base {task.base[:12]} in the Trial's own repository", [])
-                repo.clone(clone)
-                uncommitted = repo.status()
-        except GitError as e:
-            return self._score(task, view, False, f"its repository can't be graded: {e}", [])
-        notes = [_ignored(uncommitted)] if uncommitted else []
-        new_tests = task.criteria.get("new_tests")
-        if new_tests and not _adds_matching(clone, task.base, new_tests):
-            return self._score(task, view, False, f"no new test matching {', '.join(new_tests)} was committed", notes)
-        result = await run_check(context.backend, task.criteria["test_command"], clone, folder, context.timeout)
+            report = await run_job(context.backend, job, folder / "job", timeout=context.timeout)
+        except LeftoversError as e:
+            return self._unreadable(task, view, e, context.backend.name)
+        left = report.get(status, Status)
+        notes = [_ignored(left)] if left and left.lines else []
+        score = self._report_score(task, view, report, descends, changed, owned, notes)
+        if score is not None:
+            return score
+        result = report.get(ran, Ran)
+        if result is None:
+            return self._score(task, view, False, "its repository can't be graded: the grading sandbox's report "
+                               "ends before the test run", notes, report.backend)
         files.write_text(folder / "test-output.txt", result.output)
         files.write_text(folder / "notes.txt", "\n".join(notes))
-        files.remove_tree(clone)
-        command = " ".join(task.criteria["test_command"])
-        if result.timed_out:
-            why = f"`{command}` timed out after {context.timeout:.0f}s on the committed HEAD"
-        elif result.exit_code == 0:
-            why = f"`{command}` passed on the committed HEAD"
-        else:
-            why = f"`{command}` failed on the committed HEAD (exit {result.exit_code})"
-        return self._score(task, view, result.passed, why, notes)
+        passed, why = _judged(" ".join(command), result, context.timeout, criteria.get("must_pass", ()), junit)
+        return self._score(task, view, passed, why, notes, report.backend)
 
-    def _score(self, task: EvalTask, view: TrialView, passed: bool, why: str, notes: list[str]) -> Score:
+    def _report_score(self, task: EvalTask, view: TrialView, report: Report, descends: int, changed: int,
+                      owned: int, notes: list[str]) -> Score | None:
+        """The fail a report shows before any test ran, if it shows one."""
+        if report.problem:
+            return self._score(task, view, False, f"its repository can't be graded: {report.problem}", notes,
+                               report.backend)
+        found = report.get(descends, Descends)
+        if found is not None and not found.descends:
+            return self._score(task, view, False, "its committed HEAD does not descend from the base "
+                               f"{task.base[:12]} in the Trial's own repository", notes, report.backend)
+        new_tests = task.criteria.get("new_tests")
+        added = report.get(changed, Changed)
+        if new_tests and not (added and any(fnmatch.fnmatch(p, g) for p in added.paths("A") for g in new_tests)):
+            return self._score(task, view, False, f"no new test matching {', '.join(new_tests)} was committed", notes,
+                               report.backend)
+        touched = report.get(owned, Protected)
+        if touched and touched.touched:
+            shown = "; ".join(f"{path} ({why})" for path, why in touched.touched[:3])
+            more = len(touched.touched) - 3 + touched.more
+            return self._score(task, view, False, f"its commit touches what grading owns: {shown}"
+                               + (f" and {more} more" if more > 0 else "") + "; the task doesn't allow it",
+                               notes, report.backend)
+        return None
+
+    def _unreadable(self, task: EvalTask, view: TrialView, error: LeftoversError, backend: str) -> Score:
+        """No report: the Trial's fail, or — when the host's own sandbox failed — a Score left pending
+        (graded again on the next run), never a judgement the leftovers didn't earn."""
+        why = f"its repository can't be graded: {error}"
+        if error.host:
+            return Score(task.id, view.record.arm, view.record.index, self.name, False, why, pending=why, backend=backend)
+        return self._score(task, view, False, why, [], backend)
+
+    async def _nothing_pushed(self, task: EvalTask, view: TrialView, context: GradingContext) -> Score | None:
+        """A fail for a spec review that pushed nothing past the base to its origin."""
+        job = Job()
+        job.open(origin_path(view.repository), bare=True)
+        count = job.count(task.base)
+        try:
+            report = await run_job(context.backend, job, view.folder / EVIDENCE / "job", timeout=context.timeout)
+        except LeftoversError as e:
+            return self._unreadable(task, view, e, context.backend.name)
+        if report.problem:
+            return self._score(task, view, False, f"its origin can't be read: {report.problem}", [], report.backend)
+        pushed = report.get(count, Count)
+        return None if pushed and pushed.count > 0 else self._score(
+            task, view, False, "the review pushed nothing to origin", [], report.backend)
+
+    def _score(self, task: EvalTask, view: TrialView, passed: bool, why: str, notes: list[str],
+               backend: str | None) -> Score:
         return Score(
             task=task.id, arm=view.record.arm, index=view.record.index, grader=self.name, passed=passed,
             why=why + ("; " + notes[0].splitlines()[0] if notes else ""),
-            evidence=str(Path(view.folder.name) / EVIDENCE),
+            evidence=str(Path(view.folder.name) / EVIDENCE), backend=backend,
         )
 
 
-def _ignored(porcelain: str, shown: int = 5) -> str:
+def _judged(command: str, result: Ran, timeout: float, must_pass: Sequence[str], junit: bool) -> tuple[bool, str]:
+    """Pass or fail, and why, from the test run: its exit status, and where the runner wrote a JUnit
+    report, that report (every test named in ``must_pass`` passed; else none failed, and some ran)."""
+    if result.timed_out:
+        return False, f"`{command}` timed out after {timeout:.0f}s on the committed HEAD"
+    if result.exit_code != 0:
+        return False, f"`{command}` failed on the committed HEAD (exit {result.exit_code})"
+    if not junit:
+        return True, f"`{command}` passed on the committed HEAD"
+    report = result.junit or JUnit((), "its JUnit report was not read")
+    if report.problem:
+        return False, f"`{command}` exited 0 on the committed HEAD, but {report.problem}"
+    passed = {f"{c}.{n}" for c, n, outcome in report.cases if outcome == "passed"}
+    missing = [t for t in must_pass if _test_id(t) not in passed]
+    if missing:
+        return False, (f"`{command}` exited 0 on the committed HEAD, but its JUnit report doesn't show {missing[0]} "
+                       "passed" + (f" (nor {len(missing) - 1} more)" if len(missing) > 1 else ""))
+    failed = [f"{c}.{n}" for c, n, outcome in report.cases if outcome in ("failed", "error")]
+    if failed:
+        return False, f"`{command}` exited 0 on the committed HEAD, but its JUnit report shows {failed[0]} failed"
+    if not report.cases:
+        return False, f"`{command}` exited 0 on the committed HEAD, but its JUnit report shows no test run"
+    return True, f"`{command}` passed on the committed HEAD ({len(passed)} tests reported passed)"
+
+
+def _test_id(name: str) -> str:
+    """A test's name as a JUnit report gives it (``classname.name``), from a pytest node id
+    (``tests/test_x.py::TestY::test_z``), a unittest/Django name (``test_z (tests.test_x.TestY)``)
+    or that form itself."""
+    named = re.fullmatch(r"(\S+) \(([\w.]+)\)", name)
+    if named:
+        return f"{named[2]}.{named[1]}"
+    if "::" in name:
+        path, *rest = name.split("::")
+        return ".".join([path.removesuffix(".py").replace("/", "."), *rest])
+    return name
+
+
+def _ignored(status: Status, shown: int = 5) -> str:
     """One line naming the uncommitted files (the Score's ``why`` keeps only a note's first line)."""
-    names = [line.split(maxsplit=1)[-1] for line in porcelain.splitlines()]  # "XY path", the output stripped
-    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    names = [line.split(maxsplit=1)[-1] for line in status.lines]  # "XY path", the output stripped
+    left = len(names) - shown + status.more
+    more = f" and {left} more" if left > 0 else ""
     return f"uncommitted files ignored: {', '.join(names[:shown])}{more}"
 
 
-def _no_report(task: EvalTask, view: TrialView) -> str | None:
+def _no_report(view: TrialView) -> str | None:
+    """Reports are read from the Trial's home as data (regular files, no links, bounded): a review's
+    report is the one thing of a Trial's the host reads itself (docs/grading.md)."""
     try:
         if any(text.strip() for text in read_texts(view.folder / "home" / "reports", root=view.folder,
                                                    suffix=".md", limit=REPORTS_LIMIT)):
@@ -94,22 +206,6 @@ def _no_report(task: EvalTask, view: TrialView) -> str | None:
     except UntrustedFileError:
         return None  # something was left: the model Grader refuses it and says why
     return "the review left no report (~/reports/*.md)"
-
-
-def _nothing_pushed(task: EvalTask, view: TrialView) -> str | None:
-    try:
-        with inspected(origin_path(view.repository), bare=True) as origin:
-            pushed = origin.git("rev-list", "--count", f"{task.base}..{origin.head}")
-    except UntrustedRepoError as e:
-        return f"its origin can't be read: {e}"
-    except GitError:
-        return "the review pushed nothing to origin"
-    return None if int(pushed or 0) > 0 else "the review pushed nothing to origin"
-
-
-def _adds_matching(clone: Path, base: str, patterns: Sequence[str]) -> bool:
-    added = git("diff", "--name-only", "--diff-filter=A", base, "HEAD", cwd=clone).splitlines()
-    return any(fnmatch.fnmatch(path, pattern) for path in added for pattern in patterns)
 
 
 @hookimpl

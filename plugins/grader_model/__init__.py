@@ -17,7 +17,7 @@ from pathlib import Path
 import attrs
 from assay import hookimpl
 from assay.evaltasks import timesafe
-from assay.evaltasks.prompts import PromptFile
+from assay.evaltasks.prompts import GRADER, PromptFile
 from assay.hooks.protocols import GradingContext, Harness
 from assay.plugins.grader_model import packet
 from assay.sessions.grader_session import grader_session
@@ -29,7 +29,7 @@ from assay.storage.records import EvalTask, Outcome, Score, TrialView
 from assay.storage.scrub import AliasError, Scrubber, user_aliases
 from assay.storage.untrusted import UntrustedFileError
 
-PROMPT = PromptFile("grader.md", Path(__file__).parent / "prompts" / "grader.md", ("packet", "schema", "marker"))
+PROMPT = PromptFile("grader.md", Path(__file__).parent / "prompts" / "grader.md", ("packet", "schema", "marker"), kind=GRADER)
 ATTEMPTS = 2
 
 
@@ -57,7 +57,7 @@ class ModelGrader:
             return self._pending(task, trials, f"the model Grader's Harness '{seat[0]}' is not installed")
         workspace = context.workspace
         try:
-            built = build_packet(task, trials, context, workspace)
+            built = await build_packet(task, trials, context, workspace)
         except AliasError as e:
             return self._pending(task, trials, str(e))
         refused, labelled, marker = built.refused, built.labelled, built.marker
@@ -85,7 +85,7 @@ class ModelGrader:
     async def _session(self, seat: tuple[str, str], folder: Path, home: Path, context: GradingContext,
                        marker: str, note: str):
         prompt = PROMPT.render({"packet": packet.PACKET_FILE, "schema": json.dumps(packet.SCHEMA, indent=2),
-                               "marker": marker}) + note
+                               "marker": marker}, assay_home=context.assay_home) + note
         return await grader_session(context.harnesses[seat[0]], seat[1], None, folder, home, prompt,
                                     context.backend, context.timeout, context.assay_home)
 
@@ -118,14 +118,16 @@ class BuiltPacket:
     marker: str
 
 
-def build_packet(task: EvalTask, trials: Sequence[TrialView], context: GradingContext, workspace: Path) -> BuiltPacket:
+async def build_packet(task: EvalTask, trials: Sequence[TrialView], context: GradingContext,
+                       workspace: Path) -> BuiltPacket:
     """Read each Trial's submission safely, scrub it, label it blind and write the packet (and the
     label key beside it) under ``workspace``."""
     scrub = _scrubber(trials, context, workspace)
     refused, readable, bodies = [], [], {}
     for view in trials:
         try:
-            bodies[view.record.arm, view.record.index] = scrub(packet.submission(task, view))
+            read = await packet.submission(task, view, context.backend, context.timeout, workspace / "read")
+            bodies[view.record.arm, view.record.index] = scrub(read)
             readable.append(view)
         except UntrustedFileError as e:
             refused.append(Score(task.id, view.record.arm, view.record.index, "assay", False, f"{e}; it was not read"))

@@ -17,12 +17,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from assay.evaltasks.timesafe import origin_path
+from assay.hooks.protocols import SandboxBackend
 from assay.pairs.blind import frame
+from assay.sessions.leftovers import Diff, Job, LeftoversError, run_job
 from assay.storage import files
-from assay.storage.git import GitError
 from assay.storage.records import EvalTask, TrialView
 from assay.storage.untrusted import UntrustedFileError, read_bytes, read_texts
-from assay.storage.untrusted_git import inspected
 
 PACKET_FILE = "packet.md"
 ANSWER_FILE = "scores.json"
@@ -42,22 +42,26 @@ def _letter(i: int) -> str:
     return chr(ord("A") + i) if i < 26 else f"A{i}"
 
 
-def submission(task: EvalTask, view: TrialView) -> str:
+async def submission(task: EvalTask, view: TrialView, backend: SandboxBackend, timeout: float, folder: Path) -> str:
     """What a Trial left to judge: its review reports, its pushed findings, or its committed diff.
 
     Reports are read only as regular files inside the Trial's own home, at most ``REPORT_LIMIT``
     bytes in all (else :class:`~assay.storage.untrusted.UntrustedFileError`, naming the file from
-    ``~`` - never by a path that names the Arm).
+    ``~`` - never by a path that names the Arm). A diff is made in a grading sandbox (``folder``
+    its job's), with no diff driver or text conversion of the Trial's; one that can't be made is "".
     """
     if task.kind == "code-review":
         home = view.folder / "home"
         return "\n\n".join(read_texts(home / "reports", root=home, label="~", suffix=".md", limit=REPORT_LIMIT))
     spec = task.kind == "spec-review"
+    job = Job()
+    job.open(origin_path(view.repository) if spec else view.repository, bare=spec)
+    diff = job.diff(task.base)
     try:
-        with inspected(origin_path(view.repository) if spec else view.repository, bare=spec) as repo:
-            return repo.git("diff", task.base, repo.head)
-    except GitError:
+        found = (await run_job(backend, job, folder, timeout=timeout)).get(diff, Diff)
+    except LeftoversError:
         return ""
+    return found.text.strip() if found else ""
 
 
 def criteria(task: EvalTask) -> str:

@@ -66,6 +66,11 @@ class CodexHarness:
     def decoder(self) -> CodexDecoder:
         return CodexDecoder()
 
+    def usage_reports(self, home: Path) -> list[Path]:
+        """The session's rollouts, ``CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl``: where Codex
+        keeps its rate-limit reports (:meth:`CodexDecoder.feed_report`)."""
+        return command.rollouts(home)
+
 
 @hookimpl
 def assay_harnesses() -> list[CodexHarness]:

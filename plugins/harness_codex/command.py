@@ -13,6 +13,7 @@ from assay.plugins.harness_codex.login import AuthFile, trial_copy
 from assay.sessions.harnesskit import allowed_keys, copy_factory_skills, copy_user_files, session_env
 from assay.sessions.logins import Placed
 from assay.storage import files
+from assay.storage.untrusted import UntrustedFileError, list_folder
 
 # What a production session reads from CODEX_HOME besides its login, config, sessions and state.
 USER_FILES = ("AGENTS.md", "AGENTS.override.md", "hooks.json", "rules", "prompts")
@@ -49,6 +50,25 @@ def argv(request: SessionRequest, settings: tuple[str, ...] = ()) -> tuple[str, 
 
 def codex_home(request: SessionRequest) -> Path:
     return request.home / ".codex"
+
+
+def rollouts(home: Path) -> list[Path]:
+    """The rollout files under a session's ``home`` (its ``.codex/sessions/YYYY/MM/DD/``), listed
+    without following a link (the session made them)."""
+    found, folders = [], [home / ".codex" / "sessions"]
+    for depth in range(4):
+        deeper = []
+        for folder in folders:
+            try:
+                names = list_folder(folder, root=home)
+            except (FileNotFoundError, NotADirectoryError, UntrustedFileError):
+                continue
+            if depth == 3:
+                found += [folder / n for n in names if n.startswith("rollout-") and n.endswith(".jsonl")]
+            else:
+                deeper += [folder / n for n in names if n.isdigit()]
+        folders = deeper
+    return found
 
 
 def environment(request: SessionRequest, placed: Placed) -> dict[str, str]:

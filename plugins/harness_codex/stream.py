@@ -3,7 +3,9 @@
 ``thread.started`` → ``turn.started`` → ``item.*`` → ``turn.completed`` | ``turn.failed``, with
 ``error`` events along the way (retried, so not fatal by themselves). Codex gives its errors only
 as prose, so before any work the cause is read from the text; after work only its usage-limit
-message, the one fixed wording Codex has for a plan limit, still counts.
+message, the one fixed wording Codex has for a plan limit, still counts. Its rate-limit reports
+(how much of each plan window is used) are not in this stream but in the session's rollout,
+which the Harness names for :meth:`CodexDecoder.feed_report`.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from assay.sessions.streams import EventDecoder, answered_in_text, cause_in_text, int_fields
+from assay.sessions.streams import EventDecoder, answered_in_text, cause_in_text, int_fields, json_object
 from assay.storage.records import VoidCause
 
 # Codex's plan limit: "You've hit your usage limit…" (no typed code in exec --json).
@@ -21,6 +23,25 @@ _STATUS = re.compile(r"\bstatus:? ([1-5]\d\d)\b", re.IGNORECASE)
 
 
 class CodexDecoder(EventDecoder):
+    def feed_report(self, line: str, warn_at: float) -> None:
+        """A line of the session's rollout. Its ``token_count`` events carry Codex's rate-limit
+        report: each window (``primary``, five hours; ``secondary``, a week) with the share used
+        (``used_percent``); one at or past ``warn_at`` is a plan-limit warning. ``exec --json``
+        prints none of it (codex-cli 0.171.0)."""
+        event = json_object(line)
+        payload = event.get("payload") if event else None
+        limits = payload.get("rate_limits") if isinstance(payload, dict) and payload.get("type") == "token_count" else None
+        if not isinstance(limits, dict):
+            return
+        for name in ("primary", "secondary"):
+            window = limits.get(name)
+            used = window.get("used_percent") if isinstance(window, dict) else None
+            if isinstance(used, (int, float)) and not isinstance(used, bool) and used >= warn_at * 100:
+                self._reading.warn(
+                    f"plan-limit warning: Codex's {_window(window)} window is {used:g}% used (the Bar warns at "
+                    f"{warn_at * 100:g}%), resets at {window.get('resets_at')}")
+                return
+
     def _event(self, event: dict[str, Any]) -> None:
         r = self._reading
         kind = event.get("type")
@@ -63,3 +84,10 @@ class CodexDecoder(EventDecoder):
             code = int(status.group(1))
             cause = VoidCause.SERVER_ERROR if code >= 500 else VoidCause.LOGIN_FAILED if code == 401 else None
         self._reading.evidence(cause, text, answered=answered)
+
+
+def _window(window: dict[str, Any]) -> str:
+    minutes = window.get("window_minutes")
+    if not isinstance(minutes, int) or minutes <= 0:
+        return "usage"
+    return f"{minutes // 60}-hour" if minutes < 1440 else f"{minutes // 1440}-day"

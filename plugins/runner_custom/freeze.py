@@ -16,12 +16,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from assay.hooks.protocols import CannotGoOn
 from assay.plugins.runner_custom.manifest import HOME_PREFIX, RUNNER_DIR, Manifest, RunnerError
 from assay.storage import files
 from assay.storage.git import GitError, git
 
 
-class Tampered(RuntimeError):
+class Tampered(CannotGoOn):
     """A frozen file changed after freezing: the Experiment must not go on."""
 
 

@@ -12,16 +12,15 @@ from typing import Any
 import attrs
 from assay.hooks.protocols import Invocation, ProcessResult, SessionOutcome, TrialContext
 from assay.plugins.runner_custom.freeze import verify
+from assay.sessions.leftovers import Changed, Job, LeftoversError, Status, run_job
 from assay.storage import files
-from assay.storage.git import GitError, git
+from assay.storage.git import git
 from assay.storage.untrusted import MIB, UntrustedFileError, read_bytes
-from assay.storage.untrusted_git import TrialRepo, inspected
-from assay.storage.records import Outcome, VoidCause
+from assay.storage.records import CLAIMED_VOID_CAUSES, Outcome, VoidCause
 
 REQUEST_VERSION = 1
 RESULT_VERSION = 1
 RESULT_LIMIT = MIB
-RUNNER_VOID_CAUSES = {VoidCause.SESSION_UNAVAILABLE, VoidCause.USAGE_LIMIT, VoidCause.RATE_LIMIT}
 OUTCOMES = {"delivered": Outcome.DELIVERED, "stopped_to_ask": Outcome.STOPPED_TO_ASK, "failed": Outcome.FAILED}
 
 
@@ -42,13 +41,14 @@ class CustomRunnerArm:
         output.mkdir()
         branch = git("rev-parse", "--abbrev-ref", "HEAD", cwd=ctx.repository)
         request = ctx.folder / "request.json"
+        argv = _argv(frozen["command"], bundle, request)
         files.write_json(request, {
             "version": REQUEST_VERSION, "repository": str(ctx.repository), "issue_file": str(issue),
-            "base": ctx.task.base, "branch": branch, "runner_dir": str(bundle), "output_dir": str(output),
-            "home": str(ctx.home), "task": ctx.task.id,
+            "issue_url": ctx.task.issue_url, "base": ctx.task.base, "branch": branch, "runner_dir": str(bundle),
+            "output_dir": str(output), "record_command": list(argv), "home": str(ctx.home), "task": ctx.task.id,
         })
         invocation = Invocation(
-            argv=_argv(frozen["command"], bundle, request), cwd=ctx.repository,
+            argv=argv, cwd=ctx.repository,
             env={**_env(ctx.home), "ASSAY_REQUEST": str(request)},
             read_only=(bundle, issue, request), read_write=(ctx.repository, ctx.home, output), log_dir=ctx.folder,
         )
@@ -56,13 +56,20 @@ class CustomRunnerArm:
             invocation, timeout=ctx.timeout, on_line=lambda line: ctx.log.write(line if line.endswith("\n") else line + "\n"),
         )
         outcome = read_result(process, output / "result.json", ctx.folder)
+        job = Job()  # what it committed and left, read in a grading sandbox, never by host git
+        job.open(ctx.repository)
+        changed, status = job.changed(ctx.task.base), job.status()
         try:
-            with inspected(ctx.repository) as repo:
-                if outcome.outcome is Outcome.DELIVERED:
-                    outcome = _check_commits(outcome, repo, ctx.task.base, frozen["git_exclude"])
-                return _note_uncommitted(outcome, repo), process
-        except GitError as e:
+            report = await run_job(ctx.backend, job, ctx.folder / "committed", timeout=ctx.timeout)
+        except LeftoversError as e:
+            if e.host:
+                return SessionOutcome(Outcome.VOID, VoidCause.SANDBOX_FAILED, diagnostic=str(e)), process
             return SessionOutcome(Outcome.FAILED, diagnostic=f"its repository can't be read: {e}"), process
+        if report.problem:
+            return SessionOutcome(Outcome.FAILED, diagnostic=f"its repository can't be read: {report.problem}"), process
+        if outcome.outcome is Outcome.DELIVERED:
+            outcome = _check_commits(outcome, report.get(changed, Changed), frozen["git_exclude"])
+        return _note_uncommitted(outcome, report.get(status, Status)), process
 
 
     def probe(self, folder: Path) -> Invocation:
@@ -115,10 +122,10 @@ def read_result(process: ProcessResult, path: Path, root: Path) -> SessionOutcom
         return SessionOutcome(Outcome.FAILED, diagnostic=f"result.json version {version!r} is not {RESULT_VERSION} ({exit_note})")
     if outcome == "void":
         cause = result.get("void_cause")
-        if cause not in {c.value for c in RUNNER_VOID_CAUSES}:
+        if cause not in {c.value for c in CLAIMED_VOID_CAUSES}:
             return SessionOutcome(Outcome.FAILED, diagnostic=(
                 f"the runner claimed the void cause {cause!r}; a runner may claim only "
-                f"{', '.join(sorted(c.value for c in RUNNER_VOID_CAUSES))} ({exit_note})"))
+                f"{', '.join(sorted(c.value for c in CLAIMED_VOID_CAUSES))} ({exit_note})"))
         return SessionOutcome(Outcome.VOID, VoidCause(cause), diagnostic=summary)
     if outcome not in OUTCOMES:
         return SessionOutcome(Outcome.FAILED, diagnostic=f"result.json outcome {outcome!r} is not one of {', '.join([*OUTCOMES, 'void'])}")
@@ -143,8 +150,8 @@ def _matches(path: str, pattern: str) -> bool:
     return fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(Path(path).name, pattern)
 
 
-def _check_commits(outcome: SessionOutcome, repo: TrialRepo, base: str, patterns: list[str]) -> SessionOutcome:
-    committed = repo.git("diff", "--name-only", base, repo.head).splitlines()
+def _check_commits(outcome: SessionOutcome, changed: Changed | None, patterns: list[str]) -> SessionOutcome:
+    committed = changed.paths() if changed else []
     excluded = sorted({p for p in committed for pattern in patterns if _matches(p, pattern)})
     if excluded:
         return attrs.evolve(outcome, outcome=Outcome.FAILED,
@@ -152,9 +159,8 @@ def _check_commits(outcome: SessionOutcome, repo: TrialRepo, base: str, patterns
     return outcome
 
 
-def _note_uncommitted(outcome: SessionOutcome, repo: TrialRepo) -> SessionOutcome:
-    left = repo.status()
-    if not left:
+def _note_uncommitted(outcome: SessionOutcome, status: Status | None) -> SessionOutcome:
+    if not status or not status.lines:
         return outcome
-    note = f"uncommitted files, ignored for grading: {', '.join(line.split(None, 1)[1] for line in left.splitlines()[:20])}"
+    note = f"uncommitted files, ignored for grading: {', '.join(line.split(None, 1)[-1] for line in status.lines[:20])}"
     return attrs.evolve(outcome, diagnostic="; ".join(filter(None, [outcome.diagnostic, note])))

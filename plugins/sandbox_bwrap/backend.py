@@ -27,6 +27,7 @@ from assay.plugins.sandbox_bwrap import disk, limits, memory, mounts, pids, resi
 from assay.plugins.sandbox_bwrap.broker import Broker, BrokerCA, upstream_context
 from assay.plugins.sandbox_bwrap.handshake import Handshake
 from assay.plugins.sandbox_bwrap.limits import TrialLimits
+from assay.plugins.sandbox_bwrap.meter import ProxyMeter
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, private_hosts, resolver, upstream_table
 from assay.sessions import hostkills
 from assay.sessions.proctree import ProcessTree
@@ -92,11 +93,12 @@ class BwrapBackend(Supervisor):
 
         It runs a trio loop of its own, so call it outside one.
         """
-        described = self._caps().describe(self._limit())
+        limit, source = (self.memory_limit, "set for this backend") if self.memory_limit else memory.default_and_source()
+        described = f"{self._caps().describe(limit)}; {source}"
         limits_here = limits.in_force(
-            self._caps(), self._limit(), self.pids_caps or pids.detect(), self.pids_limit or pids.default_limit(),
+            self._caps(), limit, self.pids_caps or pids.detect(), self.pids_limit or pids.default_limit(),
             self.disk_caps or disk.detect(), self.disk_limit or disk.default_limit(),
-            self.file_size or limits.file_size_limit())
+            self.file_size or limits.file_size_limit(), memory_source=source)
         if shutil.which(self.executable) is None:
             return SandboxCheck(False, f"{self.executable} is not installed (apt-get install bubblewrap)", described,
                                 limits_here)
@@ -129,7 +131,8 @@ class BwrapBackend(Supervisor):
                 proxy = Proxy(
                     Allowlist.of(invocation.hosts), (invocation.log_dir or invocation.cwd.parent) / PROXY_LOG,
                     resolver(self.hosts_file), own_addresses(), upstreams=upstream_table(self.upstreams),
-                    private=Allowlist.of(self.private_hosts), broker=broker,
+                    private=Allowlist.of(self.private_hosts), broker=broker, meter=ProxyMeter.from_env(),
+                    provider=Allowlist.of(invocation.provider_hosts),
                 )
                 async with trio.open_nursery() as nursery:
                     await nursery.start(proxy.serve, Path(sockets) / SOCKET)
@@ -140,13 +143,17 @@ class BwrapBackend(Supervisor):
                             env={**invocation.env, **dict.fromkeys(PROXY_ENV, f"http://127.0.0.1:{RELAY_PORT}"), **trust},
                             timeout=timeout, on_line=on_line, stop_signals=invocation.stop_signals,
                             preexec_fn=None, pass_fds=handshake.child_ends, on_start=handshake.hand_over,
-                            signal_stop=_signal_session, end_early=cap.killed,
+                            signal_stop=_signal_session,
+                            end_early=lambda: (cap.killed() or proxy.meter.overrun is not None
+                                               or bool(proxy.refused_provider)),
                         )
                         reports.cancel_scope.deadline = trio.current_time() + self.drain  # the last reports
                     nursery.cancel_scope.cancel()
             notes = cap.notes() + await trio.to_thread.run_sync(staged.finish)
-            result = attrs.evolve(result, stderr_tail=result.stderr_tail + notes)
-            return hostkills.judge(_reading(result, handshake, capped=cap.killed()), oom_before)
+            result = attrs.evolve(result, stderr_tail=result.stderr_tail + notes,
+                                  overrun=result.overrun or proxy.meter.overrun, memory_peak=cap.peak())
+            return hostkills.judge(_reading(result, handshake, capped=cap.killed(), refused=proxy.refused_provider),
+                                   oom_before)
         finally:
             handshake.close()
             with trio.CancelScope(shield=True):
@@ -170,7 +177,7 @@ class BwrapBackend(Supervisor):
         return [
             self.executable, *ISOLATION, "--json-status-fd", str(handshake.report_bwrap),
             *(("--seccomp", str(handshake.seccomp)) if handshake.seccomp is not None else ()),
-            *mounts.toolchains(), *mounts.binds(invocation, staged),
+            *mounts.toolchains(), *mounts.binds(invocation, staged, self.disk_limit or disk.default_limit()),
             "--ro-bind", str(RELAY), str(INSIDE / RELAY.name), "--ro-bind", str(sockets), str(INSIDE / "proxy"),
             "--chdir", str(invocation.cwd), "--",
             os.path.realpath(sys.executable), "-I", "-S", str(INSIDE / RELAY.name), str(handshake.report_relay),
@@ -206,11 +213,13 @@ def own_folders(invocation: Invocation) -> list[Path]:
     return [p for p in invocation.read_write if own == Path(os.path.abspath(p)) or own in Path(os.path.abspath(p)).parents]
 
 
-def _reading(result: ProcessResult, handshake: Handshake, *, capped: bool) -> ProcessResult:
+def _reading(result: ProcessResult, handshake: Handshake, *, capped: bool,
+             refused: Sequence[tuple[str, str]] = ()) -> ProcessResult:
     """The command's own exit status (not bwrap's), and the sandbox's void cause if there is one.
 
     Nothing inside can kill the relay (PID 1 of its namespace), so a sandbox that ends without its
-    exit report was killed from outside; a command that killed itself is the Arm's doing.
+    exit report was killed from outside; a command that killed itself is the Arm's doing. A host of
+    its provider the proxy refused (``refused``) means it could not reach its provider.
     """
     if handshake.exit_code() is not None:
         result = attrs.evolve(result, exit_code=handshake.exit_code())
@@ -220,6 +229,11 @@ def _reading(result: ProcessResult, handshake: Handshake, *, capped: bool) -> Pr
         return attrs.evolve(result, void_cause=VoidCause.SANDBOX_FAILED)
     if capped:
         return attrs.evolve(result, void_cause=VoidCause.MEMORY_CAP)
+    if refused:
+        target, why = refused[0]
+        return attrs.evolve(result, void_cause=VoidCause.PROVIDER_UNREACHABLE, timed_out=False, stderr_tail=(
+            f"{result.stderr_tail}assay sandbox: the proxy refused {target} ({why}), a host of the Harness's "
+            "provider: the session could not reach its provider\n"))
     if not handshake.started and not result.timed_out:  # bwrap, the cap or the relay failed to set up
         return attrs.evolve(result, void_cause=VoidCause.SANDBOX_FAILED)
     if handshake.exit_code() is None and not result.timed_out:  # the relay (PID 1) or bwrap killed from outside

@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
-from assay.plugins.sandbox_bwrap.memory import parse_size
+from assay.storage.sizes import size_from_env
 from assay.storage import owners
+from assay.storage.files import empty_folder
 
 DISK_ENV = "ASSAY_TRIAL_DISK"
 DEFAULT_LIMIT = 8 << 30
@@ -30,11 +31,7 @@ PREFIX = "assay-disk-"  # then the maker's tag (:mod:`assay.storage.owners`)
 
 def default_limit() -> int:
     """``$ASSAY_TRIAL_DISK`` (e.g. ``20G``) if set, else 8 GiB."""
-    raw = os.environ.get(DISK_ENV, "").strip()
-    try:
-        return parse_size(raw) if raw else DEFAULT_LIMIT
-    except ValueError as e:
-        raise ValueError(f"{DISK_ENV}: {e}") from None
+    return size_from_env(DISK_ENV, DEFAULT_LIMIT)
 
 
 @attrs.define
@@ -59,7 +56,7 @@ class Staged:
                 notes += f"assay sandbox: the Trial filled its disk cap ({self.limit / (1 << 30):.2f} GiB)\n"
             for folder, staged in self.sources.items():
                 try:
-                    _empty(folder)
+                    empty_folder(folder)
                     _copy(staged, folder)
                 except OSError as e:  # whatever the Trial left there is its own doing: its failure
                     notes += f"assay sandbox: can't put back all the Trial left in {folder}: {e}\n"
@@ -132,14 +129,6 @@ def detect() -> DiskCaps:
 def _copy(source: Path, target: Path) -> None:
     """Everything in ``source`` (and its own mode and times) into the folder ``target``."""
     _run("cp", "-a", "--no-preserve=xattr", f"{source}/.", f"{target}/")
-
-
-def _empty(folder: Path) -> None:
-    for entry in folder.iterdir():
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
-        else:
-            entry.unlink()
 
 
 def _run(*argv: str) -> None:

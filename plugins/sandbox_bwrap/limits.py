@@ -8,12 +8,12 @@ system of its own (:mod:`.disk`), where this machine allows one.
 
 from __future__ import annotations
 
-import os
 import resource
 
 import attrs
 from assay.hooks.protocols import Limit
 from assay.plugins.sandbox_bwrap import broker, disk, memory, pids, seccomp
+from assay.storage.sizes import size_from_env
 
 FILE_SIZE_ENV = "ASSAY_TRIAL_FILE_SIZE"
 DEFAULT_FILE_SIZE = 4 << 30
@@ -21,11 +21,7 @@ DEFAULT_FILE_SIZE = 4 << 30
 
 def file_size_limit() -> int:
     """``$ASSAY_TRIAL_FILE_SIZE`` (e.g. ``1G``) if set, else 4 GiB."""
-    raw = os.environ.get(FILE_SIZE_ENV, "").strip()
-    try:
-        return memory.parse_size(raw) if raw else DEFAULT_FILE_SIZE
-    except ValueError as e:
-        raise ValueError(f"{FILE_SIZE_ENV}: {e}") from None
+    return size_from_env(FILE_SIZE_ENV, DEFAULT_FILE_SIZE)
 
 
 @attrs.frozen
@@ -54,6 +50,9 @@ class TrialLimits:
     def killed(self) -> bool:
         return self.memory.killed()
 
+    def peak(self) -> int | None:
+        return self.memory.peak()
+
     def notes(self) -> str:
         """Lines for the Trial's stderr about limits it reached without being killed."""
         return "assay sandbox: the Trial reached its process limit\n" if self.pids.hit() else ""
@@ -66,10 +65,11 @@ class TrialLimits:
 
 
 def in_force(memory_caps: memory.MemoryCaps, memory_limit: int, pids_caps: pids.PidsCaps, pids_limit: int,
-             disk_caps: disk.DiskCaps, disk_limit: int, file_size: int) -> tuple[Limit, ...]:
-    """Each limit a Trial gets on this machine, for ``assay sandbox check``."""
+             disk_caps: disk.DiskCaps, disk_limit: int, file_size: int, memory_source: str = "") -> tuple[Limit, ...]:
+    """Each limit a Trial gets on this machine, for ``assay sandbox check`` (``memory_source``: where
+    the memory cap's size comes from)."""
     return (
-        Limit("memory", True, memory_caps.describe(memory_limit)),
+        Limit("memory", True, "; ".join(filter(None, (memory_caps.describe(memory_limit), memory_source)))),
         Limit("pids", pids_caps.in_force, pids_caps.describe(pids_limit)),
         Limit("disk", disk_caps.in_force,
               f"{disk_caps.describe(disk_limit)}; each file at most {file_size / (1 << 30):.2f} GiB (rlimit fsize)"),

@@ -47,13 +47,19 @@ def installs() -> list[Path]:
     return sorted(root for root in found if not _under(root.resolve(), [s.resolve() for s in SYSTEM]))
 
 
-def binds(invocation: Invocation, sources: Mapping[Path, Path] | None = None) -> list[str]:
+def binds(invocation: Invocation, sources: Mapping[Path, Path] | None = None, scratch_size: int = 0) -> list[str]:
     """The Invocation's paths, a folder always mounted before anything inside it; a writable path
-    in ``sources`` is bound from there (its copy on the Trial's capped disk)."""
+    in ``sources`` is bound from there (its copy on the Trial's capped disk), and each scratch
+    folder is a fresh tmpfs of ``scratch_size`` bytes (counted against the memory cap), gone with
+    the sandbox."""
     paths = [(Path(os.path.abspath(p)), "--bind") for p in invocation.read_write]
     paths += [(Path(os.path.abspath(p)), "--ro-bind") for p in invocation.read_only]
+    paths += [(Path(os.path.abspath(p)), "--tmpfs") for p in invocation.scratch]
     args = []
     for path, how in sorted(paths, key=lambda bind: len(bind[0].parts)):
+        if how == "--tmpfs":
+            args += ["--size", str(scratch_size), "--tmpfs", str(path)]
+            continue
         source = (sources or {}).get(path, path) if how == "--bind" else path
         args += [how, str(source), str(path)]
     return args

@@ -9,6 +9,12 @@ host is one the user named as a private provider; it then connects to an address
 so a second lookup can't rebind the name. Every
 allowed and refused connection is one JSON line in the Trial's log.
 
+A refusal of a host of the Trial's provider (its ``provider`` list: on the allowlist but
+unresolvable, unreachable or resolving where it may not, or missing from the allowlist) is kept in
+``refused_provider``: the backend ends the session at once as void, since it can't reach its
+provider (its log line says ``"provider": true``). An error inside a tunnel already opened is never
+one: an agent can cause that.
+
 For the hosts a Trial's login is brokered on, the tunnel goes through the credential broker
 (:mod:`.broker`), which holds the login outside the sandbox; every other host is passed through.
 
@@ -22,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import os
+import re
 import socket
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -29,12 +36,14 @@ from pathlib import Path
 import attrs
 import trio
 from assay.plugins.sandbox_bwrap.broker import Broker
+from assay.plugins.sandbox_bwrap.meter import ProxyMeter
 from assay.storage.commands import now
 from assay.storage.files import append_line
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
 HEAD_LIMIT = 8192
+_PORT = re.compile(r"[0-9]{1,5}")  # ASCII digits only: '²'.isdigit() is true, and int('²') raises
 PRIVATE_ENV = "ASSAY_PRIVATE_HOSTS"
 _PHRASES = {200: "Connection established", 400: "Bad Request", 403: "Forbidden",
             405: "Method Not Allowed", 408: "Request Timeout", 502: "Bad Gateway"}
@@ -130,6 +139,9 @@ class Proxy:
     upstreams: Mapping[tuple[str, int], Path] = attrs.field(factory=dict)  # see upstream_table
     private: Allowlist = Allowlist(frozenset())  # hosts that may resolve to private addresses
     broker: Broker | None = None  # the Trial's credential broker, for the hosts it serves
+    provider: Allowlist = Allowlist(frozenset())  # the hosts of the Trial's provider
+    refused_provider: list[tuple[str, str]] = attrs.field(factory=list)  # (target, why) of each refusal of one
+    meter: ProxyMeter = attrs.field(factory=ProxyMeter)  # the run's budgets (see .meter)
 
     async def serve(self, path: Path, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Listen on the Unix socket ``path`` until cancelled."""
@@ -141,10 +153,22 @@ class Proxy:
             await trio.serve_listeners(self.handle, [listener])
 
     async def handle(self, client: trio.SocketStream) -> None:
-        """One CONNECT request: refuse it with a status, or tunnel it until both sides are done."""
+        """One CONNECT request: refuse it with a status, or tunnel it until both sides are done.
+
+        Whatever a request holds, it ends here: a connection past the run's budgets is closed at
+        once, and one the proxy can't handle is logged and closed, never raised (that would end
+        the proxy, so the Trial's run, so the Experiment).
+        """
         async with client:
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):  # the client left
-                await self._tunnel(client)
+            if not self.meter.admit():
+                return
+            try:
+                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):  # the client left
+                    await self._tunnel(client)
+            except Exception as e:
+                self._log("", 400, reason=f"the proxy could not handle this connection ({type(e).__name__})")
+            finally:
+                self.meter.release()
 
     async def _tunnel(self, client: trio.SocketStream) -> None:
         target = ""
@@ -194,14 +218,26 @@ class Proxy:
         raise Refused(502, "unreachable: " + ("; ".join(errors) or "no address"))
 
     async def _refuse(self, client: trio.SocketStream, target: str, refused: Refused) -> None:
-        self._log(target, refused.status, reason=refused.reason)
+        provider = self._of_provider(target)
+        if provider:
+            self.refused_provider.append((target, refused.reason))
+        self._log(target, refused.status, reason=refused.reason, provider=provider)
         message = f"HTTP/1.1 {refused.status} {_PHRASES[refused.status]}\r\nContent-Length: 0\r\n\r\n"
         await client.send_all(message.encode())
 
-    def _log(self, target: str, status: int, *, address: str | None = None, reason: str = "") -> None:
+    def _of_provider(self, target: str) -> bool:
+        try:
+            return bool(target) and self.provider.allows(*_split(target, default_port=None))
+        except Refused:  # a target that names no valid port names no host of the provider
+            return False
+
+    def _log(self, target: str, status: int, *, address: str | None = None, reason: str = "",
+             provider: bool = False) -> None:
+        if not self.meter.may_log():
+            return
         append_line(self.log, {
             "time": now().isoformat(timespec="milliseconds"), "target": target, "allowed": status == 200,
-            "status": status, "address": address, "reason": reason,
+            "status": status, "address": address, "reason": reason, **({"provider": True} if provider else {}),
         })
 
 
@@ -245,7 +281,7 @@ def _split(target: str, *, default_port: int | None) -> tuple[str, int]:
         if default_port is None:
             raise Refused(400, f"{target!r} names no port")
         return host, default_port
-    if not port.isdigit() or not 0 < int(port) < 65536:
+    if not _PORT.fullmatch(port) or not 0 < int(port) < 65536:
         raise Refused(400, f"{target!r} has no valid port")
     return host, int(port)
 

@@ -4,8 +4,8 @@ Inside the sandbox every bind is ``nosuid,nodev`` (bwrap mounts them so), but th
 the host's disk: a ``chmod 4755`` there leaves a set-uid binary owned by the user running assay
 (root, in CI) that anyone who can reach it runs with that user's rights. So once the Trial is
 over (its PID namespace gone, so nothing races the walk) every set-uid or set-gid bit is
-cleared and every device node removed. The walk follows no link, and changes a file through a
-descriptor to the very entry it examined.
+cleared and every device node removed. The walk (:func:`~assay.storage.files.walk_bottom_up`) is
+iterative, follows no link, and changes a file through a descriptor to the very entry it examined.
 """
 
 from __future__ import annotations
@@ -16,37 +16,33 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import attrs
+from assay.storage.files import walk_bottom_up
 
 PRIVILEGE_BITS = stat.S_ISUID | stat.S_ISGID
 
 
 @attrs.frozen
 class Defused:
-    """What :func:`defuse` changed: files whose set-uid/set-gid bits it cleared, device nodes it removed."""
+    """What :func:`defuse` changed, by name: files whose set-uid/set-gid bits it cleared, device nodes it removed."""
 
     stripped: tuple[Path, ...] = ()
     removed: tuple[Path, ...] = ()
 
 
 def defuse(folders: Iterable[Path]) -> Defused:
-    """Clear set-uid/set-gid bits and remove device nodes anywhere under ``folders``."""
+    """Clear set-uid/set-gid bits and remove device nodes anywhere under ``folders``, at any depth."""
     stripped: list[Path] = []
     removed: list[Path] = []
     for folder in folders:
         if not folder.is_dir() or folder.is_symlink():
             continue
-        for top, dirs, files, dir_fd in os.fwalk(folder, follow_symlinks=False):
-            for name in (*dirs, *files):
-                try:
-                    mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
-                except FileNotFoundError:
-                    continue
-                if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-                    os.unlink(name, dir_fd=dir_fd)
-                    removed.append(Path(top, name))
-                elif mode & PRIVILEGE_BITS and (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                    _clear_bits(name, dir_fd)
-                    stripped.append(Path(top, name))
+        for dir_fd, name, mode in walk_bottom_up(folder):
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+                os.unlink(name, dir_fd=dir_fd)
+                removed.append(Path(name))
+            elif mode & PRIVILEGE_BITS and (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                _clear_bits(name, dir_fd)
+                stripped.append(Path(name))
     return Defused(tuple(stripped), tuple(removed))
 
 

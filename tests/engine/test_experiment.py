@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import OOM_KILLS, cli_env, wait_for
+from tests.conftest import OOM_KILLS, cli_env, copy_home, run_cli, wait_for
 from tests.experiment_fixtures import PLUGINS, experiment, make_factory, make_suite, scenario, start_experiment
 from tests.terminal import on_terminal
 
@@ -87,7 +87,7 @@ def _intervals(trials: list[dict]) -> list[tuple[float, float, str]]:
              t["arm"]) for t in trials]
 
 
-@pytest.mark.parametrize("workers", [1, 2, 3])
+@pytest.mark.parametrize("workers", [1, 2])
 def test_never_more_than_workers_at_once_and_arms_interleaved(world, assay_home: Path, tmp_path: Path, workers: int):
     factory, _ = world
     sc = scenario(tmp_path / "s.json", {"good": {"*": "sleep:0.15,right"}, "bad": {"*": "sleep:0.15,wrong"}})
@@ -323,8 +323,10 @@ def test_without_suite_the_suites_the_change_touches_run_and_none_touched_exits_
     assert len(list((assay_home / "evals" / "experiments").iterdir())) == 1
 
 
-def test_without_bwrap_an_experiment_needs_sandbox_none_said_out_loud(world, assay_home: Path, tmp_path: Path):
-    """A machine with no bwrap: refused with the reason, unless --sandbox none; the demo falls back, warning."""
+def test_without_bwrap_an_experiment_needs_sandbox_none_said_out_loud(world, assay_home: Path, tmp_path: Path,
+                                                                    finished_demo: Path):
+    """A machine with no bwrap: refused with the reason, unless --sandbox none; the demo falls back,
+    warning, to the Experiment it ran before without a sandbox (which therefore just reports)."""
     import shutil
 
     factory, _ = world
@@ -341,6 +343,7 @@ def test_without_bwrap_an_experiment_needs_sandbox_none_said_out_loud(world, ass
     assert refused.stderr.strip() == (
         "assay: error: bwrap can't run here (bwrap is not installed (apt-get install bubblewrap)); "
         "pass --sandbox none to run Trials without a sandbox")
+    copy_home(finished_demo, assay_home)
     demo = subprocess.run([sys.executable, "-m", "assay", "demo", "--workers", "2"], capture_output=True, text=True,
                           env=cli_env(assay_home, "", PATH=str(bin_dir)))
     assert demo.returncode == 0, demo.stderr
@@ -376,17 +379,18 @@ def test_a_factory_build_that_fails_errors_the_experiment_in_one_line(world, ass
 
 def test_plain_progress_counts_every_running_trial_when_trials_overlap(world, assay_home: Path, tmp_path: Path):
     """Issue 17: with Trials overlapping, the plain progress line counts every Trial running (it was
-    printed in the instant a worker was between Trials, so `--workers 3` always showed 2 running)."""
+    printed in the instant a worker was between Trials, so `--workers 3` always showed 2 running).
+    Both Arms share one login here, so 2 is the most workers allowed (spec US14)."""
     factory, _ = world
     sc = scenario(tmp_path / "s.json", {"good": {"*": "sleep:0.3,right"}})
-    result = experiment(assay_home, factory, sc, "--workers", "3")
+    result = experiment(assay_home, factory, sc, "--workers", "2")
     assert result.returncode == 0, result.stderr
     lines = [re.match(r"Trials: (\d+) running, (\d+)/16 done, 0 void, (\d+) left", line)
              for line in result.stderr.splitlines() if ", 0 void, " in line]
     counts = [(int(m[1]), int(m[2]), int(m[3])) for m in lines if m]
     assert all(running + done + left == 16 for running, done, left in counts)
     middle = [running for running, done, left in counts if done and left]
-    assert middle and set(middle) == {3}, counts
+    assert middle and set(middle) == {2}, counts
 
 
 def test_plain_progress_counts_tasks_and_trials_right_and_shows_grading(assay_home: Path, tmp_path: Path):
@@ -456,3 +460,109 @@ def test_on_a_terminal_progress_is_a_live_line(world, assay_home: Path, tmp_path
     assert "\x1b[2K" in text, "the line is redrawn in place"
     assert "16/16 done" in re.sub(r"\x1b\[[0-9;]*m", "", text) and "elapsed" in text
     assert "Verdict: " in text
+
+
+def test_more_workers_than_two_per_login_is_refused_unless_the_arms_run_on_different_logins(
+    world, assay_home: Path, tmp_path: Path
+):
+    """977 US14: 'at most two Trials running at once beside the factory, so that production keeps its
+    share of the machine'; issue 38: '`--workers` above that is refused with why, unless the Arms run
+    on different logins'. Both Arms on the fake-agent login: --workers 3 is refused before anything
+    is recorded; two Custom runners are two logins: --workers 4 runs."""
+    factory, _ = world
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "bad": {"*": "wrong"}})
+    refused = experiment(assay_home, factory, sc, "--candidate-model", "bad", "--workers", "3", "--json")
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines()[-1] == (
+        "assay: error: --workers 3: sessions on one login never run more than 2 at once (Trials and Grader "
+        "sessions alike, so production keeps its share), and both Arms run on the fake-agent login: at most "
+        "--workers 2")
+    assert not (assay_home / "logs" / "experiment").exists() and not list(assay_home.glob("evals/experiments/*/trials"))
+
+    from tests.experiment_fixtures import make_process_suite, make_runner
+
+    make_process_suite(assay_home, tasks=2)
+    good = make_runner(tmp_path / "good", "good", {"*": "fix"})
+    lazy = make_runner(tmp_path / "lazy", "lazy", {"*": "nofix"})
+    args = ("experiment", "--suite", "proc", "--baseline-runner", str(lazy), "--candidate-runner", str(good),
+            "--trials-per-task", "1", "--sandbox", "none", "--json")
+    runs = run_cli(assay_home, *args, "--workers", "4", plugins=PLUGINS, cwd=tmp_path)
+    assert runs.returncode == 0, runs.stderr
+    too_many = run_cli(assay_home, *args, "--workers", "5", plugins=PLUGINS, cwd=tmp_path)
+    assert too_many.returncode == 2 and "the Arms run on 2 logins (good, lazy): at most --workers 4" in too_many.stderr
+
+
+def _sessions(home: Path, pattern: str, first: str, last: str) -> list[tuple[float, float]]:
+    """(start, end) of each session whose log matches ``pattern``, from its first and last lines' ``at``."""
+    spans = []
+    for log in home.glob(pattern):
+        events = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+        start = next(e["at"] for e in events if e.get("type") == first)
+        end = next(e["at"] for e in reversed(events) if e.get("type") == last)
+        spans.append((start, end))
+    return spans
+
+
+def test_grader_sessions_share_the_two_slots_of_their_login_with_the_trials(assay_home: Path, tmp_path: Path):
+    """977 US14 with issue 38: 'Sessions on one login (Trials and Grader sessions alike) never exceed
+    two at once.' The model Grader's Harness here shares the Arms' login; tasks are graded while
+    other tasks' Trials run, yet no moment has more than two of those sessions."""
+    from tests.review_fixtures import make_code_review_suite
+
+    root = tmp_path / "factory"
+    (root / "skills" / "review").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=root, check=True)
+    (root / "assay.toml").write_text('[defaults]\nharness = "fake-agent"\nmodel = "opus-7"\n')
+    (root / "skills" / "review" / "SKILL.md").write_text("Review carefully.\n")
+    subprocess.run(["git", "add", "."], cwd=root, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "factory"], cwd=root, check=True)
+    make_code_review_suite(assay_home, tasks=3)
+    sc = scenario(tmp_path / "s.json", {m: {"*": "sleep:0.6,report:## Findings|FOUND it."} for m in ("opus-7", "sonnet-9")})
+    result = run_cli(assay_home, "experiment", "HEAD", "--factory", str(root), "--suite", "reviews", "--sandbox", "none",
+                     "--candidate-model", "sonnet-9", "--unsandboxed-grader", "--trials-per-task", "2", "--json",
+                     "--model-grader", "fake-judge:judge-slow", plugins=PLUGINS, FAKE_SCENARIO=str(sc),
+                     FAKE_JUDGE_LOGIN="fake-agent")
+    assert result.returncode == 0, result.stderr
+    trials = _sessions(assay_home, "evals/experiments/*/trials/*/*/attempt-*/session.log", "start", "result")
+    graders = _sessions(assay_home, "evals/experiments/*/grading/*/session*/session.log", "prompt", "result")
+    assert len(trials) == 12 and len(graders) == 3
+    spans = trials + graders
+    peak = max(sum(1 for s, e in spans if s <= t < e) for t, _ in spans)
+    assert peak == 2
+
+
+def test_efficiency_in_the_bar_is_judged_paired_per_task_beside_the_pass_share(world, assay_home: Path, tmp_path: Path):
+    """977 US11: 'efficiency shown beside accuracy but kept out of the Bar, unless a change is meant to
+    save time or cost, so that a faster, worse change never passes on speed'; D59: 'It stays out of
+    the Bar unless the Bar says the change is meant to save time or cost.' With --efficiency time the
+    Verdict also judges the saving and says both; the pass-share Verdict is the one without it; a
+    Candidate as right but slower fails the Experiment on what it was meant to save."""
+    factory, _ = world
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "sleep:1.2,right"}, "quick": {"*": "sleep:0.1,right"},
+                                        "slow": {"*": "sleep:2,right"}})
+    plain = experiment(assay_home, factory, sc, "--candidate-model", "quick", "--json", "--label", "plain")
+    assert plain.returncode == 0, plain.stderr
+    saving = experiment(assay_home, factory, sc, "--candidate-model", "quick", "--json", "--label", "saving",
+                        "--efficiency", "time", "--efficiency-margin", "0.2")
+    assert saving.returncode == 0, saving.stderr
+    line, plain_line = last_json(saving.stdout), last_json(plain.stdout)
+    assert "efficiency" not in plain_line
+    assert (line["verdict"], line["interval"]) == (plain_line["verdict"], plain_line["interval"])
+    assert line["efficiency"]["measure"] == "time" and line["efficiency"]["verdict"] == "pass"
+    assert line["efficiency"]["interval"][0] > 0.2 and line["outcome"] == line["verdict"], "a saving alone changes nothing"
+    verdicts = {p.parent.name: json.loads(p.read_text()) for p in assay_home.glob("evals/experiments/*/verdict.json")}
+    judged = verdicts[line["id"]]["efficiency"]
+    assert judged["measured"] == 4 and judged["margin"] == 0.2
+    assert verdicts[plain_line["id"]]["efficiency"] is None
+    assert {k: v for k, v in verdicts[line["id"]].items() if k not in ("efficiency", "computed_at")} == \
+        {k: v for k, v in verdicts[plain_line["id"]].items() if k not in ("efficiency", "computed_at")}
+    shown = run_cli(assay_home, "experiments", line["id"], plugins=PLUGINS).stdout
+    assert f"Verdict: {line['verdict']}" in shown and "Efficiency (time, meant to save 20%): pass, saving [+" in shown
+
+    slower = experiment(assay_home, factory, sc, "--candidate-model", "slow", "--json", "--efficiency", "time")
+    assert slower.returncode == 0, slower.stderr
+    worse = last_json(slower.stdout)
+    assert worse["verdict"] != "fail" and worse["efficiency"]["verdict"] == "fail" and worse["outcome"] == "fail"
+    inbox = json.loads(run_cli(assay_home, "inbox", "--json", plugins=PLUGINS).stdout)
+    [row] = [r for r in inbox["needs_you"] if r["id"] == worse["id"]]
+    assert "efficiency (time, meant to save 10%): fail, saving [-" in row["summary"]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_cli
 from tests.pair_fixtures import experiment_folder, make_paired_suite, paired_experiment
 
 
@@ -140,3 +141,31 @@ def test_a_blind_diff_drops_the_lines_that_name_an_author():
              "+# Claude was here\n+y = 2")
     words = identifying_words(["opus-7", "/h/trials/abc", "fake-agent", None])
     assert blind_diff(patch, words).splitlines() == ["+x = 1", REMOVED, REMOVED, REMOVED, REMOVED, "+y = 2"]
+
+
+def test_every_prompt_in_force_is_listed_and_each_grader_prompt_is_overridden_by_name(assay_home, tmp_path):
+    """1944 P28: the docs name 'the Panel Grader prompt'; issue 38: '`assay prompts` listing every
+    prompt in force — the Grader panel's and the Scoring run's included — each overridable by name
+    like the others'. A Grader prompt is the same for both Arms, so ASSAY_HOME/prompts/ overrides
+    it (never an Arm's Factory), and the panel's session is given the override."""
+    listed = json.loads(run_cli(assay_home, "prompts", "--json").stdout)
+    rows = {r["name"]: r for r in listed}
+    assert {"panel.md", "scoring-grader.md", "bug-origin.md", "grader.md", "process.md"} <= set(rows)
+    assert rows["panel.md"]["for"] == "the Grader panel" and rows["panel.md"]["kind"] == "grader"
+    assert rows["process.md"]["kind"] == "session"
+    assert not any(r["overridden"] for r in listed)
+    overrides = assay_home / "prompts"
+    overrides.mkdir()
+    for name in ("panel.md", "scoring-grader.md", "bug-origin.md", "grader.md"):
+        (overrides / name).write_text(f"OUR OWN {name}: ${' $'.join(rows[name]['inputs'])}\n")
+    rows = {r["name"]: r for r in json.loads(run_cli(assay_home, "prompts", "--json").stdout)}
+    for name in ("panel.md", "scoring-grader.md", "bug-origin.md", "grader.md"):
+        assert rows[name]["overridden"] is True and rows[name]["file"] == str(overrides / name)
+
+    make_paired_suite(assay_home)
+    run(assay_home, tmp_path, *seats("kimi-fixed"))
+    logs = list(experiment_folder(assay_home).glob("panel/*/sessions/*/*/session.log"))
+    assert logs
+    for log in logs:
+        prompt = json.loads(log.read_text().splitlines()[0])["text"]
+        assert prompt.startswith("OUR OWN panel.md: pair.md call.json ") and '"preference"' in prompt

@@ -13,20 +13,14 @@ import pytest
 from tests.plugins import test_harness_claude as claude
 from tests.plugins import test_harness_codex as codex
 from tests.conftest import run_cli
-from tests.experiment_fixtures import PLUGINS, git, make_suite
+from tests.experiment_fixtures import PLUGINS, make_claude_factory, make_suite
 from tests.fakes.fake_cli import install
 
 
 @pytest.fixture
 def factory(tmp_path: Path) -> Path:
     """A Factory whose Arms are Claude (Baseline, main) and, by flag, Claude or Codex (Candidate)."""
-    root = tmp_path / "factory"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    (root / "assay.toml").write_text('[defaults]\nharness = "claude"\nmodel = "opus"\n')
-    git(root, "add", ".")
-    git(root, "commit", "-qm", "factory")
-    return root
+    return make_claude_factory(tmp_path)
 
 
 @pytest.fixture(autouse=True)

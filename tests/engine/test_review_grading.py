@@ -91,7 +91,10 @@ def test_the_grader_never_runs_on_an_arm_s_model_when_another_is_configured(assa
     assert {s["grader"] for s in scores(assay_home).values()} == {"model:fake-judge:judge-2"}
 
 
-def test_a_review_that_changes_its_repository_is_void_and_one_without_report_fails(assay_home, tmp_path, factory):
+def test_a_review_that_changes_its_repository_fails_and_one_without_report_fails(assay_home, tmp_path, factory):
+    """Issue 29, rule 5: "A Trial that changes its repository on a review task ... can't drop a task
+    for both Arms." Editing it is the Arm's doing: its Trial fails, once, and the task counts (it
+    was void three times, and the task dropped for both Arms)."""
     tasks = make_code_review_suite(assay_home, tasks=2)
     sc = scenario(tmp_path / "s.json", {"opus-7": {"*": "report:FOUND it"}, "sonnet-9": {"*": "edit,report:FOUND it"}})
     result = experiment(assay_home, factory, sc, "reviews", "--trials-per-task", "1",
@@ -99,8 +102,13 @@ def test_a_review_that_changes_its_repository_is_void_and_one_without_report_fai
     assert result.returncode == 0, result.stderr
     shown = json.loads(run_cli(assay_home, "experiments", json.loads(result.stdout.splitlines()[-1])["id"], "--json",
                                plugins=PLUGINS).stdout)
-    assert shown["void_causes"]["candidate"] == {"repository_changed": 6}
-    assert all(t["dropped"] for t in shown["tasks"])
+    assert shown["void_causes"]["candidate"] == {}
+    assert not any(t["dropped"] for t in shown["tasks"])
+    assert shown["outcomes"]["candidate"] == {"failed": 2}
+    got = scores(assay_home)
+    for task in tasks:
+        assert not got[f"{task}:candidate-0"]["passed"]
+        assert "the review changed its repository" in got[f"{task}:candidate-0"]["why"]
     sc2 = scenario(tmp_path / "s2.json", {"opus-7": {"*": "report:FOUND it"}, "sonnet-9": {"*": "sleep:0"}})
     home2 = tmp_path / "home2"
     make_code_review_suite(home2, tasks=1)

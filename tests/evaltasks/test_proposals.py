@@ -79,7 +79,7 @@ def test_an_invalid_proposal_reports_every_problem_and_moves_nothing(cli, assay_
     assert lines == [
         f"{proposal_toml}: severity: unknown field (expected one of: origin, suite)",
         f"{proposal_toml}: origin: required: a non-empty string",
-        f"{task_toml}: basis: unknown field (expected one of: base, change, criteria, description, inputs, process_grading, repository)",
+        f"{task_toml}: basis: unknown field (expected one of: base, change, criteria, description, inputs, issue_url, process_grading, repository)",
         f"{task_toml}: base: required",
         f"{task_toml}: inputs.issue: no such file: {(folder / 'missing.md').resolve()}",
         f"{task_toml}: criteria.test_command: required for process tasks",

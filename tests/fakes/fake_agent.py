@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A fake agent session: does what the scenario says for its Model and task, printing JSON lines.
 
-Scenario (JSON file named by FAKE_SCENARIO): {"<model>": {"<task>" or "*": "<behaviour>"}} where a
+Its first and last lines carry the time (``at``) it started and ended. Scenario (JSON file named by FAKE_SCENARIO): {"<model>": {"<task>" or "*": "<behaviour>"}} where a
 behaviour is a comma-separated list of steps, e.g. "sleep:0.2,right":
   right / wrong   commit answer.txt with that word
   sleep:S         sleep S seconds
@@ -24,11 +24,14 @@ behaviour is a comma-separated list of steps, e.g. "sleep:0.2,right":
   fifo_report     make ~/reports/zz.md a FIFO (a read of it would block)
   git_link:TARGET  put a symbolic link to TARGET in its .git (a repository assay won't read)
   commit:PATH=TEXT write PATH in the repository ("|" becomes a new line, "^" a comma) and commit it
+  explode:WHAT    print an event the fake decoder raises KeyError(WHAT) on (a decoder with a bug)
+  connect:HOST    ask the sandbox's proxy ($HTTPS_PROXY) for a tunnel to HOST:443 and print its answer
 """
 
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -44,7 +47,7 @@ def main() -> int:
     steps = behaviour.get(task, behaviour.get("*", "right")).split(",")
     with open(f"{scenario_path}.pids", "a") as f:
         f.write(f"{os.getpid()}\n")
-    print(json.dumps({"type": "start", "task": task, "model": model}), flush=True)
+    print(json.dumps({"type": "start", "task": task, "model": model, "at": time.time()}), flush=True)
     for step in steps:
         name, _, arg = step.partition(":")
         if name == "sleep":
@@ -131,8 +134,17 @@ def main() -> int:
             reports = Path(os.environ["HOME"]) / "reports"
             reports.mkdir(parents=True, exist_ok=True)
             os.mkfifo(reports / "zz.md")
+        elif name == "connect":  # as a CLI reaching a host through the proxy
+            proxy = os.environ["HTTPS_PROXY"].removeprefix("http://").rstrip("/")
+            proxy_host, _, port = proxy.rpartition(":")
+            with socket.create_connection((proxy_host, int(port)), timeout=30) as conn:
+                conn.sendall(f"CONNECT {arg}:443 HTTP/1.1\r\nHost: {arg}:443\r\n\r\n".encode())
+                answer = conn.recv(4096).decode(errors="replace").split("\r\n", 1)[0]
+            print(json.dumps({"type": "connect", "host": arg, "answer": answer}), flush=True)
         elif name == "crash":
             return 3
+        elif name == "explode":
+            print(json.dumps({"type": "explode", "what": arg}), flush=True)
         elif name == "die":
             print(arg, file=sys.stderr, flush=True)
             return 1
@@ -140,7 +152,7 @@ def main() -> int:
             held = bytearray(int(arg) << 20)  # zero-filled, so every page is touched
             print(json.dumps({"type": "allocated", "bytes": len(held)}), flush=True)
     print("not json at all", flush=True)
-    print(json.dumps({"type": "result", "session": f"s-{task}-{model}"}), flush=True)
+    print(json.dumps({"type": "result", "session": f"s-{task}-{model}", "at": time.time()}), flush=True)
     return 0
 
 

@@ -40,6 +40,8 @@ class FakeDecoder:
             self.void = event["cause"]
         elif event.get("type") == "result":
             self.result = event
+        elif event.get("type") == "explode":  # a decoder with a bug a Trial's output can reach
+            raise KeyError(event["what"])
 
     def finish(self, process) -> SessionOutcome:
         if process.timed_out:
@@ -85,6 +87,11 @@ class FakeJudgeHarness(FakeAgentHarness):
 
     name = "fake-judge"
 
+    @property
+    def login(self) -> str:
+        """The login its sessions spend: ``FAKE_JUDGE_LOGIN`` names another Harness's, to share it."""
+        return os.environ.get("FAKE_JUDGE_LOGIN") or self.name
+
     def locate(self) -> HarnessBinary:
         if os.environ.get("FAKE_JUDGE_MISSING"):  # as if its CLI were not installed
             raise FileNotFoundError("'fake-judge' is not on PATH")
@@ -92,7 +99,7 @@ class FakeJudgeHarness(FakeAgentHarness):
 
     def invocation(self, request) -> Invocation:
         return Invocation(
-            argv=(request.binary.path, str(JUDGE), request.model or ""), cwd=request.repository,
+            argv=(request.binary.path, str(JUDGE), request.model or "", request.prompt), cwd=request.repository,
             env={"PATH": os.environ.get("PATH", ""), "HOME": str(request.home)}, read_only=(JUDGE,),
             read_write=(request.repository, request.home), hosts=self.provider_hosts,
         )
@@ -125,7 +132,8 @@ class FixtureKind:
 
 
 class FixtureGrader:
-    """Passes a Trial whose committed HEAD has answer.txt saying "right"."""
+    """Passes a Trial whose committed HEAD has answer.txt saying "right" (and raises on "explode",
+    as a Grader with a bug a Trial's leftovers can reach would)."""
 
     name = "fixture"
 
@@ -134,6 +142,8 @@ class FixtureGrader:
         for view in trials:
             answer = subprocess.run(["git", "show", "HEAD:answer.txt"], cwd=view.repository,
                                     capture_output=True, text=True).stdout.strip()
+            if answer == "explode":
+                raise ValueError("answer.txt blew the Grader up")
             scores.append(Score(task.id, view.record.arm, view.record.index, self.name,
                                 answer == "right", f"answer.txt says {answer or 'nothing'}"))
         return scores

@@ -11,12 +11,14 @@ As a Grader panel seat (a pair.md in its folder) it writes call.json: a Model na
 merges the change that makes add() add and prefers it, "…contrary…" the opposite, "…first…" merges
 both and always prefers Change 1 (so its preference flips with the order), and
 "…broken-until-fixed…" answers badly until a file .judge-fixed is in its folder. Each session
-adds a line to asked.txt there.
+adds a line to asked.txt there. The prompt it was given (its second argument) is its first output line,
+with the time it started; a model named "…slow…" takes 1.5 s; a Grader's result line has the time it ended.
 """
 
 import json
 import re
 import sys
+import time
 from pathlib import Path
 
 
@@ -46,6 +48,10 @@ def panel(model: str) -> int:
 
 def main() -> int:
     model = sys.argv[1]
+    if len(sys.argv) > 2:  # the prompt it was given, for its session.log, and when it started
+        print(json.dumps({"type": "prompt", "text": sys.argv[2], "at": time.time()}), flush=True)
+    if "slow" in model:
+        time.sleep(1.5)
     if Path("pair.md").exists():
         return panel(model)
     packet = Path("packet.md").read_text()
@@ -64,7 +70,7 @@ def main() -> int:
         Path("scores.json").write_text(json.dumps({"scores": [{"label": "A"}]}))
     else:
         Path("scores.json").write_text(json.dumps({"scores": scores}))
-    print(json.dumps({"type": "result", "session": "judge"}), flush=True)
+    print(json.dumps({"type": "result", "session": "judge", "at": time.time()}), flush=True)
     return 0
 
 

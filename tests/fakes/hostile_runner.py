@@ -13,12 +13,29 @@ Modes:
   fifo         makes output/result.json a FIFO.
   zero         makes output/result.json a symbolic link to /dev/zero.
   long_line    prints 300 MB with no newline, then delivers the fix.
+  bad_port     sends its proxy ``CONNECT host:\xb2`` (a non-ASCII digit), then delivers the fix.
+  connect_loop opens refused CONNECTs through its proxy in a loop for up to 30 s, then delivers the fix.
+  deep         delivers the fix and leaves a folder 1,200 levels deep in its repository and its home.
+  link_tests   delivers the fix and commits ``tests`` as a symbolic link to ``target`` (a host folder).
+  new_test     commits a new test, ``tests/test_new.py`` (it passes once add() adds), and leaves the bug.
+  loud_import  delivers the fix in a calc.py that prints 400 MB whenever it is imported (by its tests).
+  blobs        delivers the fix with two 128 MiB blobs of one byte each committed (a 1.2 MiB repository).
+  shadow_unittest  leaves the bug; commits a package ``unittest`` whose ``__main__`` prints OK and exits 0.
+  edit_tests   leaves the bug; rewrites test_calc.py to a test that always passes.
+  conftest_exit  leaves the bug; commits a conftest.py that exits 0 as pytest loads it.
+  skip_test    leaves the bug; marks the test in test_calc.py skipped.
+  chaos        leaves the bug and whatever ``behaviour.json`` says (tests/engine/test_leftovers_properties.py):
+               a tree (``tree``: entries of hex-named path parts, a kind and a size or link target), some
+               of it committed (``commit``), bytes sent to its proxy (``proxy``, hex) and the bytes of
+               its result.json (``result``, hex; none: no result.json).
 """
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 FIXED = "def add(a, b):\n    return a + b\n"
@@ -52,6 +69,77 @@ def swap_gitdir(target: Path) -> None:
     Path(".git").write_text(f"gitdir: {target}\n")
 
 
+def ask_proxy(request: bytes) -> bytes:
+    """Send one request to the sandbox's proxy (through the relay HTTPS_PROXY names); its answer."""
+    host, port = os.environ["HTTPS_PROXY"].rsplit("/", 1)[-1].split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as conn:
+        conn.sendall(request)
+        return conn.recv(4096)
+
+
+def deep_folder(top: Path, depth: int = 1200) -> None:
+    here = os.open(top, os.O_RDONLY)
+    for _ in range(depth):  # relative to a descriptor: the path grows past what one call may name
+        os.mkdir("d", dir_fd=here)
+        below = os.open("d", os.O_RDONLY, dir_fd=here)
+        os.close(here)
+        here = below
+    os.close(os.open("leaf", os.O_WRONLY | os.O_CREAT, dir_fd=here))
+    os.close(here)
+
+
+def commit_all(message: str) -> None:
+    subprocess.run([*GIT, "add", "-A"], check=True)
+    subprocess.run([*GIT, "commit", "-qm", message], check=True)
+
+
+def commit_blob(name: str, size: int, byte: bytes) -> None:
+    """A blob of ``size`` copies of ``byte`` in the index and the next commit, never in the work tree."""
+    writer = subprocess.Popen(["git", "hash-object", "-w", "--stdin"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    chunk = byte * (1 << 20)
+    for _ in range(size >> 20):
+        writer.stdin.write(chunk)
+    sha = writer.communicate()[0].decode().strip()
+    subprocess.run(["git", "update-index", "--add", "--cacheinfo", f"100644,{sha},{name}"], check=True)
+
+
+def make_tree(top: Path, entries: list[dict]) -> None:
+    """Each entry made under ``top``, by name bytes, whatever is already there (errors are part of it)."""
+    for entry in entries:
+        path = os.path.join(os.fsencode(top), *(bytes.fromhex(part) for part in entry["path"]))
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            if entry["kind"] == "dir":
+                os.makedirs(path, exist_ok=True)
+            elif entry["kind"] == "link":
+                os.symlink(bytes.fromhex(entry["target"]), path)
+            elif entry["kind"] == "fifo":
+                os.mkfifo(path)
+            elif entry["kind"] == "deep":
+                os.makedirs(path, exist_ok=True)
+                deep_folder(Path(os.fsdecode(path)), entry["size"])
+            else:
+                with open(path, "wb") as f:
+                    f.write(bytes.fromhex(entry.get("bytes", "")) * max(1, entry["size"]))
+        except OSError:
+            pass
+
+
+def chaos(behaviour: dict, request: dict, out: Path) -> None:
+    make_tree(Path.cwd(), behaviour["tree"])
+    if behaviour["commit"]:
+        subprocess.run([*GIT, "add", "-A"], capture_output=True)
+        subprocess.run([*GIT, "commit", "-qm", "whatever"], capture_output=True)
+    make_tree(Path(request["home"]), behaviour["tree"])
+    for line in behaviour["proxy"]:
+        try:
+            ask_proxy(bytes.fromhex(line))
+        except (OSError, KeyError):
+            pass
+    if behaviour["result"] is not None:
+        out.write_bytes(bytes.fromhex(behaviour["result"]))
+
+
 def main() -> int:
     request = json.loads(Path(os.environ["ASSAY_REQUEST"]).read_text())
     behaviour = json.loads((Path(request["runner_dir"]) / "behaviour.json").read_text())
@@ -74,6 +162,59 @@ def main() -> int:
         return 0
     elif mode == "zero":
         out.symlink_to("/dev/zero")
+        return 0
+    elif mode == "bad_port":
+        print(ask_proxy(b"CONNECT host:\xb2 HTTP/1.1\r\n\r\n")[:40], flush=True)
+        fix_and_commit()
+    elif mode == "connect_loop":
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                ask_proxy(b"CONNECT refused.example:443 HTTP/1.1\r\n\r\n")
+            except OSError:
+                pass
+        fix_and_commit()
+    elif mode == "deep":
+        fix_and_commit()
+        deep_folder(Path.cwd())
+        deep_folder(Path(request["home"]))
+    elif mode == "link_tests":
+        fix_and_commit()
+        os.symlink(behaviour["target"], "tests")
+        commit_all("tests live elsewhere")
+    elif mode == "new_test":
+        Path("tests").mkdir()
+        Path("tests/test_new.py").write_text("import unittest\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n"
+                                             "    def test_add(self):\n        self.assertEqual(add(1, 1), 2)\n")
+        commit_all("a new test")
+    elif mode == "loud_import":
+        Path("calc.py").write_text("import sys\nfor _ in range(400):\n    sys.stdout.write('x' * (1 << 20) + '\\n')\n"
+                                   + FIXED)
+        commit_all("a loud fix")
+    elif mode == "blobs":
+        Path("calc.py").write_text(FIXED)
+        subprocess.run([*GIT, "add", "calc.py"], check=True)
+        commit_blob("big1.bin", 128 << 20, b"\0")
+        commit_blob("big2.bin", 128 << 20, b"\1")
+        subprocess.run([*GIT, "commit", "-qm", "the fix, and some data"], check=True)
+    elif mode == "shadow_unittest":
+        Path("unittest").mkdir()
+        Path("unittest/__init__.py").write_text("")
+        Path("unittest/__main__.py").write_text("print('OK')\n")
+        commit_all("tests, my way")
+    elif mode == "edit_tests":
+        Path("test_calc.py").write_text("import unittest\n\n\nclass T(unittest.TestCase):\n"
+                                        "    def test_add(self):\n        pass\n")
+        commit_all("a kinder test")
+    elif mode == "conftest_exit":
+        Path("conftest.py").write_text("import os\nos._exit(0)\n")
+        commit_all("configure pytest")
+    elif mode == "skip_test":
+        text = Path("test_calc.py").read_text()
+        Path("test_calc.py").write_text(text.replace("    def test_add", "    @unittest.skip('later')\n    def test_add"))
+        commit_all("not now")
+    elif mode == "chaos":
+        chaos(behaviour, request, out)
         return 0
     elif mode == "long_line":
         chunk = b"x" * (1 << 20)

@@ -2,7 +2,7 @@
 """A scripted Custom runner for tests: reads request.json, does what behaviour.json says for its task.
 
 Modes: fix, nofix (delivers without a fix), noresult, garbage, exit3, outer_void (claims
-memory_cap), usage_limit (a runner void), commit_scratch (fixes, but commits an excluded file),
+memory_cap), usage_limit and rate_limit (runner voids), commit_scratch (fixes, but commits an excluded file),
 uncommitted (fixes on disk only), ask (stopped_to_ask), sleep (hangs), fix_after:SECONDS (works that
 long, as a real agent does, then fixes), sigkill (kills itself, as an agent's ``kill -9 $$`` would).
 """
@@ -59,6 +59,8 @@ def main() -> int:
     elif mode == "usage_limit":
         result("void", void_cause="usage_limit")
         return 1
+    elif mode == "rate_limit":
+        result("void", void_cause="rate_limit")
     elif mode == "ask":
         result("stopped_to_ask", summary="Which add do you mean?")
     elif mode == "sleep":

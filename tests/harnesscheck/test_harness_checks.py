@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import trio
 from assay.plugins.harness_kimi import KimiHarness
+from assay.plugins.sandbox_bwrap import memory
 from assay.plugins.sandbox_bwrap.backend import BwrapBackend
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, resolver, upstream_table
 from assay.scripted_provider import ProviderLog
@@ -94,6 +95,9 @@ def test_both_real_clis_pass_every_check(assay_home: Path) -> None:
         assert "(the provider saw the same)" in checks["stream"]["evidence"][3]
     folder = assay_home / "logs" / "harness-check" / "claude"
     assert {p.name for p in folder.iterdir()} == {"first", "second", "stop", "plan-limit", "server-error"}
+    if memory.detect().parent is not None:  # a cgroup keeps a Trial's peak: each CLI's footprint is recorded
+        measured = json.loads((assay_home / "footprints.json").read_text())["harnesses"]
+        assert set(measured) == {"claude", "codex"} and all(m["peak_bytes"] > 1 << 20 for m in measured.values())
     for harness in ("claude", "codex"):
         first = assay_home / "logs" / "harness-check" / harness / "first"
         assert ProviderLog(first / "provider.jsonl").credentials() == {fingerprint(API_KEY)}
@@ -209,3 +213,37 @@ def test_the_proxy_sends_an_allowed_upstream_host_to_its_socket_and_still_refuse
     logged = read_lines(log)
     assert [(e["target"], e["status"], e["address"]) for e in logged] == [
         ("provider.test:443", 200, f"unix:{upstream}"), ("other.test:443", 403, None)]
+
+
+@pytest.mark.slow
+def test_the_check_shows_each_session_and_check_as_it_runs_plain_off_a_terminal(assay_home: Path) -> None:
+    """Issue 38: '`assay harnesses check` runs about 35 s with no output at all; show each Harness
+    and check as it runs (…), plain when not a terminal.' Off a terminal every step is a plain
+    line on stderr (no escape sequence), the first arriving while the check still runs; stdout
+    keeps the table."""
+    need("codex")
+    import subprocess
+    import sys
+
+    from tests.conftest import cli_env
+
+    lines, running = [], []
+    with subprocess.Popen([sys.executable, "-m", "assay", "harnesses", "check", "codex"], env=cli_env(assay_home),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        for line in proc.stderr:
+            lines.append(line.rstrip("\n"))
+            running.append(proc.poll() is None)
+        out = proc.stdout.read()
+    assert proc.returncode == 0, lines
+    assert lines[0] == "checking that bwrap runs Trials here"
+    assert lines[1].startswith("codex 0.") and "5 sessions in the sandbox" in lines[1]
+    starts = [i for i, line in enumerate(lines) if line.startswith("codex: session ") and ": " in line[15:]
+              and "ended after" not in line]
+    ends = [i for i, line in enumerate(lines) if "ended after" in line]
+    assert len(starts) == len(ends) == 5 and all(s < e for s, e in zip(starts, ends))
+    assert lines[starts[0]] == "codex: session 1/5, first: commit a file, then answer"
+    assert running[ends[0]], "the first session's line came while the check was still running"
+    checks = [line for line in lines if line.startswith("codex ") and ": pass, " in line]
+    assert [c.split(":")[0] for c in checks] == [f"codex {name}" for name in ALL_CHECKS]
+    assert "\x1b" not in "".join(lines)
+    assert "HARNESS" in out and "codex" in out

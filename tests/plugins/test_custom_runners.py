@@ -220,3 +220,38 @@ def test_a_branch_base_is_resolved_so_the_git_exclude_check_still_runs(assay_hom
     assert got["outcome"] == "failed" and "notes.scratch" in got["diagnostic"]
     [request] = assay_home.glob("evals/experiments/*/trials/*/candidate-0/attempt-0/request.json")
     assert json.loads(request.read_text())["base"] == base
+
+
+REQUEST_V1 = {"version", "repository", "issue_file", "issue_url", "base", "branch", "runner_dir", "output_dir",
+              "record_command"}
+
+
+def test_request_json_carries_all_nine_version_1_fields(assay_home, tmp_path):
+    """2188 W9: 'Pass version-1 request.json (version, repository, issue_file, issue_url, base, branch,
+    runner_dir, output_dir, record_command).' ``issue_url`` is the task's issue link (null without
+    one); ``record_command`` the argv that ran the runner; a reader of the earlier fields (the
+    scripted runner) still works, and a task's ``issue_url`` that is no URL is refused by name."""
+    first, second = make_process_suite(assay_home, tasks=2)
+    toml = assay_home / "evals" / "suites" / "proc" / "p1" / "task.toml"
+    toml.write_text('issue_url = "https://github.com/acme/calc/issues/7"\n' + toml.read_text())
+    good = make_runner(tmp_path / "good", "good", {"*": "fix"})
+    lazy = make_runner(tmp_path / "lazy", "lazy", {"*": "nofix"})
+    result = run(assay_home, "experiment", "--suite", "proc", "--baseline-runner", str(lazy),
+                 "--candidate-runner", str(good), "--trials-per-task", "1", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    requests = {}
+    for path in assay_home.glob("evals/experiments/*/trials/*/candidate-0/attempt-0/request.json"):
+        request = json.loads(path.read_text())
+        requests[request["task"]] = request | {"path": str(path)}
+    assert REQUEST_V1 <= set(requests[first]) and requests[first]["version"] == 1
+    assert requests[first]["issue_url"] == "https://github.com/acme/calc/issues/7"
+    assert requests[second]["issue_url"] is None
+    bundle = requests[first]["runner_dir"]
+    assert requests[first]["record_command"] == ["python3", f"{bundle}/runner.py"]
+    assert {k[0]: v["passed"] for k, v in scores(assay_home).items() if k[1] == "candidate"} == {
+        first: True, second: True}
+
+    toml.write_text(toml.read_text().replace("https://github.com/acme/calc/issues/7", "issue seven"))
+    checked = run(assay_home, "suites", "check")
+    assert checked.returncode == 1
+    assert f"{toml}: issue_url: expected an http(s) URL, got 'issue seven'" in checked.stdout + checked.stderr

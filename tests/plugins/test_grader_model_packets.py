@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -58,9 +59,14 @@ def trial(exp: Path, task: EvalTask, arm: str, index: int = 0, **reports: str) -
 def build(exp: Path, task: EvalTask, views: list[TrialView]):
     context = GradingContext(None, 60, seed=7, arm_models=ARMS, harness_versions=VERSIONS,  # type: ignore[arg-type]
                              assay_home=exp.parents[2])
-    built = build_packet(task, views, context, exp / "grading" / "reviews__bug-1")
+    built = trio.run(build_packet, task, views, context, exp / "grading" / "reviews__bug-1")
     text = (exp / "grading" / "reviews__bug-1" / "packet" / packet.PACKET_FILE).read_text() if built.labelled else ""
     return built, text
+
+
+def submission(task: EvalTask, view: TrialView) -> str:
+    """A code review's submission: its reports, read by the host as data (no sandbox needed)."""
+    return trio.run(packet.submission, task, view, None, 60.0, view.folder / "read")
 
 
 def frames(text: str, marker: str) -> list[tuple[str, str]]:
@@ -103,7 +109,7 @@ def test_a_report_that_is_a_fifo_a_device_or_too_big_is_refused_with_why(experim
     except PermissionError as e:
         pytest.skip(f"can't make the special file here: {e}")
     with pytest.raises(UntrustedFileError, match=rf"^~/reports/review.md {why}"):
-        packet.submission(task, view)
+        submission(task, view)
 
 
 def test_a_reports_folder_that_is_a_link_is_refused_and_a_missing_one_is_empty(experiment, tmp_path):
@@ -113,10 +119,10 @@ def test_a_reports_folder_that_is_a_link_is_refused_and_a_missing_one_is_empty(e
     (tmp_path / "elsewhere" / "a.md").write_text("host text")
     view = trial(exp, task, "candidate")
     (view.folder / "home" / "reports").rmdir()
-    assert packet.submission(task, view) == ""
+    assert submission(task, view) == ""
     (view.folder / "home" / "reports").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(UntrustedFileError, match="^~/reports is a symbolic link, not a plain folder"):
-        packet.submission(task, view)
+        submission(task, view)
 
 
 FORGED = """## Findings

@@ -56,6 +56,38 @@ def test_the_recorded_no_network_stream_is_void_provider_unreachable() -> None:
     assert outcome.session_id == "01a228be-593b-7c02-bf3b-c41f9a464f31"
 
 
+def test_codex_rate_limit_reports_are_read_from_its_rollout_against_the_bars_threshold(tmp_path: Path) -> None:
+    """977 D20: 'thirdshift reads each Harness's limit warnings. For Claude that's its rate-limit
+    events, both warnings and rejections. For Codex it's its rate-limit reports'; US16: 'stop
+    starting Trials at a Harness's plan-limit warning'. Recorded from the real codex-cli 0.171.0
+    against the scripted provider (a turn with ``plan_limit_warning``): its ``exec --json`` stream
+    carries no report at all, its rollout's ``token_count`` events do (95% of the five-hour
+    window). Read as the Harness finds the rollout in a session's home, the report warns at the
+    Bar's default threshold (0.9), and not at one above what is used."""
+    stream = recorded("real-codex-0.171.0-rate-limits-exec.jsonl")
+    quiet = CodexDecoder()
+    assert decode(quiet, stream).outcome is Outcome.DELIVERED and not quiet.plan_limit
+    assert "rate_limits" not in "".join(stream) and "used_percent" not in "".join(stream)
+
+    from assay.sessions.reports import ReportFollower
+
+    rollout = tmp_path / "home" / ".codex" / "sessions" / "2026" / "12" / "01" / "rollout-2026-12-01T18-25-21-x.jsonl"
+    rollout.parent.mkdir(parents=True)
+    rollout.write_text("\n".join(recorded("real-codex-0.171.0-rate-limits-rollout.jsonl")) + "\n")
+    (tmp_path / "home" / ".codex" / "sessions" / "2027").symlink_to(rollout.parent.parent.parent)  # never followed
+    assert CodexHarness().usage_reports(tmp_path / "home") == [rollout]
+    for warn_at, warned in ((0.9, True), (0.96, False)):
+        decoder = CodexDecoder()
+        ReportFollower(tmp_path / "home", CodexHarness().usage_reports,
+                       lambda line: decoder.feed_report(line, warn_at)).poll()
+        outcome = decode(decoder, stream)
+        assert decoder.plan_limit is warned and outcome.plan_limit is warned
+        assert outcome.outcome is Outcome.DELIVERED, "a warning never voids the Trial it came in"
+        if warned:
+            assert outcome.diagnostic.startswith("plan-limit warning: Codex's 5-hour window is 95% used "
+                                                 "(the Bar warns at 90%)")
+
+
 # --- reading the stream ----------------------------------------------------------------------
 
 
@@ -128,7 +160,10 @@ def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return stray_home(tmp_path, monkeypatch, STRAYS)
 
 
-def test_the_command_line_and_environment_for_an_arm(tmp_path: Path, user_home: Path) -> None:
+def test_the_command_line_and_environment_for_an_arm(
+    tmp_path: Path, user_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # the system's node: nothing beyond the package to bind
     req = request(tmp_path, BINARY, model="gpt-6.1-sol", effort="xhigh")
     inv = CodexHarness().invocation(req)
     assert inv.argv == (

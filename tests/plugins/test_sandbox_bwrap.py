@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+from datetime import datetime
 import json
 import secrets
 import signal
@@ -105,10 +106,10 @@ def run(
         if on_line:
             on_line(line)
 
-    invocation = Invocation(
+    invocation = Invocation(  # none of its hosts is a provider's: a refusal leaves it running
         argv=argv or (sys.executable, "-c", textwrap.dedent(code)), cwd=world.repo,
         env={"PATH": "/usr/bin:/bin", "HOME": str(world.home)}, read_write=(world.repo, world.home),
-        read_only=read_only, hosts=hosts, log_dir=world.trial,
+        read_only=read_only, hosts=hosts, provider_hosts=(), log_dir=world.trial,
     )
     return trio.run(functools.partial(backend.run, invocation, timeout=timeout, on_line=seen)), lines
 
@@ -326,6 +327,67 @@ def test_past_its_memory_cap_a_trial_is_killed_and_void(bwrap: BwrapBackend, wor
     assert own(caps.parent, "assay-trial-") <= before  # the Trial's cgroup went with it
 
 
+def test_a_trial_slows_at_a_soft_limit_below_its_cap_and_its_peak_is_kept(bwrap: BwrapBackend, world: World) -> None:
+    """977 D39: 'Memory: each Trial runs in a systemd-run --user --scope of its own, with MemoryHigh,
+    MemoryMax and MemorySwapMax'; issue 38: 'a soft limit (memory.high a little below the hard cap, so
+    a session slows before it is killed)'. The Trial's own cgroup holds it while the Trial runs,
+    and the most memory the Trial held comes back with its result."""
+    caps = cgroup_caps()
+    before = own(caps.parent, "assay-trial-")
+    soft_file = "memory.high" if caps.kind == "cgroup v2" else "memory.soft_limit_in_bytes"
+    seen: list[str] = []
+
+    def look(line: str) -> None:
+        [folder] = own(caps.parent, "assay-trial-") - before
+        seen.append((folder / soft_file).read_text().strip())
+
+    code = "held = bytearray(64 << 20); print('holding', flush=True)"
+    result, lines = run(attrs.evolve(bwrap, memory_limit=512 << 20), world, code, on_line=look)
+    assert lines == ["holding"] and result.exit_code == 0
+    assert int(seen[0]) == memory.soft_limit(512 << 20) == int((512 << 20) * memory.SOFT_SHARE) // 4096 * 4096
+    assert memory.soft_limit(512 << 20) < 512 << 20
+    assert result.memory_peak is not None and 64 << 20 <= result.memory_peak < 512 << 20
+
+
+def test_a_cgroup_v2_cap_sets_memory_high_below_memory_max(tmp_path: Path) -> None:
+    """The same soft limit on cgroup v2, where it is memory.high (a throttle, not a kill)."""
+    cap = memory.MemoryCaps("cgroup v2", tmp_path).start(1 << 30)
+    assert isinstance(cap, memory.Cgroup)
+    assert int((cap.path / "memory.max").read_text()) == 1 << 30
+    assert int((cap.path / "memory.high").read_text()) == memory.soft_limit(1 << 30) < 1 << 30
+    (cap.path / "memory.peak").write_text("123456\n")
+    assert cap.peak() == 123456
+
+
+def test_the_default_cap_comes_from_the_measured_footprint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """977 D39: 'The caps' defaults are set once a Trial's footprint is measured'; issue 38: 'a default
+    measured from the Harness's real footprint (the live checks measure a session's peak) instead of
+    half the machine'. Before any measurement the default is half the machine; after, it is
+    HEADROOM times the largest measured peak, within [FLOOR, half the machine], and the check says why."""
+    from assay.storage import footprints
+    from assay.storage.commands import now
+    from assay.storage.home import AssayHome
+
+    monkeypatch.delenv(memory.MEMORY_ENV, raising=False)
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    (proc / "meminfo").write_text(f"MemTotal:       {64 << 20} kB\n")  # 64 GiB
+    home = AssayHome(tmp_path / "home")
+    home.root.mkdir()
+    assert memory.default_and_source(proc, home) == (32 << 30, "half this machine: no footprint measured yet "
+                                                               "(assay harnesses check)")
+    footprints.record(home, "claude", footprints.Footprint(700 << 20, "2.1.197", now()))
+    footprints.record(home, "codex", footprints.Footprint(50 << 20, "0.171.0", now()))
+    limit, source = memory.default_and_source(proc, home)
+    assert limit == memory.HEADROOM * (700 << 20) and "claude: 700 MiB" in source
+    footprints.record(home, "claude", footprints.Footprint(10 << 20, "2.1.198", now()))
+    assert memory.default_and_source(proc, home)[0] == memory.FLOOR
+    footprints.record(home, "claude", footprints.Footprint(10 << 30, "2.1.199", now()))
+    assert memory.default_and_source(proc, home)[0] == 32 << 30, "never more than half the machine"
+    monkeypatch.setenv(memory.MEMORY_ENV, "3G")
+    assert memory.default_and_source(proc, home) == (3 << 30, "from $ASSAY_TRIAL_MEMORY")
+
+
 def test_without_a_cgroup_each_process_gets_the_data_limit(bwrap: BwrapBackend, world: World) -> None:
     code = """
         import resource
@@ -380,6 +442,53 @@ def test_a_whole_experiment_runs_in_bwrap_and_goes_on_past_a_trial_killed_by_its
     assert shown["findings"] == [
         "The Candidate hit its memory cap 6 times: Runs have no cap, so its sessions may need more memory "
         "than a Trial allows (ASSAY_TRIAL_MEMORY)"]
+
+
+def test_a_refused_provider_host_is_a_void_at_once_and_a_finding_after_the_second(
+    bwrap: BwrapBackend, tmp_path: Path, assay_home: Path
+) -> None:
+    """977 D37: 'A Harness that ignores the proxy finds no route, and its Trial is void'; issue 38:
+    'When the proxy refuses a host on that Harness's own provider list (an allowlist gap, assay's
+    configuration), end the Trial promptly as void `provider_unreachable` with the host named, and
+    raise a finding in the Inbox after the second one; a host the agent chose (not the Harness's
+    provider) stays refused and the Trial goes on.' The fake Harness's provider host doesn't
+    resolve here; the Candidate's session asks for it and then, as Claude does, says nothing."""
+    factory = make_factory(tmp_path)
+    make_suite(assay_home, tasks=2)
+    (tmp_path / "scenario").mkdir()
+    sc = scenario(tmp_path / "scenario" / "s.json", {
+        "good": {"*": "connect:github.com,right"},
+        "gap": {"fixture/t1": "connect:fake.invalid,sleep:300,right", "*": "right"}})
+    result = run_cli(
+        assay_home, "experiment", "change", "--factory", str(factory), "--suite", "fixture", "--sandbox", "bwrap",
+        "--baseline-model", "good", "--candidate-model", "gap", "--trials-per-task", "1", "--timeout", "240",
+        "--void-backoff", "0", "--json", plugins=PLUGINS, FAKE_SCENARIO=str(sc),
+    )
+    assert result.returncode == 0, result.stderr
+    trials = trial_records(assay_home)
+    gap = [t for t in trials if t["task"] == "fixture/t1" and t["arm"] == "candidate"]
+    assert [(t["outcome"], t["void_cause"]) for t in gap] == [("void", "provider_unreachable")] * 3
+    for t in gap:
+        assert "the proxy refused fake.invalid:443" in t["diagnostic"] and "a host of the Harness's provider" in t["diagnostic"]
+        assert "timed out" not in t["diagnostic"]
+        started, ended = (datetime.fromisoformat(t[k]) for k in ("started_at", "ended_at"))
+        assert (ended - started).total_seconds() < 240 / 2, "it ended at the refusal, not at its timeout"
+    baseline = [t for t in trials if t["arm"] == "baseline"]
+    assert {t["outcome"] for t in baseline} == {"delivered"}, "a host the agent chose is refused; it goes on"
+    [log] = assay_home.glob("evals/experiments/*/trials/fixture__t1/baseline-0/attempt-0/proxy.jsonl")
+    [github] = read_lines(log)
+    assert github["target"] == "github.com:443" and not github["allowed"] and "provider" not in github
+    exp_id = json.loads(result.stdout.splitlines()[-1])["id"]
+    finding = ("The proxy refused fake.invalid:443 (can't resolve: [Errno -2] Name or service not known), a host "
+               "of the fake-agent Harness's provider, in 3 Trials, each void (provider_unreachable)")
+    shown = json.loads(run_cli(assay_home, "experiments", exp_id, "--json", plugins=PLUGINS).stdout)
+    assert [f.split(": add it")[0] for f in shown["findings"]] == [finding]
+    inbox = json.loads(run_cli(assay_home, "inbox", "--json", plugins=PLUGINS).stdout)
+    [row] = [r for r in inbox["needs_you"] if r["id"] == exp_id]
+    assert [f.split(": add it")[0] for f in row["findings"]] == [finding]
+    activity = [json.loads(line) for line in (assay_home / "logs" / "activity.jsonl").read_text().splitlines()]
+    raised = [a["message"] for a in activity if a["event"] == "finding"]
+    assert "in 2 Trials" in raised[0], "raised after the second, not at the end"
 
 
 def test_custom_runners_run_in_bwrap_end_to_end(bwrap: BwrapBackend, tmp_path: Path, assay_home: Path) -> None:

@@ -191,3 +191,47 @@ def test_a_scripted_experiment_never_reaches_a_real_model_grader(
                    *[g.format(script=tmp_path / "fix.toml") for g in grading], plugins=PLUGINS)
     assert done.returncode == 2 and refusal in done.stderr, done.stderr
     assert not (assay_home / "evals" / "experiments").exists()
+
+
+WARNED = f"""format = 1
+
+[[turns]]
+calls = [{{ shell = "sed -i 's/a - b/a + b/' calc.py && {COMMIT} 'Make add() add'" }}]
+plan_limit_warning = true
+
+[[turns]]
+text = "add() adds now."
+plan_limit_warning = true
+"""
+
+
+@pytest.mark.slow
+def test_codex_rate_limit_reports_past_the_bars_threshold_pause_the_experiment(
+    sandbox: str, tmp_path: Path, assay_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """977 US16: 'I want an Experiment to stop starting Trials at a Harness's plan-limit warning, so
+    that it never spends the limit production needs'; D20: 'For Codex it's its rate-limit reports.'
+    The real Codex reports 95% of its five-hour window used; the Bar's threshold is 0.9: the first
+    Trial delivers, no other starts, and the Experiment pauses (exit 3) as at Claude's warning.
+    With the threshold above what is used it runs to its Verdict."""
+    for key in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+        monkeypatch.delenv(key, raising=False)
+    (tmp_path / "user-home").mkdir()
+    factory = make_factory(tmp_path)
+    make_process_suite(assay_home, tasks=2)
+    (tmp_path / "warned.toml").write_text(WARNED)
+    args = ["experiment", "change", "--factory", str(factory), "--suite", "proc", "--baseline-harness", "codex",
+            "--candidate-harness", "codex", "--candidate-model", "other", "--sandbox", sandbox,
+            "--trials-per-task", "1", "--workers", "1", "--scripted-provider", str(tmp_path / "warned.toml"), "--json"]
+    paused = run_cli(assay_home, *args, HOME=str(tmp_path / "user-home"))
+    assert paused.returncode == 3, paused.stderr
+    assert json.loads(paused.stdout.splitlines()[-1])["outcome"] == "paused"
+    [trial] = [json.loads(p.read_text()) for p in assay_home.glob("evals/experiments/*/trials/*/*/*/trial.json")]
+    assert trial["outcome"] == "delivered"
+    assert "plan-limit warning: Codex's 5-hour window is 95% used (the Bar warns at 90%)" in trial["diagnostic"]
+    bar = json.loads(next(assay_home.glob("evals/experiments/*/bar.json")).read_text())
+    assert bar["usage_warning"] == 0.9
+
+    run = run_cli(assay_home, *args, "--usage-warning", "0.96", "--label", "higher", HOME=str(tmp_path / "user-home"))
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout.splitlines()[-1])["outcome"] in ("pass", "fail", "inconclusive")
