@@ -109,7 +109,8 @@ def follow(design: Design, difference: float, seed: int, rule: str, user: str = 
         return _ten_by_the_sequence(design, pairs, stream, SEQUENCE_FROM[rule])
     look, added_at = 1, {}
     while True:
-        v = _judge(pairs, design.k, rule, look, added_at, advise=user != "ten" and rule != "one look")
+        v = _judge(pairs, design.k, rule, look, added_at, advise=user != "ten" and rule != "one look",
+                   beside=user == "batch")
         used = len(pairs) - design.start
         if v.verdict != "inconclusive" or rule == "one look":
             return Outcome(v.verdict, look, len(pairs), user == "harder" and _warned(pairs, added_at))
@@ -135,10 +136,12 @@ def _warned(pairs: list[TaskPair], added_at: dict[str, int]) -> bool:
     return any(shift.baseline_shift(by_look[1], by_look[n], seed=BAR.seed).beyond_chance for n in by_look if n > 1)
 
 
-def _judge(pairs: list[TaskPair], k: int, rule: str, look: int, added_at: dict, *, advise: bool) -> dirichlet.Verdict:
+def _judge(pairs: list[TaskPair], k: int, rule: str, look: int, added_at: dict, *, advise: bool,
+           beside: bool = False) -> dirichlet.Verdict:
+    """The Verdict this rule gives; ``beside``: with the batch plan (only the ``batch`` user reads it)."""
     if rule in SEQUENCE_FROM:
         return verdict_at_look(pairs, trials_per_task=k, bar=BAR, look=look, added_at=added_at,
-                               sequence_from=SEQUENCE_FROM[rule], advise=advise)
+                               sequence_from=SEQUENCE_FROM[rule], advise=advise, beside=beside)
     return dirichlet._judge(pairs, k, BAR, measure="pass share", advise=advise)
 
 

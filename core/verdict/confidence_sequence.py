@@ -120,12 +120,14 @@ class BatchPlan:
 
 
 def more_tasks(
-    alpha: np.ndarray, values: np.ndarray, now: State, *, level: float, margin: float, seed: int
+    alpha: np.ndarray, values: np.ndarray, now: State, *, level: float, margin: float, seed: int, plan: bool = True
 ) -> tuple[int, bool, float, BatchPlan | None]:
     """(extra tasks, over the cap?, chance there, batch plan): the fewest extra tasks with a
     CLEAR_CHANCE of a clear Verdict at the next look under the sequence, simulated from the
     Dirichlet posterior ``alpha`` over ``values``, the capitals starting from ``now``; and from
-    the same futures, the batch plan (None past the cap). See the module doc."""
+    the same futures, the batch plan (None past the cap, or without ``plan``: the futures then
+    stop at the jump, which is the same either way). See the module doc."""
+    looks = LOOKS_AHEAD if plan else 1
     rng = np.random.default_rng([seed, 3])
     gammas = rng.standard_gamma(alpha, size=(SIMULATIONS, alpha.size))
     thresholds = np.cumsum(gammas / gammas.sum(axis=1, keepdims=True), axis=1)[:, :-1]
@@ -142,8 +144,8 @@ def more_tasks(
                 jump = int(extra[settled[0]]), float(chances[settled[0]])
             else:
                 chance = float(chances[-1])
-        if jump is not None and extra[-1] >= min(MORE_TASKS_CAP, LOOKS_AHEAD * jump[0]):
-            return jump[0], False, jump[1], _batch_plan(first, jump[0], int(extra[-1]))
+        if jump is not None and extra[-1] >= min(MORE_TASKS_CAP, looks * jump[0]):
+            return jump[0], False, jump[1], _batch_plan(first, jump[0], int(extra[-1])) if plan else None
     return MORE_TASKS_CAP, True, chance, None
 
 

@@ -41,12 +41,14 @@ DECIDED_BY_SEQUENCE = "confidence sequence"
 def verdict_at_look(
     pairs: Sequence[TaskPair], *, trials_per_task: int, bar: Bar, look: int,
     added_at: Mapping[str, int] | None = None, measure: Measure = "pass share", advise: bool = True,
-    sequence_from: int = 2,
+    sequence_from: int = 2, beside: bool = True,
 ) -> Verdict:
     """The Verdict at ``look`` (1 = before any extension); ``added_at`` maps a task to the look
     that added it (a task it doesn't name was there from the start); the confidence sequence
     decides from look ``sequence_from`` on (the Bar's rules give 1 or 2). ``advise=False`` skips the "how many more"
-    search, for callers that want only the outcome."""
+    search, for callers that want only the outcome; ``beside=False`` keeps only the look rule's own
+    figure, without the spec's and the batch plan beside it (for callers that follow the jump: they
+    triple the search)."""
     for name, value in (("look", look), ("sequence_from", sequence_from)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a whole number of 1 or more, got {value!r}")
@@ -66,14 +68,16 @@ def verdict_at_look(
     alpha = _prior(k, bar) + first.counts
     more, over, chance, plan = confidence_sequence.more_tasks(
         alpha, _values(k), confidence_sequence.state(diffs, level=bar.level, margin=bar.margin),
-        level=bar.level, margin=bar.margin, seed=bar.seed,
+        level=bar.level, margin=bar.margin, seed=bar.seed, plan=beside,
     )
+    first = attrs.evolve(first, more_tasks=more, more_tasks_over_cap=over, more_tasks_chance=chance)
+    if not beside:
+        return first
     spec = _more_tasks(np.asarray(alpha, dtype=float), _values(k), bar)
     batch = {} if plan is None else {"batch_size": plan.size, "batch_looks": plan.looks,
                                      "batch_chance": plan.chance, "batch_tasks": plan.tasks}
-    return attrs.evolve(first, more_tasks=more, more_tasks_over_cap=over, more_tasks_chance=chance,
-                        spec_more_tasks=spec[0], spec_more_tasks_over_cap=spec[1], spec_more_tasks_chance=spec[2],
-                        **batch)
+    return attrs.evolve(first, spec_more_tasks=spec[0], spec_more_tasks_over_cap=spec[1],
+                        spec_more_tasks_chance=spec[2], **batch)
 
 
 def chance_of_clear_first_look(n_tasks: int, trials_per_task: int, bar: Bar, *, sequence_from: int = 2) -> float:

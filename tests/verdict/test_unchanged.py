@@ -61,3 +61,14 @@ def test_the_before_the_start_figures_are_as_recorded() -> None:
                for n in (30, 150) for k in (1, 3)}
     assert figures == {(30, 1): (0.19975, 0.00375), (30, 3): (0.4045, 0.00025),
                        (150, 1): (0.59975, 0.27075), (150, 3): (0.97875, 0.7005)}
+
+
+@pytest.mark.parametrize("name", ["k3_wide", "k1_small"])
+def test_without_the_figures_beside_it_the_look_rules_figure_is_the_same(name: str) -> None:
+    """``beside=False`` (the benchmark's users who follow the jump) skips the spec's figure and the
+    batch plan, never changes the jump."""
+    pairs, k = CASES[name]
+    full = verdict_at_look(pairs, trials_per_task=k, bar=BAR, look=2)
+    alone = verdict_at_look(pairs, trials_per_task=k, bar=BAR, look=2, beside=False)
+    assert alone.batch_size is None and alone.spec_more_tasks is None and full.batch_size is not None
+    assert (alone.more_tasks, alone.more_tasks_chance) == (full.more_tasks, full.more_tasks_chance) == SEQUENCE[name][1:]
