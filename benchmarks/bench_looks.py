@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import collections
 import concurrent.futures
+import functools
 import math
 import time
 from typing import NamedTuple
@@ -85,6 +86,23 @@ class Outcome(NamedTuple):
 def tasks(rng: np.random.Generator, design: Design, difference: float, n: int, first: int) -> list[TaskPair]:
     """n tasks of the design whose Candidate's mean difference is ``difference`` (names from ``first``).
     The beta design draws exactly as the issue-22 benchmark did, so its table reproduces."""
+    return Stream(*_passes(rng, design, difference, n), first)[:n]
+
+
+class Stream:
+    """Tasks drawn at once, made TaskPairs only when sliced: a user's stream of extra tasks is
+    5,000 long and most users take a few dozen (building them all was most of a suite's time)."""
+
+    def __init__(self, base: np.ndarray, cand: np.ndarray, first: int) -> None:
+        self._base, self._cand, self._first = base, cand, first
+
+    def __getitem__(self, part: slice) -> list[TaskPair]:
+        start, stop, _ = part.indices(self._base.size)
+        return [TaskPair(f"t{self._first + i:05}", int(self._base[i]), int(self._cand[i])) for i in range(start, stop)]
+
+
+def _passes(rng: np.random.Generator, design: Design, difference: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each task's Baseline and Candidate passes (see :func:`tasks`)."""
     if design.kind in ("beta", "harder"):
         p = rng.beta(0.8, 0.8 if design.kind == "beta" else 2.4, size=n)
         base, cand = rng.binomial(design.k, p), rng.binomial(design.k, p * (1 + difference / 0.5))
@@ -95,7 +113,7 @@ def tasks(rng: np.random.Generator, design: Design, difference: float, n: int, f
         scale = 1 + difference / (0.5 * (1 - fail - always))
         q = np.where(u >= fail + always, p * scale, p)
         base, cand = rng.binomial(design.k, p), rng.binomial(design.k, q)
-    return [TaskPair(f"t{first + i:05}", int(b), int(c)) for i, (b, c) in enumerate(zip(base, cand))]
+    return base, cand
 
 
 def follow(design: Design, difference: float, seed: int, rule: str, user: str = "advice") -> Outcome:
@@ -103,8 +121,8 @@ def follow(design: Design, difference: float, seed: int, rule: str, user: str = 
     and the same stream of extra tasks under every rule and user."""
     rng = np.random.default_rng([seed, 22])
     pairs = tasks(rng, design, difference, design.start, 0)
-    stream = tasks(rng, design._replace(kind="harder") if user == "harder" else design, difference, STREAM,
-                   design.start)
+    stream = Stream(*_passes(rng, design._replace(kind="harder") if user == "harder" else design, difference,
+                             STREAM), design.start)
     if user == "ten" and rule in SEQUENCE_FROM:
         return _ten_by_the_sequence(design, pairs, stream, SEQUENCE_FROM[rule])
     look, added_at = 1, {}
@@ -138,14 +156,24 @@ def _warned(pairs: list[TaskPair], added_at: dict[str, int]) -> bool:
 
 def _judge(pairs: list[TaskPair], k: int, rule: str, look: int, added_at: dict, *, advise: bool,
            beside: bool = False) -> dirichlet.Verdict:
-    """The Verdict this rule gives; ``beside``: with the batch plan (only the ``batch`` user reads it)."""
+    """The Verdict this rule gives; ``beside``: with the batch plan (only the ``batch`` user reads it).
+    From look 2 on both sequence rules judge alike, so a suite run under one and then the other
+    (seed by seed, as :func:`_one` does) reuses the first's later looks."""
+    if rule in SEQUENCE_FROM and look >= 2:
+        rule = "looks rule"
+    return _judged(tuple(pairs), k, rule, look, tuple(sorted(added_at.items())), advise, beside)
+
+
+@functools.lru_cache(maxsize=128)
+def _judged(pairs: tuple[TaskPair, ...], k: int, rule: str, look: int, added_at: tuple, advise: bool,
+            beside: bool) -> dirichlet.Verdict:
     if rule in SEQUENCE_FROM:
-        return verdict_at_look(pairs, trials_per_task=k, bar=BAR, look=look, added_at=added_at,
+        return verdict_at_look(pairs, trials_per_task=k, bar=BAR, look=look, added_at=dict(added_at),
                                sequence_from=SEQUENCE_FROM[rule], advise=advise, beside=beside)
     return dirichlet._judge(pairs, k, BAR, measure="pass share", advise=advise)
 
 
-def _ten_by_the_sequence(design: Design, pairs: list[TaskPair], stream: list[TaskPair], sequence_from: int) -> Outcome:
+def _ten_by_the_sequence(design: Design, pairs: list[TaskPair], stream: Stream, sequence_from: int) -> Outcome:
     """The ``ten`` user under a sequence rule, fast: the sequence's order of the first L looks is a
     prefix of its order of all of them, so one pass of its two deciding capitals finds the first
     look it could be clear at; that look (and any after it, should the capitals mislead) is then

@@ -68,12 +68,11 @@ def interval(diffs: Sequence[float], *, level: float, margin: float) -> tuple[fl
     threshold = math.log(2 / (1 - level))
     bets = _bets(x, level)
     m = (grid + 1) / 2
-    below = _ever_reached(bets, x, m, threshold, sign=1)
-    above = _ever_reached(bets, x, m, threshold, sign=-1)
-    kept = grid[~(below | above)]
-    if kept.size == 0:  # the two sides crossed (a mean that drifted): the side that excluded more decides
-        return (1.0, 1.0) if below.sum() >= above.sum() else (-1.0, -1.0)
-    return float(kept[0]), float(kept[-1])
+    below = _excluded(bets, x, m, threshold, sign=1)
+    above = _excluded(bets, x, m[::-1], threshold, sign=-1)
+    if below + above >= grid.size:  # the two sides crossed (a mean that drifted): the side that excluded more decides
+        return (1.0, 1.0) if below >= above else (-1.0, -1.0)
+    return float(grid[below]), float(grid[-1 - above])
 
 
 @attrs.frozen
@@ -176,16 +175,20 @@ def chance_of_clear(probabilities: np.ndarray, values: np.ndarray, n_tasks: int,
     return float(reached[:, -1].mean())
 
 
-def _sampler(rng: np.random.Generator, values: np.ndarray, thresholds: np.ndarray) -> Callable[[int], np.ndarray]:
-    """n more differences for each simulated future, drawn by its row of cumulative shares."""
-    return lambda n: values[_categories(rng.random((SIMULATIONS, n)), thresholds)]
+def _sampler(rng: np.random.Generator, values: np.ndarray,
+             thresholds: np.ndarray) -> Callable[[int, np.ndarray], np.ndarray]:
+    """n more differences for the simulated futures ``rows``, each drawn by its row of cumulative
+    shares. Every future's uniforms are drawn, asked for or not, so a future's draws don't depend
+    on which others are still open."""
+    return lambda n, rows: values[_categories(rng.random((SIMULATIONS, n))[rows], thresholds[rows])]
 
 
-def _futures(draw: Callable[[int], np.ndarray], now: State, *, level: float, margin: float,
+def _futures(draw: Callable[[int, np.ndarray], np.ndarray], now: State, *, level: float, margin: float,
              upto: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Simulated futures of up to ``upto`` extra tasks after ``now``, ``draw(n)`` giving each
-    future's next n differences: yields, a block of extra tasks at a time, (the extra task
-    counts, per future and count: has the sequence been clear by then?)."""
+    """Simulated futures of up to ``upto`` extra tasks after ``now``, ``draw(n, rows)`` giving the
+    futures ``rows``' next n differences: yields, a block of extra tasks at a time, (the extra task
+    counts, per future and count: has the sequence been clear by then?). A future once clear stays
+    clear, so only the open ones are carried on (most of the work, once most are clear)."""
     threshold = math.log(2 / (1 - level))
     low, high = (1 - margin) / 2, 0.5
     shape = (SIMULATIONS,)
@@ -194,20 +197,22 @@ def _futures(draw: Callable[[int], np.ndarray], now: State, *, level: float, mar
     done = np.full(shape, now.reached)
     for start in range(1, upto + 1, _BLOCK):
         extra = np.arange(start, min(start + _BLOCK, upto + 1))
-        x = (draw(extra.size) + 1) / 2
+        live = np.flatnonzero(~done)
+        x = (draw(extra.size, live) + 1) / 2
         t = now.tasks + extra  # the task count each new task makes
-        sums = total[:, None] + np.cumsum(x, axis=1)
+        sums = total[live, None] + np.cumsum(x, axis=1)
         mu = _means(sums, t)
-        spreads = spread[:, None] + np.cumsum((x - mu) ** 2, axis=1)
-        before = np.concatenate([spread[:, None], spreads[:, :-1]], axis=1)
+        spreads = spread[live, None] + np.cumsum((x - mu) ** 2, axis=1)
+        before = np.concatenate([spread[live, None], spreads[:, :-1]], axis=1)
         bets = _bet((0.25 + before) / t, t, level)  # s2_{t-1}, from the tasks before t
-        run_low = cap_low[:, None] + np.cumsum(np.log1p(bets * (x - low)), axis=1)
-        run_high = cap_high[:, None] + np.cumsum(np.log1p(-bets * (x - high)), axis=1)
-        reached = np.logical_or.accumulate((run_low >= threshold) | (run_high >= threshold), axis=1)
-        reached |= done[:, None]
+        run_low = cap_low[live, None] + np.cumsum(np.log1p(bets * (x - low)), axis=1)
+        run_high = cap_high[live, None] + np.cumsum(np.log1p(-bets * (x - high)), axis=1)
+        reached = np.ones((SIMULATIONS, extra.size), dtype=bool)
+        reached[live] = np.logical_or.accumulate((run_low >= threshold) | (run_high >= threshold), axis=1)
         yield extra, reached
-        total, spread, cap_low, cap_high = sums[:, -1], spreads[:, -1], run_low[:, -1], run_high[:, -1]
-        done = reached[:, -1]
+        total[live], spread[live], cap_low[live], cap_high[live] = (
+            sums[:, -1], spreads[:, -1], run_low[:, -1], run_high[:, -1])
+        done = reached[:, -1].copy()
 
 
 def _grid(margin: float) -> np.ndarray:
@@ -234,12 +239,16 @@ def _bets(x: np.ndarray, level: float) -> np.ndarray:
     return _bet((0.25 + spread) / t, t, level)
 
 
-def _ever_reached(bets: np.ndarray, x: np.ndarray, m: np.ndarray, threshold: float, *, sign: int) -> np.ndarray:
-    """Per candidate mean: has the capital betting ``sign`` (above: +1, below: -1) ever reached the
-    threshold? Worked in blocks of the grid so memory stays tasks x 256."""
-    out = np.zeros(m.size, dtype=bool)
-    for lo in range(0, m.size, 256):
-        cols = m[lo:lo + 256]
-        capital = np.cumsum(np.log1p(sign * bets[:, None] * (x[:, None] - cols[None, :])), axis=0)
-        out[lo:lo + 256] = (capital >= threshold).any(axis=0)
-    return out
+def _excluded(bets: np.ndarray, x: np.ndarray, m: np.ndarray, threshold: float, *, sign: int) -> int:
+    """How many of the candidate means ``m``, from the first on, the capital betting ``sign`` (above:
+    +1, below: -1) has ever reached the threshold at. They are a run from the first: the bets don't
+    depend on m, so K+ falls as m rises (and K- as it falls), which lets a bisection find the run's
+    end in a dozen capitals instead of one per grid point."""
+    lo, hi = 0, m.size  # m[:lo] excluded, m[hi:] not
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if (np.cumsum(np.log1p(sign * bets * (x - m[mid]))) >= threshold).any():
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo

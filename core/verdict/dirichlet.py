@@ -223,8 +223,11 @@ def credible_interval(counts: Sequence[int], *, bar: Bar) -> tuple[float, float]
     return _interval(np.asarray(counts) + _prior(k, bar), _values(k), bar)
 
 
-def _judge(pairs: Sequence[TaskPair], k: int, bar: Bar, *, measure: Measure, advise: bool = True) -> Verdict:
-    """The one-look Verdict; ``advise=False`` leaves "how many more" to the caller (a later look's rule)."""
+def _judge(pairs: Sequence[TaskPair], k: int, bar: Bar, *, measure: Measure, advise: bool = True,
+           interval: tuple[float, float] | None = None, name: str = "interval") -> Verdict:
+    """The one-look Verdict; ``advise=False`` leaves "how many more" to the caller (a later look's rule).
+    ``interval`` and ``name``: the interval that decides instead, and what the reason calls it (a
+    later look's confidence sequence); the Dirichlet draws it would replace are then skipped."""
     k = _check_k(k)
     _check_pairs(pairs, k)
     used = [p for p in pairs if not p.void]
@@ -233,7 +236,7 @@ def _judge(pairs: Sequence[TaskPair], k: int, bar: Bar, *, measure: Measure, adv
     counts = np.bincount(diffs, minlength=2 * k + 1)
     alpha = counts + _prior(k, bar)
     values = _values(k)
-    lo, hi = _interval(alpha, values, bar)
+    lo, hi = _interval(alpha, values, bar) if interval is None else interval
     mean = float(alpha @ values / alpha.sum())
     too_many_dropped = _too_many_dropped(pairs, bar)
     outcome = "inconclusive" if too_many_dropped else _outcome(lo, hi, bar.margin)
@@ -243,7 +246,7 @@ def _judge(pairs: Sequence[TaskPair], k: int, bar: Bar, *, measure: Measure, adv
     reason = (
         _dropped_reason(len(dropped), len(pairs), bar.max_dropped_share)
         if too_many_dropped
-        else _reason(outcome, lo, hi, bar, measure)
+        else _reason(outcome, lo, hi, bar, measure, name=name)
     )
     caveat = small_suite_caveat(len(used), k, bar.level)
     return Verdict(

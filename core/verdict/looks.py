@@ -23,13 +23,12 @@ from assay.verdict.dirichlet import (
     TaskPair,
     Verdict,
     _check_k,
+    _check_pairs,
     _differences,
     _equal_arms_distribution,
     _judge,
     _more_tasks,
-    _outcome,
     _prior,
-    _reason,
     _too_many_dropped,
     _values,
     chance_of_clear_verdict,
@@ -52,17 +51,16 @@ def verdict_at_look(
     for name, value in (("look", look), ("sequence_from", sequence_from)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a whole number of 1 or more, got {value!r}")
-    first = _judge(pairs, trials_per_task, bar, measure=measure, advise=False)
-    k = first.trials_per_task
+    k = _check_k(trials_per_task)
+    _check_pairs(pairs, k)
     diffs = _differences(sequence_order(pairs, added_at or {}, bar.seed), k, measure) / k
     if look >= sequence_from:
-        lo, hi = confidence_sequence.interval(diffs, level=bar.level, margin=bar.margin)
-        changes = {"look": look, "decided_by": DECIDED_BY_SEQUENCE, "interval": (lo, hi), "caveat": ""}
-        if not _too_many_dropped(pairs, bar):
-            outcome = _outcome(lo, hi, bar.margin)
-            name = f"confidence sequence (valid at every look; this is look {look})"
-            changes |= {"verdict": outcome, "reason": _reason(outcome, lo, hi, bar, measure, name=name)}
-        first = attrs.evolve(first, **changes)
+        first = _judge(pairs, k, bar, measure=measure, advise=False,
+                       interval=confidence_sequence.interval(diffs, level=bar.level, margin=bar.margin),
+                       name=f"confidence sequence (valid at every look; this is look {look})")
+        first = attrs.evolve(first, look=look, decided_by=DECIDED_BY_SEQUENCE, caveat="")
+    else:
+        first = _judge(pairs, k, bar, measure=measure, advise=False)
     if first.verdict != "inconclusive" or _too_many_dropped(pairs, bar) or not advise:
         return first
     alpha = _prior(k, bar) + first.counts

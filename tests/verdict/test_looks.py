@@ -199,8 +199,10 @@ def test_following_the_advice_at_the_margin_keeps_the_first_looks_error_rate() -
     worth; and under ``confidence-sequence-only`` the issue's target holds: "≤ 2.5% at the
     margin, whatever the number of looks"."""
     bench = _workflow()
-    passes = {rule: sum(bench.follow(bench.BASE, -0.10, seed, rule).verdict == "pass" for seed in range(400))
-              for rule in bench.RULES}
+    passes = dict.fromkeys(bench.RULES, 0)
+    for seed in range(400):  # seed by seed: the two sequence rules share a suite's later looks
+        for rule in bench.RULES:
+            passes[rule] += bench.follow(bench.BASE, -0.10, seed, rule).verdict == "pass"
     assert passes["today"] >= 1.5 * passes["one look"]
     assert passes["looks rule"] <= passes["one look"] + 4
     assert passes["sequence only"] <= 0.025 * 400
