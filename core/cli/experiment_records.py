@@ -43,10 +43,9 @@ def verdict_line(verdict: dict, exp_id: str, *, one_look: bool = False) -> str:
                      f"{group['spec_more_tasks_chance']:.2f} chance.")
         rule = "How many more, the look rule's figure (the confidence sequence, valid at every look): "
         if more is not None and one_look:
-            over = "more than " if group.get("more_tasks_over_cap") else "about "
-            text += (f"\n  How many more, the spec's figure (977 D55): with {over}{more} more Eval tasks it would likely "
-                     f"settle (a {chance:.2f} chance); this Experiment's Bar allows one look, so plan a new "
-                     "Experiment with them.")
+            from assay.engine.results import one_look_advice
+
+            text += f"\n  {one_look_advice(group)}"
         elif more is not None and group.get("more_tasks_over_cap"):
             text += (f"\n  {rule}more looks are unlikely to settle it: even {more} more Eval tasks give a "
                      f"{chance:.2f} chance of a clear Verdict at look {look + 1}.")

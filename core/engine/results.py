@@ -499,6 +499,19 @@ def summary(result: ExperimentVerdict) -> str:
     return text
 
 
+def one_look_advice(group: Mapping[str, Any]) -> str:
+    """The spec's "how many more" under the one-look rule, which can't extend (docs/verdict.md).
+    The new Experiment it plans is told to record a look rule: one more one-look Verdict on these
+    tasks and more is a second look in all but name, the pattern that passed a Candidate at the
+    margin 6% of the time (issue 34), which a look rule bounds."""
+    over = "more than " if group.get("more_tasks_over_cap") else "about "
+    return (f"How many more, the spec's figure (977 D55): with {over}{group['more_tasks']} more Eval tasks it would "
+            f"likely settle (a {group['more_tasks_chance']:.2f} chance); this Experiment's Bar allows one look, so plan "
+            f"a new Experiment with them ({over}{group['tasks'] + group['more_tasks']} Eval tasks in all) under a look "
+            "rule that can extend (--look-rule confidence-sequence, the default): a one-look Verdict on these tasks "
+            "and more is a second look the one-look interval's error rate does not cover.")
+
+
 def efficiency_text(judged: Mapping[str, Any]) -> str:
     """The efficiency judgement in a clause: what was meant to be saved, the outcome, the saving's interval."""
     text = f"efficiency ({judged['measure']}, meant to save {judged['margin']:.0%}): {judged['verdict']}"

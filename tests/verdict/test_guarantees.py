@@ -83,6 +83,29 @@ def test_the_batch_plan_holds_on_the_sequence_itself() -> None:
     assert np.mean(used) < 0.85 * v.more_tasks
 
 
+def test_the_one_look_rules_advice_plans_a_new_experiment_that_can_extend(tmp_path) -> None:
+    """Finding: "The one-look rule's 'plan a new Experiment with them' advice brings back exactly the
+    unprotected pattern (5-10% false passes when followed)". The plan now names the whole size and
+    a look rule that bounds the second look, the same words in the CLI and the Console."""
+    import re
+
+    import attrs
+    from assay.cli.experiment_records import verdict_line
+    from assay.console.app import Console
+    from assay.storage.home import AssayHome
+
+    group = attrs.asdict(compute_verdict(WIDE, trials_per_task=3, bar=BAR))
+    verdict = {"verdict": "inconclusive", "groups": [group]}
+    whole = f"about {20 + group['more_tasks']} Eval tasks in all"
+    text = verdict_line(verdict, "exp-1", one_look=True)
+    assert f"plan a new Experiment with them ({whole}) under a look rule that can extend (--look-rule " \
+           "confidence-sequence, the default)" in text and "--add-tasks" not in text
+    page = Console(AssayHome(tmp_path), None).templates.get_template("experiment_live.html").render(
+        data={"id": "exp-1", "bar": {"look_rule": "one-look"}, "verdict": verdict, "looks": [], "arms": {}})
+    said = re.findall(r'<p class="more">(.*?)</p>', page.replace("&#39;", "'"))
+    assert said == [line.strip() for line in text.splitlines() if line.strip().startswith("How many more")]
+
+
 # --- the small-suite caveat (item 4) ---------------------------------------------------------
 
 def test_a_small_suite_of_one_trial_per_task_says_its_interval_is_optimistic() -> None:
