@@ -35,7 +35,10 @@ Rules, on the same simulated suites and task streams:
 Prints one table per design, then each rule's range across designs (the figures in
 docs/verdict.md); ``--coverage`` prints instead the one-look interval's coverage by suite size.
 Run: ``nice -n 19 python benchmarks/bench_looks.py [--suites N] [--workers W] [--designs base|all]``;
-docs/verdict.md's base table came from ``--designs base --users advice --suites 1000``.
+docs/verdict.md's base table came from ``--designs base --users advice --suites 1000``, its ranges
+("What each rule guarantees") from ``--designs all --users advice,ten --candidates "at the
+margin,at zero" --suites 200``, the batch plan's figures from ``--designs base --users batch``
+and the harder suite's from ``--designs base --users harder``, both with 200 suites.
 """
 
 from __future__ import annotations
