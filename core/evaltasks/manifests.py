@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from assay.evaltasks import timesafe
+from assay.evaltasks import testcommands, timesafe
 from assay.evaltasks.sealed import sealed_files, sealed_folder
 from assay.hooks.protocols import SuiteKind
 from assay.storage.home import AssayHome
@@ -29,6 +29,16 @@ class SuiteFields:
     depends_on: list[str] = attrs.Factory(list)
     defaults: list[str] = attrs.Factory(list)
     description: str = ""
+
+
+@attrs.frozen
+class ImportFields:
+    """``suite.toml``'s ``[import]`` table: where an imported suite came from and how its tasks run
+    their tests (docs/eval-tasks.md, "Importing public task sets")."""
+
+    format: str = ""
+    source: str = ""
+    test_commands: dict[str, Any] = attrs.Factory(dict)
 
 
 @attrs.frozen
@@ -135,7 +145,8 @@ def read_suite_manifest(folder: Path, kinds: Mapping[str, SuiteKind], problems: 
     if data is None:
         return None
     before = len(problems)
-    _unknown_keys(data, {"kind", "depends_on", "defaults", "description"}, path, problems)
+    _unknown_keys(data, {"kind", "depends_on", "defaults", "description", "import"}, path, problems)
+    _check_import(data, path, problems)
     known = ", ".join(sorted(kinds)) or "none installed"
     if "kind" not in data:
         problems.append(Problem(path, "kind", f"required: a string, one of: {known}"))
@@ -151,6 +162,20 @@ def read_suite_manifest(folder: Path, kinds: Mapping[str, SuiteKind], problems: 
             problems.append(Problem(path, "defaults", f"unknown default '{d}' (expected: {', '.join(ARM_DEFAULTS)})"))
     return {"kind": kind, "depends_on": tuple(data.get("depends_on", ())), "defaults": defaults,
             "description": data.get("description", ""), "valid": len(problems) == before}
+
+
+def _check_import(data: Mapping[str, Any], path: Path, problems: list[Problem]) -> None:
+    """``[import]``: its fields' types, and each test command a runner's name or an argv."""
+    table = data.get("import")
+    if table is None:
+        return
+    if not isinstance(table, dict):
+        problems.append(Problem(path, "import", "expected a table"))
+        return
+    _unknown_keys(table, {"format", "source", "test_commands"}, path, problems, "import.")
+    typed = _typed(table, ImportFields, path, problems, "import.")
+    for key, message in testcommands.entry_problems(typed.get("test_commands", {})):
+        problems.append(Problem(path, f"import.test_commands.{key}", message))
 
 
 def read_task(suite: str, kind: SuiteKind | None, folder: Path, problems: list[Problem]) -> EvalTask | None:
