@@ -13,15 +13,19 @@ import importlib
 import sys
 from typing import Any
 
+from typing import TYPE_CHECKING
+
 import assay
 import typer
 from assay.cli import output
-from assay.hooks import plugin_manager as plugin_loading
-from assay.hooks.loaded import PluginError, Plugins
 from typer.core import TyperGroup
 
+if TYPE_CHECKING:
+    from assay.hooks.loaded import Plugins
+
 # Every built-in command: the module (in assay.cli) whose register() adds it, and its line in
-# ``assay --help``. Plugins' commands (the assay_commands hook) are added eagerly after these.
+# ``assay --help``. Plugins' commands (the assay_commands hook) are added after these, once a
+# listing or an unknown name needs them.
 COMMANDS: dict[str, tuple[str, str]] = {
     "plugins": ("plugins_cmd", "List the installed plugins, what each offers, and what broke."),
     "suites": ("suites_cmd", "List and check the Eval suites; which suites a change touches."),
@@ -51,30 +55,66 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class PluginsOnUse:
+    """The installed plugins, loaded the first time something reads them.
+
+    ``assay --version``, a built-in command's ``--help`` and the commands that need no plugin
+    (``assay verdict``) then import none: loading them all costs more than typer's own start-up.
+    A plugin that failed to load is reported once, when they load.
+    """
+
+    def __init__(self) -> None:
+        self._plugins: Plugins | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # a probe for a protocol (abc's __isabstractmethod__ …): not a use
+            raise AttributeError(name)
+        return getattr(self.loaded(), name)
+
+    def loaded(self) -> Plugins:
+        if self._plugins is None:
+            from assay.hooks import plugin_manager
+
+            self._plugins = plugin_manager.load()
+            for info in self._plugins.errors:
+                print(f"assay: warning: plugin '{info.name}' ({info.module}) failed to load: {info.error}", file=sys.stderr)
+        return self._plugins
+
+
 class LazyGroup(TyperGroup):
-    """The root group: built-in commands are listed from :data:`COMMANDS` and loaded on use."""
+    """The root group: built-in commands are listed from :data:`COMMANDS` and loaded on use;
+    plugins' commands are asked for only when a listing or a name outside COMMANDS needs them."""
 
     plugins: Plugins  # set on the subclass that make_app builds
+    _with_plugin_commands = False
 
     def list_commands(self, ctx: typer.Context) -> list[str]:
+        self._add_plugin_commands()
         return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]
 
     def get_command(self, ctx: typer.Context, cmd_name: str) -> Any:
         if cmd_name in COMMANDS and cmd_name not in self.commands:
-            self._load(COMMANDS[cmd_name][0])
+            module = importlib.import_module(f"assay.cli.{COMMANDS[cmd_name][0]}")
+            self._add(lambda app: module.register(app, self.plugins))
+        elif cmd_name not in COMMANDS:
+            self._add_plugin_commands()
         return self.commands.get(cmd_name)
 
-    def _load(self, module_name: str) -> None:
-        module = importlib.import_module(f"assay.cli.{module_name}")
+    def _add_plugin_commands(self) -> None:
+        if not self._with_plugin_commands:
+            self._with_plugin_commands = True
+            self._add(lambda app: self.plugins.manager.hook.assay_commands(app=app, plugins=self.plugins))
+
+    def _add(self, register: Any) -> None:
         app = typer.Typer(rich_markup_mode=None)
-        module.register(app, self.plugins)
+        register(app)
         app.callback()(lambda: None)  # a callback makes it a group even with one command
         for name, command in typer.main.get_group(app).commands.items():
             self.commands.setdefault(name, command)
 
     def resolve_command(self, ctx: typer.Context, args: list[str]) -> Any:
         # Typer suggests only among loaded commands; suggest among every command's name instead.
-        if args and not args[0].startswith("-") and args[0] not in self.list_commands(ctx):
+        if args and not args[0].startswith("-") and args[0] not in COMMANDS and args[0] not in self.list_commands(ctx):
             close = difflib.get_close_matches(args[0], self.list_commands(ctx))
             if close:
                 ctx.fail(f"No such command {args[0]!r}. Did you mean {', '.join(map(repr, close))}?")
@@ -97,7 +137,8 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-def make_app(plugins: Plugins) -> typer.Typer:
+def make_app(plugins: Plugins | PluginsOnUse) -> typer.Typer:
+    """The root command: its table and ``--version`` need no plugin; commands get ``plugins``."""
     app = typer.Typer(
         name="assay",
         cls=type("AssayGroup", (LazyGroup,), {"plugins": plugins}),
@@ -116,15 +157,17 @@ def make_app(plugins: Plugins) -> typer.Typer:
     ) -> None:
         """Measure a change to your AI coding agents before it ships."""
 
-    plugins.manager.hook.assay_commands(app=app, plugins=plugins)
     return app
 
 
 def _is_input_error(e: Exception) -> bool:
-    """A plugin or file-format error: the user's input, reported in one line. The formats module
-    (and cattrs) is only loaded by commands that read records, so look for it, don't import it."""
+    """A plugin or file-format error: the user's input, reported in one line. The plugin loader and
+    the formats module (and cattrs) are only loaded by commands that use them, so look for them,
+    don't import them."""
+    loaded: Any = sys.modules.get("assay.hooks.loaded")
     formats: Any = sys.modules.get("assay.storage.formats")
-    return isinstance(e, PluginError) or (formats is not None and isinstance(e, formats.FormatError))
+    return ((loaded is not None and isinstance(e, loaded.PluginError))
+            or (formats is not None and isinstance(e, formats.FormatError)))
 
 
 EXIT_INTERRUPTED = 130
@@ -145,10 +188,7 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``assay`` script: every error one line (``assay: error: …``, typer's own
     usage errors too), and Ctrl-C before a command takes it over a clean exit 130, never a traceback."""
     try:
-        plugins = plugin_loading.load()
-        for info in plugins.errors:
-            print(f"assay: warning: plugin '{info.name}' ({info.module}) failed to load: {info.error}", file=sys.stderr)
-        code = make_app(plugins)(args=argv, prog_name="assay", standalone_mode=False)
+        code = make_app(PluginsOnUse())(args=argv, prog_name="assay", standalone_mode=False)
     except output.UserError as e:
         output.print_error(str(e))
         sys.exit(e.code)

@@ -14,18 +14,20 @@ import re
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import attrs
 import typer
 from assay.cli.experiment_records import command_record, find_experiment, shared_family_note, verdict_line
 from assay.cli.output import JsonOpt, emit_json, fail, say, table
 from assay.engine.results import listing, read_verdict
-from assay.hooks import plugin_manager as plugin_loading
 from assay.storage import commands
 from assay.storage.files import Locked, NotALockFile
 from assay.storage.home import AssayHome
 from assay.storage.records import ARMS, GRADERS, Bar, PanelSeat
+
+if TYPE_CHECKING:
+    from assay.hooks import plugin_manager as plugin_loading  # loaded on first use (cli.PluginsOnUse)
 
 EXIT_PAUSED = 3
 EXIT_NOT_FINAL = 5

@@ -4,15 +4,17 @@ checks of each real CLI against a scripted provider; ``assay setup``: store a Ha
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from assay.cli.output import JsonOpt, emit_json, fail, table
-from assay.hooks import plugin_manager as plugin_loading
 from assay.hooks.protocols import Harness
 from assay.sessions import credentials
 from assay.storage import formats
 from assay.storage.home import AssayHome
+
+if TYPE_CHECKING:
+    from assay.hooks import plugin_manager as plugin_loading  # loaded on first use (cli.PluginsOnUse)
 
 EXIT_NOTHING_RAN = 3
 # What ``assay setup HARNESS`` stores, and how it asks for it.

@@ -6,11 +6,15 @@ nothing moved); 2 no such proposal, or it couldn't be moved.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 from assay.cli.output import JsonOpt, emit_json, fail, say, table
 from assay.evaltasks import manifests, proposals
-from assay.hooks import plugin_manager as plugin_loading
 from assay.storage.home import AssayHome
+
+if TYPE_CHECKING:
+    from assay.hooks import plugin_manager as plugin_loading  # loaded on first use (cli.PluginsOnUse)
 
 
 def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:

@@ -27,17 +27,19 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from assay.cli.experiment_cmd import EXIT_NOT_FINAL, EXIT_PAUSED, FactoryOpt, execute, make_plan, print_result
 from assay.cli.experiment_records import verdict_line
 from assay.cli.output import say, table
 from assay.engine.results import read_verdict, waiting_text
-from assay.hooks import plugin_manager as plugin_loading
 from assay.storage import formats
 from assay.storage.home import AssayHome
 from assay.storage.records import Bar
+
+if TYPE_CHECKING:
+    from assay.hooks import plugin_manager as plugin_loading  # loaded on first use (cli.PluginsOnUse)
 
 EXIT_HOLD = 4
 EXIT_INTERRUPTED = 130

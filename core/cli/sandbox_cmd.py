@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from assay.cli.output import JsonOpt, emit_json, table
-from assay.hooks import plugin_manager as plugin_loading
 from assay.hooks.protocols import SandboxBackend
+
+if TYPE_CHECKING:
+    from assay.hooks import plugin_manager as plugin_loading  # loaded on first use (cli.PluginsOnUse)
 
 DEFAULT = "bwrap"  # what an Experiment uses unless told otherwise, wherever it works
 

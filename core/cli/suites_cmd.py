@@ -4,16 +4,18 @@ suites a change touches."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from assay.cli.output import JsonOpt, emit_json, fail, table
 from assay.engine import touched
 from assay.engine.factory import Factory, FactoryError
 from assay.evaltasks import manifests
-from assay.hooks import plugin_manager as plugin_loading
 from assay.storage.git import GitError
 from assay.storage.home import AssayHome
+
+if TYPE_CHECKING:
+    from assay.hooks import plugin_manager as plugin_loading  # loaded on first use (cli.PluginsOnUse)
 
 
 def _arm_flag(arm: str, what: str) -> Any:

@@ -5,12 +5,15 @@ from __future__ import annotations
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from assay.cli.output import JsonOpt, emit_json, fail
 from assay.evaltasks import manifests, timesafe
-from assay.hooks import plugin_manager as plugin_loading
 from assay.storage.home import AssayHome
+
+if TYPE_CHECKING:
+    from assay.hooks import plugin_manager as plugin_loading  # loaded on first use (cli.PluginsOnUse)
 
 
 def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import typer
 from assay.cli.output import JsonOpt, emit_json, fail
-from assay.hooks import plugin_manager as plugin_loading
 from assay.storage import formats
 from assay.storage.records import Bar
 
 if TYPE_CHECKING:
+    from assay.hooks import plugin_manager as plugin_loading  # loaded on first use (cli.PluginsOnUse)
     from assay.verdict import TaskPair, Verdict
 
 _TOP_KEYS = {"trials_per_task", "bar", "tasks"}
