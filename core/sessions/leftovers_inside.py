@@ -401,7 +401,8 @@ _OUTCOMES = {"ok": "passed", "FAIL": "failed", "ERROR": "error", "expected failu
 class UnittestLines:
     """Per-test results from what unittest's runner prints at verbosity 2 (``python -m unittest -v``,
     Django's ``runtests.py --verbosity 2``): ``test_z (tests.test_x.TestY) ... ok`` — the outcome on
-    the same line, on a later one when the test printed first, or after its docstring's line — and
+    the same line, on a later one when the test printed first, or after its docstring's line (then
+    also reported under that line, with no classname, as SWE-bench names such Django tests) — and
     the ``FAIL: test_z (…)`` / ``ERROR: …`` headings of the failure report, which override. A test
     named twice with different outcomes is reported failed. Bounded: lines over 64 KiB are skipped."""
 
@@ -411,7 +412,7 @@ class UnittestLines:
         import re
 
         self._said = re.compile(_TEST + r"(?: \.\.\. (?:" + _OUTCOME + r"|.*))?")
-        self._outcome = re.compile(r"(?:.* \.\.\. )?" + _OUTCOME)
+        self._outcome = re.compile(r"(?:(.*) \.\.\. )?" + _OUTCOME)
         self._heading = re.compile(r"(FAIL|ERROR): " + _TEST + r"(?: .*)?")
         self.partial = bytearray()
         self.cases: dict[tuple[str, str], str] = {}
@@ -439,7 +440,9 @@ class UnittestLines:
             return
         outcome = self._outcome.fullmatch(line)
         if outcome and self.pending:
-            self._record(*self.pending, self._name(outcome[1]))
+            self._record(*self.pending, self._name(outcome[2]))
+            if outcome[1] and outcome[1].strip():
+                self._record(outcome[1].strip(), "", self._name(outcome[2]))
 
     @staticmethod
     def _name(outcome: str) -> str:

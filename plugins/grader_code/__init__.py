@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from assay import hookimpl
@@ -168,7 +168,8 @@ def _judged(command: str, result: Ran, timeout: float, must_pass: Sequence[str],
     if report.problem:
         return False, f"`{command}` exited 0 on the committed HEAD, but {report.problem}"
     outcomes = _outcomes(report)
-    missing = [t for t in must_pass if outcomes.get(_test_id(t)) != "passed"]
+    outcome = _lookup(report, outcomes)
+    missing = [t for t in must_pass if outcome(t) != "passed"]
     if missing:
         return False, (f"`{command}` exited 0 on the committed HEAD, but {said} doesn't show {missing[0]} "
                        "passed" + (f" (nor {len(missing) - 1} more)" if len(missing) > 1 else ""))
@@ -191,9 +192,8 @@ def _judged_by_listed(command: str, result: Ran, timeout: float, must_pass: Sequ
     report, said = _report(result, report_kind or "junit")
     if report.problem:
         return False, f"`{command}` on the committed HEAD: {report.problem}"
-    outcomes = _outcomes(report)
-    wrong = [(t, outcomes.get(_test_id(t), "not run")) for t in must_pass
-             if outcomes.get(_test_id(t)) not in ("passed", "xfailed")]
+    outcome = _lookup(report, _outcomes(report))
+    wrong = [(t, outcome(t) or "not run") for t in must_pass if outcome(t) not in ("passed", "xfailed")]
     if wrong:
         (test, outcome), more = wrong[0], len(wrong) - 1
         return False, (f"`{command}` on the committed HEAD: {said} shows {test} {outcome}"
@@ -208,15 +208,34 @@ def _report(result: Ran, report_kind: str) -> tuple[JUnit, str]:
     return result.junit or JUnit((), f"{said} was not read"), said
 
 
+_RANK = {"error": 0, "failed": 1, "skipped": 2, "xfailed": 3, "passed": 4}
+
+
+def _worst(outcomes: dict[str, str], key: str, outcome: str) -> None:
+    if key not in outcomes or _RANK.get(outcome, 0) < _RANK.get(outcomes[key], 0):
+        outcomes[key] = outcome
+
+
 def _outcomes(report: JUnit) -> dict[str, str]:
-    """Each reported test's outcome by its ``classname.name``; one reported twice keeps its worst."""
-    rank = {"error": 0, "failed": 1, "skipped": 2, "xfailed": 3, "passed": 4}
+    """Each reported test's outcome by its ``classname.name`` (its name alone, with no classname);
+    one reported twice keeps its worst."""
     outcomes: dict[str, str] = {}
     for classname, name, outcome in report.cases:
-        key = f"{classname}.{name}"
-        if key not in outcomes or rank.get(outcome, 0) < rank.get(outcomes[key], 0):
-            outcomes[key] = outcome
+        _worst(outcomes, f"{classname}.{name}" if classname else name, outcome)
     return outcomes
+
+
+def _lookup(report: JUnit, outcomes: dict[str, str]) -> Callable[[str], str | None]:
+    """A test's outcome from its name in ``must_pass`` (:func:`_test_id`), or None if not reported;
+    a bare function name (``test_z``, as some task sets name tests) is the worst of every case so named."""
+    bare: dict[str, str] = {}
+    for _classname, name, outcome in report.cases:
+        _worst(bare, name, outcome)
+
+    def outcome(test: str) -> str | None:
+        found = outcomes.get(_test_id(test))
+        return found if found is not None or not re.fullmatch(r"\w+(\[.*\])?", test) else bare.get(test)
+    return outcome
 
 
 def _test_id(name: str) -> str:

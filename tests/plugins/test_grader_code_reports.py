@@ -107,7 +107,8 @@ def lines(text: str) -> list[list[str]]:
 
 def test_unittest_output_of_every_shape() -> None:
     """What unittest and Django print at verbosity 2: the outcome on the line, after the test's own
-    output, after its docstring; Python 3.11's ``(module.Class.test)``; the failure headings override."""
+    output, after its docstring (reported under that line too); Python 3.11's ``(module.Class.test)``;
+    the failure headings override."""
     out = ("test_a (m.T) ... ok\n"
            "test_b (m.T.test_b) ... FAIL\n"
            "test_c (m.T) ... printed by the test\nok\n"
@@ -118,9 +119,32 @@ def test_unittest_output_of_every_shape() -> None:
            "test_h (m.T) ... expected failure\n"
            "test_i (m.T) ... unexpected success\n"
            "\n======\nERROR: test_g (m.T)\n------\nFAIL: test_b (m.T.test_b)\nRan 9 tests in 0.1s\n")
-    assert lines(out) == [["m.T", n, o] for n, o in [
+    assert lines(out) == [["", "The docstring of d.", "passed"]] + [["m.T", n, o] for n, o in [
         ("test_a", "passed"), ("test_b", "failed"), ("test_c", "passed"), ("test_d", "passed"),
         ("test_e", "skipped"), ("test_g", "error"), ("test_h", "xfailed"), ("test_i", "failed")]]
+
+
+def test_a_test_named_by_its_docstring_is_judged_by_it(tmp_path: Path) -> None:
+    """Django's runner at verbosity 2 prints a test's docstring line in place of its outcome's
+    line; SWE-bench names such a test by that line in FAIL_TO_PASS, so it is found by it too."""
+    documented = TESTS.replace("    def test_add(self):\n", "    def test_add(self):\n        \"\"\"add() adds.\"\"\"\n")
+    criteria = {**UNITTEST, "must_pass": ["add() adds.", "test_mul (test_calc.T)"], "must_pass_only": True}
+    fixed = grade(tmp_path / "fixed", criteria, {"calc.py": FIXED, "test_calc.py": documented})
+    assert fixed.passed is True, fixed.why
+    bug = grade(tmp_path / "bug", criteria, {"test_calc.py": documented})
+    assert bug.passed is False and "its output shows add() adds. failed" in bug.why
+
+
+def test_a_bare_test_name_is_the_worst_of_the_tests_so_named(tmp_path: Path) -> None:
+    """Some task sets name a test by its function alone (``test_add``): it matches every reported
+    case of that name, and the worst of them decides."""
+    criteria = {"test_command": [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml={junit}",
+                                 "test_calc.py"], "must_pass": ["test_add", "test_mul"], "must_pass_only": True}
+    assert grade(tmp_path / "fixed", criteria, {"calc.py": FIXED}).passed is True
+    bug = grade(tmp_path / "bug", criteria, {})
+    assert bug.passed is False and "its JUnit report shows test_add failed" in bug.why
+    twice = TESTS + "\n\nclass U(unittest.TestCase):\n    def test_add(self):\n        self.fail('no')\n"
+    assert grade(tmp_path / "twice", criteria, {"calc.py": FIXED, "test_calc.py": twice}).passed is False
 
 
 def test_a_test_reported_both_ways_is_failed() -> None:
