@@ -256,9 +256,10 @@ def sealed_from_patch(repository: Path, base: str, patch: str) -> dict[str, byte
     with tempfile.TemporaryDirectory(prefix="assay-test-patch-") as scratch:
         objects = Path(scratch) / "objects"
         objects.mkdir()
-        gitdir = git("rev-parse", "--absolute-git-dir", cwd=repository)
+        gitdir, store = git("rev-parse", "--path-format=absolute", "--git-dir", "--git-path", "objects",
+                            cwd=repository).splitlines()  # a linked worktree's objects are its main one's
         env = {"GIT_DIR": gitdir, "GIT_INDEX_FILE": str(Path(scratch) / "index"), "GIT_OBJECT_DIRECTORY": str(objects),
-               "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(Path(gitdir) / "objects")}
+               "GIT_ALTERNATE_OBJECT_DIRECTORIES": store}
         try:
             git("read-tree", base, cwd=Path(scratch), env=env)
             git("apply", "--cached", "--whitespace=nowarn", "-", cwd=Path(scratch), env=env,

@@ -232,6 +232,10 @@ def test_suites_check_says_which_imported_tasks_cannot_run_here(cli, assay_home:
         f"{folder}/acme__strs-1/task.toml: criteria.test_command: can't run here: `no-such-runner-i35 "
         "tests/test_strs.py`: no-such-runner-i35 is not on PATH",
         "1 suite(s), 4 task(s), 0 problem(s), 4 task(s) can't run here."]
+    as_json = json.loads(cli("suites", "check", "--json").stdout)["cannot_run_here"]
+    assert [c["task"] for c in as_json] == [f"imported/{n}" for n in ("acme__calc-1", "acme__calc-2", "acme__calc-3",
+                                                                      "acme__strs-1")]
+    assert as_json[3]["why"] == "`no-such-runner-i35 tests/test_strs.py`: no-such-runner-i35 is not on PATH"
 
 
 def test_a_bad_test_command_entry_is_refused(cli, assay_home: Path, fixture: dict) -> None:
