@@ -12,6 +12,7 @@ folder and moved into place at the end, so a refused or failed import leaves the
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -31,7 +32,7 @@ from assay.storage.home import AssayHome
 
 REQUIRED = ("instance_id", "repo", "base_commit", "problem_statement", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS")
 OPTIONAL = ("environment_setup_commit", "version", "hints_text")
-RECORD = "instance.json"  # the instance as imported, beside task.toml: what a re-import compares
+RECORD = "instance.json"  # the instance as imported and its sealed files' digests: what a re-import compares
 SEALED = "sealed"
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
@@ -65,7 +66,6 @@ def import_suite(home: AssayHome, source: Path, suite: str, repos: Path, *, hint
     table = _suite_table(folder, suite)
     problems: list[str] = []
     built: dict[str, dict[str, bytes]] = {}
-    records: dict[str, dict[str, Any]] = {}
     for where, raw in _read_instances(source):
         record = _instance(raw, where, problems)
         if record is None:
@@ -74,9 +74,9 @@ def import_suite(home: AssayHome, source: Path, suite: str, repos: Path, *, hint
         if iid in built:
             problems.append(f"{where} ({iid}): instance_id: {iid} appears twice in the file")
             continue
-        files = _task_files(record, where, repos, table, hints, problems)
+        files = _task_files(record, where, repos, table, hints, _read_folder(folder / iid), problems)
         if files is not None:
-            built[iid], records[iid] = files, record
+            built[iid] = files
     if not problems and not built:
         problems.append(f"{source}: no instances in the file")
     if problems:
@@ -204,8 +204,9 @@ def _tests(value: Any, field: str, where: str, problems: list[str]) -> list[str]
 
 
 def _task_files(record: dict[str, Any], where: str, repos: Path, table: Mapping[str, Any], hints: bool,
-                problems: list[str]) -> dict[str, bytes] | None:
-    """The task folder's files ``{path: bytes}``: task.toml, issue.md, the sealed test files and the record."""
+                before: Mapping[str, bytes] | None, problems: list[str]) -> dict[str, bytes] | None:
+    """The task folder's files ``{path: bytes}``: task.toml, issue.md, the sealed test files and the
+    record; ``before``, the folder's files now, whose sealed files serve again if made the same way."""
     where = f"{where} ({record['instance_id']})"
     mirror = _mirror(repos, record["repo"])
     if mirror is None:
@@ -218,11 +219,13 @@ def _task_files(record: dict[str, Any], where: str, repos: Path, table: Mapping[
     except timesafe.TimeSafeError as e:
         problems.append(f"{where}: base_commit: {e}")
         return None
-    try:
-        sealed = sealed_from_patch(mirror, base, record["test_patch"])
-    except ValueError as e:
-        problems.append(f"{where}: test_patch: {e}")
-        return None
+    sealed = _sealed_before(before, mirror, base, record["test_patch"])
+    if sealed is None:
+        try:
+            sealed = sealed_from_patch(mirror, base, record["test_patch"])
+        except ValueError as e:
+            problems.append(f"{where}: test_patch: {e}")
+            return None
     _name, argv, report = testcommands.command_for(table, record["repo"], record.get("version"))
     test_files = sorted(p for p in sealed if p.endswith(".py")) or sorted(sealed)
     task = {
@@ -236,10 +239,29 @@ def _task_files(record: dict[str, Any], where: str, repos: Path, table: Mapping[
     issue = record["problem_statement"].rstrip() + "\n"
     if hints and record.get("hints_text", "").strip():
         issue += "\n## Hints\n\n" + record["hints_text"].rstrip() + "\n"
-    kept = {k: v for k, v in record.items() if hints or k != "hints_text"}
+    kept = {"instance": {k: v for k, v in record.items() if hints or k != "hints_text"},
+            "sealed_sha256": {path: hashlib.sha256(body).hexdigest() for path, body in sealed.items()}}
     return {TASK_FILE: tomli_w.dumps(task).encode(), "issue.md": issue.encode(),
             RECORD: (json.dumps(kept, indent=2, sort_keys=True) + "\n").encode(),
             **{f"{SEALED}/{path}": body for path, body in sealed.items()}}
+
+
+def _sealed_before(before: Mapping[str, bytes] | None, mirror: Path, base: str, patch: str) -> dict[str, bytes] | None:
+    """The sealed files an earlier import wrote from the same patch, mirror and base, as it wrote them
+    (each matching its recorded digest), or None: applying a patch costs several git runs a task,
+    and its result depends on those three alone."""
+    try:
+        task = tomllib.loads(before[TASK_FILE].decode()) if before else {}
+        record = json.loads(before[RECORD]) if before else {}
+    except (KeyError, ValueError):
+        return None
+    if not (task.get("repository") == str(mirror) and task.get("base") == base and isinstance(record, dict)
+            and isinstance(record.get("instance"), dict) and record["instance"].get("test_patch") == patch):
+        return None
+    assert before is not None
+    sealed = {rel.removeprefix(f"{SEALED}/"): body for rel, body in before.items() if rel.startswith(f"{SEALED}/")}
+    digests = {path: hashlib.sha256(body).hexdigest() for path, body in sealed.items()}
+    return sealed if sealed and digests == record.get("sealed_sha256") else None
 
 
 def _mirror(repos: Path, repo: str) -> Path | None:
@@ -290,8 +312,8 @@ def _read_folder(folder: Path) -> dict[str, bytes] | None:
 def _what_changed(before: dict[str, bytes], after: dict[str, bytes]) -> tuple[str, ...]:
     """The instance's fields that differ; else the task's files that do (its test command, say)."""
     try:
-        old, new = json.loads(before.get(RECORD, b"{}")), json.loads(after[RECORD])
-    except json.JSONDecodeError:
+        old, new = json.loads(before.get(RECORD, b"{}")).get("instance", {}), json.loads(after[RECORD])["instance"]
+    except (json.JSONDecodeError, AttributeError):
         old, new = {}, {}
     fields = tuple(sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k)))
     return fields or tuple(sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p)))

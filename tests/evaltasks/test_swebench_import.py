@@ -110,6 +110,17 @@ def test_a_changed_instance_and_a_changed_test_command_are_reported(cli, assay_h
     assert strs["test_report"] == "unittest"
 
 
+def test_an_edited_sealed_file_is_restored_and_reported(cli, assay_home: Path, fixture: dict) -> None:
+    """A re-import reuses the sealed files it made from the same patch only while they match their
+    recorded digests: a hand edit (or a damaged file) is a change, and the patch's text comes back."""
+    assert import_(cli, fixture).returncode == 0
+    sealed = suite(assay_home) / "acme__calc-1" / "sealed" / "tests" / "test_calc.py"
+    sealed.write_text("def test_add():\n    pass\n")
+    result = import_(cli, fixture)
+    assert "changed: imported/acme__calc-1 (sealed/tests/test_calc.py)" in result.stdout.splitlines(), result.stdout
+    assert sealed.read_text() == CALC_TESTS_UPSTREAM
+
+
 def test_a_task_the_file_no_longer_names_is_kept_and_said(cli, assay_home: Path, fixture: dict) -> None:
     assert import_(cli, fixture).returncode == 0
     write_instances(fixture["file"], fixture["instances"][:2])
