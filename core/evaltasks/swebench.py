@@ -66,6 +66,7 @@ def import_suite(home: AssayHome, source: Path, suite: str, repos: Path, *, hint
     table = _suite_table(folder, suite)
     problems: list[str] = []
     built: dict[str, dict[str, bytes]] = {}
+    now: dict[str, dict[str, bytes] | None] = {}  # each task folder's files as they are
     for where, raw in _read_instances(source):
         record = _instance(raw, where, problems)
         if record is None:
@@ -74,7 +75,8 @@ def import_suite(home: AssayHome, source: Path, suite: str, repos: Path, *, hint
         if iid in built:
             problems.append(f"{where} ({iid}): instance_id: {iid} appears twice in the file")
             continue
-        files = _task_files(record, where, repos, table, hints, _read_folder(folder / iid), problems)
+        now[iid] = _read_folder(folder / iid)
+        files = _task_files(record, where, repos, table, hints, now[iid], problems)
         if files is not None:
             built[iid] = files
     if not problems and not built:
@@ -83,7 +85,7 @@ def import_suite(home: AssayHome, source: Path, suite: str, repos: Path, *, hint
         raise ImportRefused(problems)
     new, changed, unchanged = [], [], []
     for iid, files in built.items():
-        before = _read_folder(folder / iid)
+        before = now[iid]
         if before is None:
             new.append(iid)
         elif before != files:
@@ -173,7 +175,7 @@ def _instance(raw: Any, where: str, problems: list[str]) -> dict[str, Any] | Non
         elif field == "version" and isinstance(value, (int, float)) and not isinstance(value, bool):
             value = str(value)
         elif not isinstance(value, str):
-            problems.append(f"{where}: {field}: expected a string, got {type(value).__name__}")
+            problems.append(f"{where}: {field}: expected a string, got {_json_type(value)}")
             continue
         out[field] = value
     checks = {"instance_id": (_ID, "expected a name of letters, digits, '.', '_', '-' (it names the task folder)"),
@@ -188,6 +190,11 @@ def _instance(raw: Any, where: str, problems: list[str]) -> dict[str, Any] | Non
     if out.get("FAIL_TO_PASS") == []:
         problems.append(f"{where}: FAIL_TO_PASS: empty: a task needs a test the fix makes pass")
     return out if len(problems) == before else None
+
+
+def _json_type(value: Any) -> str:
+    return ("true or false" if isinstance(value, bool) else "a number" if isinstance(value, (int, float))
+            else "an array" if isinstance(value, list) else "an object" if isinstance(value, dict) else "null")
 
 
 def _tests(value: Any, field: str, where: str, problems: list[str]) -> list[str] | None:

@@ -141,7 +141,8 @@ BAD_PATCH = "diff --git a/tests/test_calc.py b/tests/test_calc.py\n--- a/tests/t
     ({"base_commit": "HEAD~1"}, "base_commit", "expected a commit id"),
     ({"repo": "acme/nope"}, "repo", "no mirror of acme/nope in"),
     ({"test_patch": BAD_PATCH}, "test_patch", "doesn't apply to base_commit"),
-    ({"problem_statement": 7}, "problem_statement", "expected a string, got int"),
+    ({"problem_statement": 7}, "problem_statement", "expected a string, got a number"),
+    ({"version": ["1"]}, "version", "expected a string, got an array"),
 ])
 def test_a_malformed_instance_is_refused_naming_it_and_the_field(cli, assay_home: Path, fixture: dict, change: dict,
                                                                 field: str, message: str) -> None:
