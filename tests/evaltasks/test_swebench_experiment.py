@@ -71,3 +71,5 @@ def test_scores_follow_fail_to_pass_and_pass_to_pass(assay_home: Path, tmp_path:
         f"{unittest_run}: its output shows all 2 tests that must pass passed (exit 0, not counted)")
     assert "tests/test_strs.py (a sealed test file: the task's own copy is what is graded)" in \
         got["imported/acme__strs-1", "baseline"]["why"]
+    [issue] = assay_home.glob("evals/experiments/*/trials/imported__acme__calc-1/candidate-0/attempt-0/issue.md")
+    assert issue.read_text() == "add() subtracts its arguments.\n"  # the problem statement; no hints
