@@ -167,6 +167,7 @@ def test_any_result_json_is_an_outcome(tmp_path_factory, data: bytes, code, time
 # --- trees and repositories -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @QUICK
 @given(tree=TREES)
 def test_any_tree_is_walked_defused_and_removed(tmp_path_factory, tree: list[dict]) -> None:
@@ -202,6 +203,7 @@ def trial_view(tmp: Path, tree: list[dict], commit: bool) -> tuple[EvalTask, Tri
     return task, TrialView(TrialRecord(task.id, "candidate", 0, 0, Outcome.DELIVERED, now, now, "none"), folder)
 
 
+@pytest.mark.slow
 @settings(derandomize=True, database=None, deadline=None, max_examples=12,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(tree=TREES, commit=st.booleans())
