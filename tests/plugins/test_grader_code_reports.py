@@ -86,6 +86,7 @@ def test_the_output_report_decides_with_the_exit_status(tmp_path: Path) -> None:
     assert score.passed is True and "(3 tests reported passed)" in score.why
 
 
+@pytest.mark.slow  # grades twice with pytest: near 3 s at load 7
 def test_pytest_junit_with_must_pass_only(tmp_path: Path) -> None:
     criteria = {"test_command": [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml={junit}",
                                  "test_calc.py"],
@@ -135,6 +136,7 @@ def test_a_test_named_by_its_docstring_is_judged_by_it(tmp_path: Path) -> None:
     assert bug.passed is False and "its output shows add() adds. failed" in bug.why
 
 
+@pytest.mark.slow  # grades three times with pytest: over 4 s at load 7
 def test_a_bare_test_name_is_the_worst_of_the_tests_so_named(tmp_path: Path) -> None:
     """Some task sets name a test by its function alone (``test_add``): it matches every reported
     case of that name, and the worst of them decides."""
