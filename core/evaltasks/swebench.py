@@ -233,12 +233,13 @@ def _task_files(record: dict[str, Any], where: str, repos: Path, table: Mapping[
         except ValueError as e:
             problems.append(f"{where}: test_patch: {e}")
             return None
-    _name, argv, report = testcommands.command_for(table, record["repo"], record.get("version"))
+    runner, argv, report = testcommands.command_for(table, record["repo"], record.get("version"))
     test_files = sorted(p for p in sealed if p.endswith(".py")) or sorted(sealed)
     task = {
         "repository": str(mirror), "base": base,
         "description": f"{record['instance_id']}: {record['repo']}"
-                       + (f" {record['version']}" if record.get("version") else "") + ", imported (SWE-bench format)",
+                       + (f" {record['version']}" if record.get("version") else "")
+                       + f", imported (SWE-bench format; its tests run by the {runner!r} test command)",
         "inputs": {"issue": "issue.md"},
         "criteria": {"test_command": testcommands.filled(argv, test_files), "test_report": report, "sealed": SEALED,
                      "must_pass": [*record["FAIL_TO_PASS"], *record["PASS_TO_PASS"]], "must_pass_only": True},
