@@ -71,3 +71,48 @@ def make_instances(root: Path) -> dict:
 
 def write_instances(file: Path, instances: list[dict]) -> None:
     file.write_text("".join(json.dumps(i) + "\n" for i in instances))
+
+
+# A Django-shaped project: Django's runner is tests/runtests.py, taking test labels relative to
+# tests/ and printing unittest's lines at --verbosity 2. This stand-in does just that (Django
+# itself is not needed to run the runner's default command and read its output).
+RUNTESTS = '''import os
+import sys
+import unittest
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [here, os.path.dirname(here)]
+args, labels, verbosity = sys.argv[1:], [], 1
+while args:
+    arg = args.pop(0)
+    if arg in ("--verbosity", "--parallel"):
+        value = args.pop(0)
+        verbosity = int(value) if arg == "--verbosity" else verbosity
+    elif not arg.startswith("--"):
+        labels.append(arg)
+result = unittest.TextTestRunner(verbosity=verbosity).run(unittest.defaultTestLoader.loadTestsFromNames(labels))
+sys.exit(not result.wasSuccessful())
+'''
+SHOUTY = "def shout(s):\n    return s.lower() + '!'\n"
+SHOUTY_FIXED = SHOUTY.replace("s.lower()", "s.upper()")
+SHOUT_TESTS = ("import unittest\n\nfrom shouty import shout\n\n\nclass ShoutTests(unittest.TestCase):\n"
+               "    def test_bang(self):\n        self.assertTrue(shout('a').endswith('!'))\n")
+SHOUT_TESTS_UPSTREAM = SHOUT_TESTS + ('\n    def test_upper(self):\n        """Shouting upper-cases."""\n'
+                                      "        self.assertEqual(shout('hi'), 'HI!')\n")
+
+
+def make_django_instance(root: Path) -> dict:
+    """A ``django/django``-named instance whose FAIL_TO_PASS test is named by its docstring line, as
+    SWE-bench names some of Django's."""
+    repos = root / "repos"
+    base, _fix, patch = _upstream(
+        repos / "django__django",
+        {"shouty/__init__.py": SHOUTY, "tests/runtests.py": RUNTESTS, "tests/shout_tests/__init__.py": "",
+         "tests/shout_tests/tests.py": SHOUT_TESTS},
+        {"shouty/__init__.py": SHOUTY_FIXED, "tests/shout_tests/tests.py": SHOUT_TESTS_UPSTREAM})
+    instance = {"instance_id": "django__django-1", "repo": "django/django", "base_commit": base, "version": "5.0",
+                "problem_statement": "shout() whispers.\n", "test_patch": patch,
+                "FAIL_TO_PASS": ["Shouting upper-cases."], "PASS_TO_PASS": ["test_bang (shout_tests.tests.ShoutTests)"]}
+    file = root / "django.jsonl"
+    write_instances(file, [instance])
+    return {"file": file, "repos": repos, "instances": [instance]}

@@ -12,12 +12,21 @@ import subprocess
 import tomllib
 from pathlib import Path
 
-import pytest
-from assay.evaltasks import testcommands
+import datetime as dt
 
-from tests.evaltasks.swebench_fixtures import CALC, CALC_TESTS, CALC_TESTS_UPSTREAM, STRS_TESTS_UPSTREAM, \
-    make_instances, write_instances
-from tests.experiment_fixtures import git
+import pytest
+import trio
+from assay.evaltasks import manifests, testcommands
+from assay.hooks import plugin_manager
+from assay.hooks.protocols import GradingContext
+from assay.plugins.grader_code import CodeGrader
+from assay.plugins.sandbox_none.backend import NoneBackend
+from assay.storage.home import AssayHome
+from assay.storage.records import Outcome, TrialRecord, TrialView
+
+from tests.evaltasks.swebench_fixtures import CALC, CALC_TESTS, CALC_TESTS_UPSTREAM, SHOUTY_FIXED, \
+    STRS_TESTS_UPSTREAM, make_django_instance, make_instances, write_instances
+from tests.experiment_fixtures import GIT, git
 
 
 @pytest.fixture
@@ -273,3 +282,34 @@ def test_test_command_placeholders() -> None:
     assert testcommands.filled(["{modules:tests}"], files) == ["admin_views.tests", "test_x", "other.test_y"]
     assert testcommands.command_for({}, "django/django", "4.0")[0] == "django"
     assert testcommands.command_for({"django/django@4.0": "pytest"}, "django/django", "4.0")[0] == "pytest"
+
+
+def test_a_django_instance_runs_by_djangos_runner_and_is_judged_by_its_output(cli, assay_home: Path,
+                                                                              tmp_path: Path) -> None:
+    """Issue 35: "sensible defaults for pytest and Django's runner": a ``django/django`` instance runs
+    ``tests/runtests.py`` at verbosity 2 on its test labels, and its output decides, down to a test
+    SWE-bench names by its docstring line."""
+    fixture = make_django_instance(tmp_path / "upstream")
+    assert import_(cli, fixture).returncode == 0
+    imported = manifests.find_task(AssayHome(assay_home), "imported/django__django-1", plugin_manager.load().suite_kinds())
+    assert imported.criteria["test_command"] == ["python3", "tests/runtests.py", "--verbosity", "2",
+                                                 "--settings=test_sqlite", "--parallel", "1", "shout_tests.tests"]
+    assert imported.criteria["test_report"] == "unittest"
+
+    def graded(name: str, change: dict[str, str]) -> tuple[bool, str]:
+        folder = tmp_path / name / "attempt-0"
+        subprocess.run([*GIT, "clone", "-q", str(imported.repository), str(folder / "repo")], check=True)
+        git(folder / "repo", "reset", "-q", "--hard", imported.base)  # the Trial starts at the base
+        for path, text in change.items():
+            (folder / "repo" / path).write_text(text)
+            git(folder / "repo", "commit", "-qam", "the Trial's work")
+        now = dt.datetime.now(dt.timezone.utc)
+        view = TrialView(TrialRecord(imported.id, "candidate", 0, 0, Outcome.DELIVERED, now, now, "none"), folder)
+        [score] = trio.run(CodeGrader().grade, imported, [view], GradingContext(NoneBackend(poll=0.05), 60))
+        return score.passed, score.why
+
+    passed, why = graded("fixed", {"shouty/__init__.py": SHOUTY_FIXED})
+    assert passed is True, why
+    assert "its output shows all 2 tests that must pass passed (exit 0, not counted)" in why
+    passed, why = graded("bug", {})
+    assert passed is False and "its output shows Shouting upper-cases. failed" in why
