@@ -93,8 +93,6 @@ while args:
 result = unittest.TextTestRunner(verbosity=verbosity).run(unittest.defaultTestLoader.loadTestsFromNames(labels))
 sys.exit(not result.wasSuccessful())
 '''
-SHOUTY = "def shout(s):\n    return s.lower() + '!'\n"
-SHOUTY_FIXED = SHOUTY.replace("s.lower()", "s.upper()")
 SHOUT_TESTS = ("import unittest\n\nfrom shouty import shout\n\n\nclass ShoutTests(unittest.TestCase):\n"
                "    def test_bang(self):\n        self.assertTrue(shout('a').endswith('!'))\n")
 SHOUT_TESTS_UPSTREAM = SHOUT_TESTS + ('\n    def test_upper(self):\n        """Shouting upper-cases."""\n'
@@ -107,9 +105,9 @@ def make_django_instance(root: Path) -> dict:
     repos = root / "repos"
     base, _fix, patch = _upstream(
         repos / "django__django",
-        {"shouty/__init__.py": SHOUTY, "tests/runtests.py": RUNTESTS, "tests/shout_tests/__init__.py": "",
+        {"shouty/__init__.py": STRS, "tests/runtests.py": RUNTESTS, "tests/shout_tests/__init__.py": "",
          "tests/shout_tests/tests.py": SHOUT_TESTS},
-        {"shouty/__init__.py": SHOUTY_FIXED, "tests/shout_tests/tests.py": SHOUT_TESTS_UPSTREAM})
+        {"shouty/__init__.py": STRS_FIXED, "tests/shout_tests/tests.py": SHOUT_TESTS_UPSTREAM})
     instance = {"instance_id": "django__django-1", "repo": "django/django", "base_commit": base, "version": "5.0",
                 "problem_statement": "shout() whispers.\n", "test_patch": patch,
                 "FAIL_TO_PASS": ["Shouting upper-cases."], "PASS_TO_PASS": ["test_bang (shout_tests.tests.ShoutTests)"]}

@@ -24,7 +24,7 @@ from assay.plugins.sandbox_none.backend import NoneBackend
 from assay.storage.home import AssayHome
 from assay.storage.records import Outcome, TrialRecord, TrialView
 
-from tests.evaltasks.swebench_fixtures import CALC, CALC_TESTS, CALC_TESTS_UPSTREAM, SHOUTY_FIXED, \
+from tests.evaltasks.swebench_fixtures import CALC, CALC_TESTS, CALC_TESTS_UPSTREAM, STRS_FIXED, \
     STRS_TESTS_UPSTREAM, make_django_instance, make_instances, write_instances
 from tests.experiment_fixtures import GIT, git
 
@@ -308,7 +308,7 @@ def test_a_django_instance_runs_by_djangos_runner_and_is_judged_by_its_output(cl
         [score] = trio.run(CodeGrader().grade, imported, [view], GradingContext(NoneBackend(poll=0.05), 60))
         return score.passed, score.why
 
-    passed, why = graded("fixed", {"shouty/__init__.py": SHOUTY_FIXED})
+    passed, why = graded("fixed", {"shouty/__init__.py": STRS_FIXED})
     assert passed is True, why
     assert "its output shows all 2 tests that must pass passed (exit 0, not counted)" in why
     passed, why = graded("bug", {})
