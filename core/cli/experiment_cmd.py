@@ -552,12 +552,7 @@ def _show(data: dict) -> None:
         typer.echo(f"  Release   {release['commit'][:10]}, since the last release {release['tag']} "
                    f"({release['tag_commit'][:10]})")
     for arm in ARMS:
-        a = data["arms"][arm]
-        label = f"runner {a['runner']}" if a.get("runner") else " ".join(
-            str(a[k]) for k in ("commit", "harness", "model", "effort") if a.get(k))
-        if a.get("scripted_provider"):
-            label += f" scripted provider {a['scripted_provider'][:12]}"
-        typer.echo(f"  {arm.title():9} {label}; {data['minutes'][arm]:.1f} min")
+        typer.echo(f"  {arm.title():9} {data['labels'][arm]}; {data['minutes'][arm]:.1f} min")
     bar = data["bar"]
     typer.echo(f"  Bar: margin {bar['margin']}, level {bar['level']}, seed {bar['seed']}, draws {bar['draws']}, "
                f"timeout {bar['timeout_seconds']}s")

@@ -615,6 +615,7 @@ def describe(exp: ExperimentDir, command: Any | None,
         "state": effective_state(command) if command else "created",
         "outcome": command.outcome if command else None,
         "arms": {arm: formats.unstructure(setup.arm(arm)) for arm in ARMS},
+        "labels": {arm: setup.arm(arm).label() for arm in ARMS},  # as every command names the Arms
         "bar": {k: v for k, v in formats.unstructure(bar).items() if k != "format"},
         "suites": list(setup.suites),
         "sandbox": setup.sandbox,
