@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import attrs
 import typer
 from assay.cli.experiment_records import command_record, find_experiment, shared_family_note, verdict_line
-from assay.cli.output import JsonOpt, emit_json, fail, say, table
+from assay.cli.output import JsonOpt, emit_json, fail, say, table, untrusted
 from assay.engine.results import listing, read_verdict
 from assay.storage import commands
 from assay.storage.files import Locked, NotALockFile
@@ -259,6 +259,8 @@ def _extend(plugins: plugin_loading.Plugins, home: AssayHome, ref: str | None, a
     elif not json_:
         typer.echo(f"Look {look.number}: {_plural(len(tasks), 'Eval task')} added to Experiment {exp.id} "
                    f"({look.tasks} in all); the Trials already run are kept.")
+    for warning in look.warnings if look is not None else ():
+        typer.echo(f"Warning: {untrusted(warning.text)}.", err=True)
     run_plan(home, plugins, plan, workers=workers, json_=json_)
 
 

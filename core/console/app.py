@@ -72,6 +72,7 @@ class Console:
         self.csrf = secrets.token_urlsafe(24)
         self.templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape())
         self.templates.filters["url"] = lambda value: quote(str(value), safe="")
+        self.templates.globals["one_look_advice"] = results.one_look_advice
         self.templates.globals.update(csrf=self.csrf, criteria=CRITERIA, duration=shown.duration)
 
     def page(self, request: Request, template: str, data: dict[str, Any], status: int = 200) -> Response:
