@@ -77,6 +77,11 @@ def reaped(process: subprocess.Popen) -> Iterator[subprocess.Popen]:
         process.wait(timeout=60)
 
 
+def sideways(page) -> int:
+    """How far the page reaches past the viewport's width (0: no sideways scrolling)."""
+    return page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+
+
 def shots(page, folder: Path, name: str) -> list[Path]:
     taken = []
     for size, (width, height) in SIZES.items():
@@ -150,6 +155,7 @@ def test_the_scores_form_in_a_browser(browser, assay_home, world):  # noqa: F811
         page.wait_for_selector("text=Correct judged by")
         assert page.locator("text=my tested reason").count() == 1
         shots(page, world["path"].parent / "screenshots", "scores")
+        assert sideways(page) <= 1  # a pull request's Scores at 390 px: stacked rows (issue 32)
 
 
 @pytest.mark.slow
@@ -179,6 +185,7 @@ def test_the_blind_pair_review_in_a_browser(browser, assay_home, tmp_path):
         page.wait_for_selector("h2:has-text('Revealed')")
         assert page.locator(".reveal li").count() == 2
         shots(page, tmp_path / "screenshots", "pair-revealed")
+        assert sideways(page) <= 1  # the pair page at 390 px (issue 32)
 
 
 @pytest.mark.slow
@@ -260,11 +267,6 @@ def test_a_trials_transcript_in_a_browser(browser, assay_home, tmp_path):
         assert page.locator("li.step.says").count() == 3 and page.locator(".timeline .bar").count() >= 3
         page.locator("summary:has-text('stderr')").click()
         shots(page, tmp_path / "screenshots", "trial")
-
-
-def sideways(page) -> int:
-    """How far the page reaches past the viewport's width (0: no sideways scrolling)."""
-    return page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
 
 
 @pytest.mark.slow
