@@ -3,6 +3,7 @@ page needs to draw them (the interval's chart). A page's JSON twin returns exact
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +32,18 @@ class NotFound(LookupError):
 
 
 def inbox(home: AssayHome) -> dict[str, Any]:
+    """``assay inbox --json``, the Activity log's latest lines, and how far each running Experiment
+    has got (``progress``, by id: Trials done of all, and how many run now)."""
     activity = files.read_lines(home.activity_log) if home.activity_log.exists() else []
-    return {**results.inbox(home), "activity": activity[-ACTIVITY_SHOWN:][::-1]}
+    data = {**results.inbox(home), "activity": activity[-ACTIVITY_SHOWN:][::-1]}
+    data["progress"] = {}
+    for row in data["running"]:
+        with contextlib.suppress(ValueError, OSError):  # one unreadable Experiment hides no other
+            if row["kind"] == "experiment":
+                exp = results.find(home, row["id"])
+                p = progress(exp, results.command_of(home, exp.id), commands.now())
+                data["progress"][row["id"]] = {"done": p["done"], "total": p["total"], "running": len(p["running"])}
+    return data
 
 
 def experiments(home: AssayHome) -> dict[str, Any]:

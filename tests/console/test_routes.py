@@ -234,6 +234,9 @@ def test_stop_from_the_page_stops_a_running_experiment(assay_home, tmp_path):
     wait_for(lambda: "Stop</button>" in c.get(f"/experiments/{record.stem}").text, what="the running page")
     live = c.get(f"/experiments/{record.stem}?fragment=live").text
     assert "data-still-live" in live and "<html" not in live  # the part the page polls
+    inbox = c.get("/").text  # the Inbox's running Experiment says how far it has got
+    assert re.search(r"\d+/16 Trials done, \d running", inbox) and c.get("/?format=json").json()["progress"][
+        record.stem]["total"] == 16
     refused = c.post(f"/experiments/{record.stem}/stop", data={"csrf": "forged"})
     assert refused.status_code == 403 and proc.poll() is None  # no CSRF token, no Stop
     csrf = re.search(r'name="csrf" value="([^"]+)"', c.get(f"/experiments/{record.stem}").text)[1]
