@@ -13,15 +13,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
-import trio
 from assay.hooks.protocols import Harness, SandboxBackend, SessionOutcome, SessionRequest
 from assay.sessions.harnesskit import brokers
 from assay.sessions.slots import harness_login, login_slot
 from assay.sessions.watch import Watch
 from assay.storage import files
 from assay.storage.untrusted import capped_log
-from assay.traces import spans
-from assay.traces.session import write_session
 
 
 async def grader_session(harness: Harness, model: str, effort: str | None, packet: Path, folder: Path, prompt: str,
@@ -41,6 +38,10 @@ async def grader_session(harness: Harness, model: str, effort: str | None, packe
             watch = Watch(harness, log)  # the session's trace starts once it has its slot
             process = await backend.run(invocation, timeout=timeout, on_line=watch.feed)
     outcome = watch.finish(process)
+    import trio  # here, not at the top: the model Grader plugin imports this module at every start-up
+    from assay.traces import spans
+    from assay.traces.session import write_session
+
     if (sink := spans.sink()) is not None:  # grading traces its sessions (docs/traces.md)
         name = "__".join(folder.relative_to(sink.root).parts) if folder.is_relative_to(sink.root) else folder.name
         await trio.to_thread.run_sync(lambda: write_session(sink.folder / f"{name}.jsonl", sink.parent, outcome,

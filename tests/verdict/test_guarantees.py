@@ -100,8 +100,14 @@ def test_the_one_look_rules_advice_plans_a_new_experiment_that_can_extend(tmp_pa
     text = verdict_line(verdict, "exp-1", one_look=True)
     assert f"plan a new Experiment with them ({whole}) under a look rule that can extend (--look-rule " \
            "confidence-sequence, the default)" in text and "--add-tasks" not in text
+    per_arm = {key: dict.fromkeys(("baseline", "candidate"), value) for key, value in (
+        ("labels", "x"), ("minutes", 0), ("tokens", {}), ("cost_usd", None), ("outcomes", {}), ("void_causes", {}))}
+    progress = {"total": 0, "done": 0, "running": [], "void": 0, "reruns": 0, "tasks": 0, "graded": 0,
+                "elapsed": None, "left": None, "from_trials": 0}  # what the page's own view adds, for nothing run
     page = Console(AssayHome(tmp_path), None).templates.get_template("experiment_live.html").render(
-        data={"id": "exp-1", "bar": {"look_rule": "one-look"}, "verdict": verdict, "looks": [], "arms": {}})
+        data={"id": "exp-1", "bar": {"look_rule": "one-look"}, "verdict": verdict, "looks": [], "arms": {},
+              "state": "done", "trials": [], "pairs": [], **per_arm,
+              "page": {"tasks": [], "sort": "task", "progress": progress}})
     said = re.findall(r'<p class="more">(.*?)</p>', page.replace("&#39;", "'"))
     assert said == [line.strip() for line in text.splitlines() if line.strip().startswith("How many more")]
 
