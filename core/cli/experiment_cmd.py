@@ -516,7 +516,7 @@ def experiments(
         return
     if id:
         exp = find_experiment(home, id)
-        data = describe(exp, command_record(home, exp.id), grading_config(home.root).families)
+        data = describe(exp, command_record(home, exp.id), grading_config(home.root).families, home)
         if json_:
             emit_json(data)
         else:

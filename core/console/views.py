@@ -60,7 +60,7 @@ def experiment(home: AssayHome, ref: str, sort: str = "task") -> dict[str, Any]:
     except ValueError as e:
         raise NotFound(str(e)) from None
     command = results.command_of(home, exp.id)
-    data = results.describe(exp, command)
+    data = results.describe(exp, command, home=home)
     data["chart"] = shown.chart(data["verdict"], data["bar"]["margin"])
     data["page"] = {
         "progress": progress(exp, command, commands.now()),

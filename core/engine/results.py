@@ -575,11 +575,11 @@ def combine(groups: Sequence[Any]) -> ExperimentVerdict:
 
 
 def describe(exp: ExperimentDir, command: Any | None,
-             families: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:
+             families: Mapping[str, Sequence[str]] | None = None, home: AssayHome | None = None) -> dict[str, Any]:
     """Everything ``assay experiments ID --json`` shows (the Console reads the same); ``families``:
-    the User config's, for the family rule of a counted Grader panel."""
-    from assay.storage.commands import effective_state
-
+    the User config's, for the family rule of a counted Grader panel; ``home``: where ``command``, the
+    Command record, is read again if its process has ended since (:func:`commands.as_it_stands`)."""
+    command, command_state = commands.as_it_stands(command, home) if command else (None, "created")
     setup, bar = exp.setup(), exp.bar()
     trials, minutes = [], {arm: 0.0 for arm in ARMS}
     voids: dict[str, dict[str, int]] = {arm: {} for arm in ARMS}
@@ -612,7 +612,7 @@ def describe(exp: ExperimentDir, command: Any | None,
     verdict = read_verdict(exp)
     return {
         "id": exp.id,
-        "state": effective_state(command) if command else "created",
+        "state": command_state,
         "outcome": command.outcome if command else None,
         "arms": {arm: formats.unstructure(setup.arm(arm)) for arm in ARMS},
         "labels": {arm: setup.arm(arm).label() for arm in ARMS},  # as every command names the Arms
@@ -666,7 +666,7 @@ def find(home: AssayHome, ref: str) -> ExperimentDir:
 def command_of(home: AssayHome, id: str) -> CommandRecord | None:
     """The Experiment's Command record, if it ever ran."""
     path = commands.record_path(home, "experiment", id)
-    return commands.read_record(path) if path.exists() else None
+    return formats.read(path, CommandRecord) if path.exists() else None
 
 
 def listing(home: AssayHome) -> tuple[list[dict[str, Any]], list[str]]:
@@ -682,7 +682,7 @@ def listing(home: AssayHome) -> tuple[list[dict[str, Any]], list[str]]:
             broken.append(f"Experiment {exp.id} can't be read: {e}")
             continue
         rows.append({
-            "id": exp.id, "state": commands.effective_state(command) if command else "created",
+            "id": exp.id, "state": commands.effective_state(command, home) if command else "created",
             "outcome": command.outcome if command else None,
             "baseline": setup.baseline.label(), "candidate": setup.candidate.label(),
             "suites": list(setup.suites), "tasks": len(setup.tasks), "created_at": setup.created_at.isoformat(),
