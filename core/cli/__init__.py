@@ -77,7 +77,7 @@ class PluginsOnUse:
 
             self._plugins = plugin_manager.load()
             for info in self._plugins.errors:
-                print(f"assay: warning: plugin '{info.name}' ({info.module}) failed to load: {info.error}", file=sys.stderr)
+                output.say(f"assay: warning: plugin '{info.name}' ({info.module}) failed to load: {info.error}", err=True)
         return self._plugins
 
 
@@ -133,7 +133,7 @@ class LazyGroup(TyperGroup):
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"assay {assay.__version__}")
+        output.say(f"assay {assay.__version__}")
         raise typer.Exit()
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from assay.cli.output import JsonOpt, emit_json, fail
+from assay.cli.output import JsonOpt, emit_json, fail, say
 from assay.evaltasks import manifests, timesafe
 from assay.storage.home import AssayHome
 
@@ -56,7 +56,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
         except timesafe.TimeSafeError as e:
             fail(str(e), code=1)
         if not json_:
-            typer.echo(path)
+            say(path)
             return
         emit_json({
             "task": task.id, "kind": task.kind, "path": str(path),
