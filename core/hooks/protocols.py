@@ -187,7 +187,9 @@ class Harness(Protocol):
 
     It may name the ``login`` its sessions spend (a string attribute, default: its ``name``):
     Harnesses that share one provider login name it alike, so their sessions share its two slots
-    (:mod:`assay.sessions.slots`).
+    (:mod:`assay.sessions.slots`). It may name the ``probe_args`` the Experiment's pre-flight
+    starts its binary with (a tuple, default ``("--version",)``), for a binary that has no
+    ``--version`` (a shell: dash refuses the option).
     """
 
     name: str

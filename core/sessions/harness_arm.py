@@ -85,7 +85,8 @@ class HarnessArm:
                               lambda line: decoder.feed_report(line, ctx.usage_warning))
 
     def probe(self, folder: Path) -> Invocation:
-        """The binary's ``--version``, with everything a session of it has bound, but no provider."""
+        """The binary's ``--version`` (or the Harness's ``probe_args``), with everything a session of
+        it has bound, but no provider."""
         request = SessionRequest(
             repository=folder / "repo", home=folder / "home", prompt="",
             binary=HarnessBinary(self.setup.harness_path or "", self.setup.harness_version or ""),
@@ -94,7 +95,8 @@ class HarnessArm:
         request.repository.mkdir(parents=True)
         request.home.mkdir()
         invocation = self.harness.invocation(request)
-        return attrs.evolve(invocation, argv=(request.binary.path, "--version"), hosts=(), log_dir=folder, broker=None)
+        return attrs.evolve(invocation, argv=(request.binary.path, *getattr(self.harness, "probe_args", ("--version",))),
+                           hosts=(), log_dir=folder, broker=None)
 
 
 

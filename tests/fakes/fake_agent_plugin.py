@@ -1,7 +1,9 @@
 """A fake Harness, suite kind and Grader, loaded through ASSAY_PLUGINS by the Experiment tests.
 
-The Harness runs ``fake_agent.py`` as a real subprocess; what it does per Model and task comes
-from the scenario file named by ``FAKE_SCENARIO`` (see fake_agent.py).
+The Harness runs ``fake_agent.py`` as a real subprocess (``python -S``: the fakes need only the
+standard library, and the site-packages of the Python they run on can cost more to start than all
+they do); what it does per Model and task comes from the scenario file named by ``FAKE_SCENARIO``
+(see fake_agent.py).
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ class FakeAgentHarness:
         scenario = os.environ.get("FAKE_SCENARIO", "")
         env = {"PATH": os.environ.get("PATH", ""), "HOME": str(request.home), "FAKE_SCENARIO": scenario}
         return Invocation(
-            argv=(request.binary.path, str(AGENT), "--model", request.model or "", request.prompt),
+            argv=(request.binary.path, "-S", str(AGENT), "--model", request.model or "", request.prompt),
             cwd=request.repository, env=env, read_only=(AGENT,),
             # the scenario's folder too: the agent reads it and leaves its markers beside it
             read_write=(request.repository, request.home, *([Path(scenario).parent] if scenario else [])),
@@ -99,7 +101,7 @@ class FakeJudgeHarness(FakeAgentHarness):
 
     def invocation(self, request) -> Invocation:
         return Invocation(
-            argv=(request.binary.path, str(JUDGE), request.model or "", request.prompt), cwd=request.repository,
+            argv=(request.binary.path, "-S", str(JUDGE), request.model or "", request.prompt), cwd=request.repository,
             env={"PATH": os.environ.get("PATH", ""), "HOME": str(request.home)}, read_only=(JUDGE,),
             read_write=(request.repository, request.home), hosts=self.provider_hosts,
         )
@@ -112,7 +114,7 @@ class FakeScorerHarness(FakeJudgeHarness):
 
     def invocation(self, request) -> Invocation:
         return Invocation(
-            argv=(request.binary.path, str(SCORER), request.model or ""), cwd=request.repository,
+            argv=(request.binary.path, "-S", str(SCORER), request.model or ""), cwd=request.repository,
             env={"PATH": os.environ.get("PATH", ""), "HOME": str(request.home)}, read_only=(SCORER,),
             read_write=(request.repository, request.home), hosts=self.provider_hosts,
         )
