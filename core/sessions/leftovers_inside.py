@@ -17,15 +17,20 @@ before it reads a runner's JUnit report, every other process in the sandbox is k
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import types
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing itself is not imported: this starts for every job
+if TYPE_CHECKING:
+    from typing import Any
 
 if "assay" not in sys.modules:  # run as a script in a bare Python: only this part of the package is here
     _package = types.ModuleType("assay")
@@ -60,6 +65,7 @@ class Bench:
         self.repo: TrialRepo | None = None
         self.checkout: Path | None = None
         self._closing: list[Any] = []
+        self._changed_since: tuple[Any, list[tuple[str, str]]] = (None, [])
         self.runs = 0
 
     def close(self) -> None:
@@ -91,11 +97,17 @@ class Bench:
 
     def changed(self, step: dict[str, Any]) -> dict[str, Any]:
         """Each path the commits since ``base`` add (A), modify (M), delete (D) or retype (T)."""
-        repo = self.need_repo()
-        out = repo.git_bytes("diff", "--name-status", "--no-renames", "-z", step["base"], repo.head).split(b"\0")
-        pairs = [(out[i].decode(errors="replace"), out[i + 1].decode(errors="replace"))
-                 for i in range(0, len(out) - 1, 2)]
+        pairs = self._changes(step["base"])
         return {"changed": [[s, p] for s, p in pairs[:CHANGED_PATHS]], "more": max(0, len(pairs) - CHANGED_PATHS)}
+
+    def _changes(self, base: str) -> list[tuple[str, str]]:
+        """(status, path) of every path changed since ``base``, read once per repository and base."""
+        repo = self.need_repo()
+        if self._changed_since[0] != (repo.path, base):
+            out = repo.git_bytes("diff", "--name-status", "--no-renames", "-z", base, repo.head).split(b"\0")
+            self._changed_since = ((repo.path, base), [(out[i].decode(errors="replace"), out[i + 1].decode(errors="replace"))
+                                                       for i in range(0, len(out) - 1, 2)])
+        return self._changed_since[1]
 
     def diff(self, step: dict[str, Any]) -> dict[str, Any]:
         repo = self.need_repo()
@@ -109,7 +121,7 @@ class Bench:
         added = repo.git_bytes("diff", "--name-only", "--diff-filter=A", "--no-renames", "-z", step["base"],
                                repo.head).split(b"\0")
         names = [n.decode(errors="replace") for n in added if n]
-        wanted = [n for n in names if any(_matches(n, g) for g in step["globs"])]
+        wanted = [n for n in names if any(fnmatch.fnmatch(n, g) for g in step["globs"])]
         files, cut, room = {}, [], int(step["limit"])
         for name in wanted:
             data = repo.git_bytes("show", f"{repo.head}:{name}", limit=min(room, int(step["each"])) or 1, cut=True)
@@ -140,11 +152,9 @@ class Bench:
     def protected(self, step: dict[str, Any]) -> dict[str, Any]:
         """Each path the commits since ``base`` touch that grading must own (:func:`protection`),
         unless ``allow`` names it; the job ends here if there is any."""
-        repo = self.need_repo()
-        out = repo.git_bytes("diff", "--name-only", "--no-renames", "-z", step["base"], repo.head).split(b"\0")
         touched = []
-        for path in (n.decode(errors="replace") for n in out if n):
-            if any(_matches(path, glob) for glob in step["allow"]):
+        for _status, path in self._changes(step["base"]):
+            if any(fnmatch.fnmatch(path, glob) for glob in step["allow"]):
                 continue
             why = protection(path, step) or self._section_changed(path, step["base"])
             if why:
@@ -216,8 +226,6 @@ class Bench:
         output, and with ``junit`` the cases of the JUnit report it wrote to ``{junit}``."""
         if self.checkout is None:
             raise Problem("nothing is checked out to run in")
-        import threading
-
         if not self.runs:
             _undumpable()  # before the first thing of the Trial's runs here
         self.runs += 1
@@ -273,13 +281,6 @@ RUNNER_MODULES = {"pytest": ("pytest", "_pytest", "pluggy", "py"), "unittest": (
 _EXTENSION = (".py", ".pyc", ".pyo", ".so", ".pyd")
 
 
-def _matches(name: str, glob: str) -> bool:
-    """:func:`fnmatch.fnmatch`, imported only by the jobs that match names (every job starts this module)."""
-    import fnmatch
-
-    return fnmatch.fnmatch(name, glob)
-
-
 def protection(path: str, step: dict[str, Any]) -> str | None:
     """Why grading must own ``path`` (a path in the Trial's tree), or None: a sealed file, a path the
     task protects, the test runner's configuration, a file Python runs at start-up, or a module at
@@ -287,7 +288,7 @@ def protection(path: str, step: dict[str, Any]) -> str | None:
     name = path.rsplit("/", 1)[-1]
     if path in step["sealed"]:
         return "a sealed test file: the task's own copy is what is graded"
-    if any(_matches(path, glob) for glob in step["protect"]):
+    if any(fnmatch.fnmatch(path, glob) for glob in step["protect"]):
         return "a path the task protects"
     if name in RUNNER_FILES:
         return RUNNER_FILES[name]

@@ -19,7 +19,10 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
+
+TYPE_CHECKING = False  # typing itself is not imported: a grading sandbox's bare Python starts this for every job
+if TYPE_CHECKING:
+    from typing import TextIO
 
 MIB = 1 << 20
 

@@ -81,6 +81,7 @@ def test_a_mistyped_command_is_still_suggested(cli) -> None:
     assert "Did you mean 'experiment'" in done.stderr
 
 
+@pytest.mark.slow
 def test_every_listed_command_loads_and_helps(cli) -> None:
     from assay.cli import COMMANDS
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from assay.cli.output import untrusted
 
 from tests.conftest import run_cli
@@ -40,6 +41,7 @@ def test_the_one_function_shows_every_control_and_keeps_text() -> None:
         assert untrusted(c) == f"\\u{ord(c):04x}"
 
 
+@pytest.mark.slow
 def test_a_hostile_diff_on_the_pair_page_is_shown_escaped(assay_home, tmp_path):
     make_paired_suite(assay_home)
     hostile = {"opus-7": {"*": BASELINE}, "gpt-9": {"*": "commit:notes.txt=" + HOSTILE.replace(",", "^")}}
@@ -54,6 +56,7 @@ def test_a_hostile_diff_on_the_pair_page_is_shown_escaped(assay_home, tmp_path):
     assert_escaped(page.stdout)
 
 
+@pytest.mark.slow
 def test_trial_tables_scores_and_verdicts_show_trial_text_escaped(assay_home, tmp_path):
     """The Score's reason quotes the Trial's answer.txt; the Trial table, the Verdict and the Inbox
     print it escaped."""

@@ -70,6 +70,7 @@ def shots(page, folder: Path, name: str) -> list[Path]:
     return taken
 
 
+@pytest.mark.slow
 def test_the_experiment_page_updates_live_while_the_experiment_runs(browser, assay_home, tmp_path):
     factory = make_factory(tmp_path)
     make_suite(assay_home)
@@ -94,6 +95,7 @@ def test_the_experiment_page_updates_live_while_the_experiment_runs(browser, ass
     assert running.returncode == 0
 
 
+@pytest.mark.slow
 def test_the_scores_form_in_a_browser(browser, assay_home, world):  # noqa: F811
     assert score(assay_home, world, *RUN).returncode == 0
     with console(assay_home, FAKE_GH_WORLD=str(world["path"])) as url:
@@ -110,6 +112,7 @@ def test_the_scores_form_in_a_browser(browser, assay_home, world):  # noqa: F811
         shots(page, world["path"].parent / "screenshots", "scores")
 
 
+@pytest.mark.slow
 def test_the_blind_pair_review_in_a_browser(browser, assay_home, tmp_path):
     """Issue 21: the pair review flow from sealed calls to the reveal, as a reader clicks it."""
     from tests.pair_fixtures import (
@@ -138,6 +141,7 @@ def test_the_blind_pair_review_in_a_browser(browser, assay_home, tmp_path):
         shots(page, tmp_path / "screenshots", "pair-revealed")
 
 
+@pytest.mark.slow
 def test_a_recheck_from_a_trials_page_in_a_browser(browser, assay_home, tmp_path):
     """Issue 21: a Score rechecked where its session is read; the Verdict follows, as `assay recheck`."""
     import json
@@ -163,6 +167,7 @@ def test_a_recheck_from_a_trials_page_in_a_browser(browser, assay_home, tmp_path
     assert rechecks and json.loads(rechecks[0].read_text())["by"] == "carol"
 
 
+@pytest.mark.slow
 def test_the_cron_jobs_page_in_a_browser(browser, assay_home, finished, crontab):  # noqa: F811
     """The Cron jobs page as a user opens it from the nav: the lines, the last Experiment linked,
     a malformed line flagged; usable on a phone (the wide table scrolls, not the page)."""

@@ -42,6 +42,7 @@ def cli_json(home: Path, *args: str):
     return json.loads(run_cli(home, *args, "--json", plugins=PLUGINS).stdout)
 
 
+@pytest.mark.slow
 def test_every_page_has_a_json_twin_equal_to_the_cli(assay_home, finished):
     c = client(assay_home)
     assert c.get("/experiments", headers=JSON).json()["experiments"] == cli_json(assay_home, "experiments")
@@ -56,6 +57,7 @@ def test_every_page_has_a_json_twin_equal_to_the_cli(assay_home, finished):
     assert c.get("/bug-origins", headers=JSON).json() == {"bug_origins": [], "counted_against": {}}
 
 
+@pytest.mark.slow
 def test_the_experiment_page_shows_the_verdict_chart_tasks_and_every_trial(assay_home, finished):
     c = client(assay_home)
     html = c.get(f"/experiments/{finished}").text
@@ -71,6 +73,7 @@ def test_the_experiment_page_shows_the_verdict_chart_tasks_and_every_trial(assay
     assert finished in inbox and "Needs you" in inbox and "Activity" in inbox
 
 
+@pytest.mark.slow
 def test_the_experiment_page_shows_each_look_and_which_interval_decided(assay_home, finished, tmp_path):
     """Issue 22: "Output and JSON show the look number and which interval decided", the page as
     the CLI; after an extension, every look with its Verdict and interval."""
@@ -91,6 +94,7 @@ def test_the_experiment_page_shows_each_look_and_which_interval_decided(assay_ho
     assert f"<td>2</td><td>{data['looks'][1]['at']}</td><td>6</td>" in html and f"[{lo:+.3f}, {hi:+.3f}]" in html
 
 
+@pytest.mark.slow
 def test_a_trials_page_shows_its_session_readably_and_its_evidence(assay_home, finished):
     c = client(assay_home)
     data = c.get(f"/experiments/{finished}", headers=JSON).json()
@@ -105,6 +109,7 @@ def test_a_trials_page_shows_its_session_readably_and_its_evidence(assay_home, f
     assert c.get("/experiments/nope").status_code == 404
 
 
+@pytest.mark.slow
 def test_a_hostile_trial_log_is_shown_escaped_and_a_link_is_not_followed(assay_home, finished, tmp_path):
     """What a Trial left is untrusted input to the host: its session.log is escaped in the page, and a
     session.log that is a link to a host file is not read."""
@@ -125,6 +130,7 @@ def test_a_hostile_trial_log_is_shown_escaped_and_a_link_is_not_followed(assay_h
     assert "TOP-SECRET" not in html and "symbolic link" in html
 
 
+@pytest.mark.slow
 def test_stop_from_the_page_stops_a_running_experiment(assay_home, tmp_path):
     factory = make_factory(tmp_path)
     make_suite(assay_home)
@@ -159,6 +165,7 @@ def test_only_loopback_hosts_and_with_a_token_only_its_bearer(assay_home):
                       base_url="http://10.0.0.5:8700").get("/", headers={"authorization": "Bearer s3cret"}).status_code == 200
 
 
+@pytest.mark.slow
 def test_a_post_from_another_origin_is_refused(assay_home, finished):
     c = client(assay_home)
     csrf = re.search(r'name="csrf" value="([^"]+)"', c.get("/").text + c.get(f"/experiments/{finished}").text)
@@ -167,6 +174,7 @@ def test_a_post_from_another_origin_is_refused(assay_home, finished):
     assert r.status_code == 403 and "evil.example" in r.text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stop_signal", ["SIGINT", "SIGTERM"])
 def test_assay_console_serves_over_http_and_refuses_a_busy_port(assay_home, finished, stop_signal):
     """The real server (Hypercorn on trio) as a user starts it; Ctrl-C (or a service manager's
@@ -204,6 +212,7 @@ def test_assay_console_serves_over_http_and_refuses_a_busy_port(assay_home, fini
     assert out.rstrip().endswith("Console stopped.")
 
 
+@pytest.mark.slow
 def test_a_recheck_from_the_page_moves_the_verdict_as_the_cli_does(assay_home, finished):
     c = client(assay_home)
     data = c.get(f"/experiments/{finished}", headers=JSON).json()

@@ -44,6 +44,7 @@ def test_a_claude_model_behind_another_harness_never_grades_claude_arms(assay_ho
     assert {s["grader"] for s in scores(assay_home).values()} == {"model:fake-judge:gpt-judge"}
 
 
+@pytest.mark.slow
 def test_standing_seats_and_families_come_from_the_user_config(assay_home, tmp_path, factory):
     """Spec: 'Standing Grader seats live in the user config, so review suites don't need --model-grader';
     the seats are recorded in the Bar, and a family the user config defines is honoured."""

@@ -7,6 +7,7 @@ import datetime as dt
 import json
 from pathlib import Path
 
+import pytest
 from assay.evaltasks.proposals import Approval
 from assay.storage import formats
 
@@ -33,6 +34,7 @@ def snapshot(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if ".git" not in p.parts)
 
 
+@pytest.mark.slow
 def test_a_valid_proposal_moves_into_its_suite_with_its_approval(cli, assay_home: Path):
     make_process_suite(assay_home, tasks=1)
     folder = propose(assay_home, "pager-bug")

@@ -110,6 +110,7 @@ def _pip(python: Path, *args: str) -> None:
     )
 
 
+@pytest.mark.slow
 def test_third_party_plugin_installed_in_a_venv(tmp_path: Path, assay_home: Path):
     pkg = tmp_path / "tiny"
     (pkg / "tiny_harness").mkdir(parents=True)
@@ -145,6 +146,7 @@ def test_third_party_plugin_installed_in_a_venv(tmp_path: Path, assay_home: Path
     assert BUILTINS <= set(rows)
 
 
+@pytest.mark.slow
 def test_wheel_holds_every_plugin_and_works_from_anywhere(tmp_path: Path, assay_home: Path, assay_wheel: Path):
     names = set(zipfile.ZipFile(assay_wheel).namelist())
     for plugin in BUILTINS:

@@ -154,6 +154,7 @@ def test_task_history_ends_at_base_where_the_tests_fail(installed: Path, task: s
     assert not passes(folder, repo, tmp_path)
 
 
+@pytest.mark.slow
 def test_install_is_idempotent_and_reproducible(installed: Path, tmp_path: Path) -> None:
     bases = {t: tomllib.loads((installed / t / "task.toml").read_text())["base"] for t in TASKS}
     home = AssayHome(tmp_path)
@@ -203,6 +204,7 @@ def test_hasty_shortcuts_are_real_but_incomplete_fixes(task: str, installed: Pat
     assert not passes(installed / task, repo, tmp_path)
 
 
+@pytest.mark.slow
 def test_hasty_runner_is_clearly_worse_over_the_suite(run_agent: RunAgent, installed: Path, tmp_path: Path) -> None:
     outcomes: dict[str, list[tuple[str, bool]]] = {}
     for task in TASKS:
@@ -234,6 +236,7 @@ def test_runners_refuse_tasks_they_do_not_know(run_agent: RunAgent, installed: P
         assert git(repo, "status", "--porcelain") == ""
 
 
+@pytest.mark.slow
 def test_wheel_carries_every_demo_file(assay_wheel: Path) -> None:
     """The demo's task snapshots and runner bundles are package data: a wheel must hold them all."""
     import zipfile

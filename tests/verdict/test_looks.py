@@ -39,6 +39,7 @@ def test_look_one_decides_exactly_as_the_spec_verdict() -> None:
             (spec.more_tasks, spec.more_tasks_over_cap, spec.more_tasks_chance)
 
 
+@pytest.mark.slow
 def test_the_sequence_covers_the_true_mean_at_every_task_count_at_once() -> None:
     """The property every later look rests on: over 400 streams of 300 tasks, the running
     interval ever excludes the true mean in at most 5% of them (each side at most 2.5%)."""
