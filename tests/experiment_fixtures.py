@@ -141,10 +141,10 @@ def make_runner(folder: Path, name: str, behaviour: dict, git_exclude: tuple[str
 
 
 def runner_experiment(home: Path, cwd: Path, baseline: Path, candidate: Path, *, sandbox: str = "none",
-                      **extra: str) -> subprocess.CompletedProcess:
-    """``assay experiment`` on the ``proc`` suite between two Custom runners' manifests, one Trial per
-    task, with ``--json`` (``extra``: environment variables)."""
-    return run_cli(home, "experiment", "--suite", "proc", "--baseline-runner", str(baseline), "--candidate-runner",
+                      suite: str = "proc", **extra: str) -> subprocess.CompletedProcess:
+    """``assay experiment`` on ``suite`` between two Custom runners' manifests, one Trial per task,
+    with ``--json`` (``extra``: environment variables)."""
+    return run_cli(home, "experiment", "--suite", suite, "--baseline-runner", str(baseline), "--candidate-runner",
                    str(candidate), "--trials-per-task", "1", "--sandbox", sandbox, "--json", plugins=PLUGINS, cwd=cwd,
                    **extra)
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 COMMANDS: dict[str, tuple[str, str]] = {
     "plugins": ("plugins_cmd", "List the installed plugins, what each offers, and what broke."),
     "suites": ("suites_cmd", "List and check the Eval suites; which suites a change touches."),
-    "tasks": ("tasks_cmd", "Work with single Eval tasks (SUITE/TASK)."),
+    "tasks": ("tasks_cmd", "Work with single Eval tasks (SUITE/TASK), or import public ones."),
     "proposals": ("proposals_cmd", "List the proposed Eval tasks waiting for approval."),
     "approve": ("proposals_cmd", "Validate a proposed Eval task and move it into its suite."),
     "prompts": ("prompts_cmd", "List the prompt files in force and where each comes from."),

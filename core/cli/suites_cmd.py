@@ -57,20 +57,29 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
 
     @suites_app.command("check")
     def suites_check(json_: bool = JsonOpt) -> None:
-        """Validate every suite.toml and task.toml; report every problem, exit 1 if any."""
+        """Validate every suite.toml and task.toml, and say which tasks' test commands can't run on
+        this host (a program not on PATH, a module it lacks); report every problem, exit 1 if any."""
+        from assay.evaltasks.runnable import Toolchain
+
         home = AssayHome.from_env()
         suites, problems = manifests.check_all(home, plugins.suite_kinds())
+        here = Toolchain()
+        stuck = [(t, why) for s in suites for t in s.tasks for why in [here.why_not(t)] if why]
         if json_:
             emit_json({
                 "suites": len(suites), "tasks": sum(len(s.tasks) for s in suites),
                 "problems": [{"file": str(p.file), "field": p.field, "message": p.message} for p in problems],
+                "cannot_run_here": [{"task": t.id, "why": why} for t, why in stuck],
             })
         else:
             for p in problems:
                 say(str(p))
+            for t, why in stuck:
+                say(f"{t.folder / manifests.TASK_FILE}: criteria.test_command: can't run here: {why}")
             tasks = sum(len(s.tasks) for s in suites)
-            say(f"{len(suites)} suite(s), {tasks} task(s), {len(problems)} problem(s).")
-        if problems:
+            say(f"{len(suites)} suite(s), {tasks} task(s), {len(problems)} problem(s)"
+                + (f", {len(stuck)} task(s) can't run here." if stuck else "."))
+        if problems or stuck:
             raise typer.Exit(1)
 
     @suites_app.command("touched")

@@ -223,7 +223,8 @@ class Bench:
 
     def run(self, step: dict[str, Any]) -> dict[str, Any]:
         """``argv`` in the checkout under ``timeout`` seconds: its exit, the head and tail of its
-        output, and with ``junit`` the cases of the JUnit report it wrote to ``{junit}``."""
+        output, and its per-test results as ``report`` says: ``junit``, the cases of the JUnit report
+        it wrote to ``{junit}``; ``unittest``, those its output names (:class:`UnittestLines`)."""
         if self.checkout is None:
             raise Problem("nothing is checked out to run in")
         if not self.runs:
@@ -236,7 +237,7 @@ class Bench:
         home.mkdir(exist_ok=True)
         argv = [a.replace("{junit}", str(junit)) for a in step["argv"]]
         env = {"PATH": step.get("path") or "/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8"}
-        kept = HeadTail(int(step["head"]), int(step["tail"]))
+        kept = HeadTail(int(step["head"]), int(step["tail"]), UnittestLines() if step.get("report") == "unittest" else None)
         try:
             proc = subprocess.Popen(argv, cwd=self.checkout, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, start_new_session=True)
@@ -254,8 +255,10 @@ class Bench:
         reader.join(5)
         report: dict[str, Any] = {"exit_code": None if timed_out else proc.returncode, "timed_out": timed_out,
                                   "output": kept.text(), "output_bytes": kept.size, "junit": None}
-        if step.get("junit"):
+        if step.get("report") == "junit":
             report["junit"] = read_junit(junit, out)
+        elif kept.lines is not None:
+            report["junit"] = kept.lines.report()
         return report
 
     def _kill_all(self, proc: subprocess.Popen) -> None:
@@ -361,17 +364,21 @@ def _alive(pid: str) -> bool:
 
 
 class HeadTail:
-    """A run's output: its first ``head`` and last ``tail`` bytes, and how many it printed."""
+    """A run's output: its first ``head`` and last ``tail`` bytes, and how many it printed; all of
+    it read by ``lines`` too, where given."""
 
-    def __init__(self, head: int, tail: int):
+    def __init__(self, head: int, tail: int, lines: UnittestLines | None = None):
         self.head_limit, self.tail_limit = head, tail
         self.head = bytearray()
         self.tail = bytearray()
         self.size = 0
+        self.lines = lines
 
     def read(self, stream: Any) -> None:
         while chunk := stream.read1(65536):
             self.size += len(chunk)
+            if self.lines is not None:
+                self.lines.feed(chunk)
             room = self.head_limit - len(self.head)
             if room > 0:
                 self.head += chunk[:room]
@@ -386,9 +393,86 @@ class HeadTail:
         return (bytes(self.head) + marker + bytes(self.tail)).decode(errors="replace")
 
 
+_TEST = r"(\w+) \(([\w.]+)\)"  # test_z (tests.test_x.TestY), or since Python 3.11 (tests.test_x.TestY.test_z)
+_OUTCOME = r"(ok|FAIL|ERROR|skipped(?: .*)?|expected failure|unexpected success)"
+_OUTCOMES = {"ok": "passed", "FAIL": "failed", "ERROR": "error", "expected failure": "xfailed",
+             "unexpected success": "failed"}
+
+
+class UnittestLines:
+    """Per-test results from what unittest's runner prints at verbosity 2 (``python -m unittest -v``,
+    Django's ``runtests.py --verbosity 2``): ``test_z (tests.test_x.TestY) ... ok`` — the outcome on
+    the same line, on a later one when the test printed first, or after its docstring's line (then
+    also reported under that line, with no classname, as SWE-bench names such Django tests) — and
+    the ``FAIL: test_z (…)`` / ``ERROR: …`` headings of the failure report, which override. A test
+    named twice with different outcomes is reported failed. Bounded: lines over 64 KiB are skipped."""
+
+    LINE_LIMIT = 64 * 1024
+
+    def __init__(self) -> None:
+        import re
+
+        self._said = re.compile(_TEST + r"(?: \.\.\. (?:" + _OUTCOME + r"|.*))?")
+        self._outcome = re.compile(r"(?:(.*) \.\.\. )?" + _OUTCOME)
+        self._heading = re.compile(r"(FAIL|ERROR): " + _TEST + r"(?: .*)?")
+        self.partial = bytearray()
+        self.cases: dict[tuple[str, str], str] = {}
+        self.pending: tuple[str, str] | None = None
+        self.problem: str | None = None
+
+    def feed(self, chunk: bytes) -> None:
+        self.partial += chunk
+        *lines, rest = self.partial.split(b"\n")
+        self.partial = bytearray(rest) if len(rest) <= self.LINE_LIMIT else bytearray()
+        for line in lines:
+            if len(line) <= self.LINE_LIMIT:
+                self._line(line.decode(errors="replace").rstrip("\r"))
+
+    def _line(self, line: str) -> None:
+        heading = self._heading.fullmatch(line)
+        if heading:
+            self._record(heading[2], heading[3], _OUTCOMES[heading[1]], final=True)
+            return
+        said = self._said.fullmatch(line)
+        if said:
+            self.pending = (said[1], said[2])
+            if said[3]:
+                self._record(said[1], said[2], self._name(said[3]))
+            return
+        outcome = self._outcome.fullmatch(line)
+        if outcome and self.pending:
+            self._record(*self.pending, self._name(outcome[2]))
+            if outcome[1] and outcome[1].strip():
+                self._record(outcome[1].strip(), "", self._name(outcome[2]))
+
+    @staticmethod
+    def _name(outcome: str) -> str:
+        return "skipped" if outcome.startswith("skipped") else _OUTCOMES[outcome]
+
+    def _record(self, name: str, classname: str, outcome: str, final: bool = False) -> None:
+        self.pending = None
+        if classname.endswith(f".{name}"):
+            classname = classname[:-len(name) - 1]
+        key = (classname[:1000], name[:1000])
+        before = self.cases.get(key)
+        if before is None and len(self.cases) >= JUNIT_CASES:
+            self.problem = f"its output names more than {JUNIT_CASES} tests"
+            return
+        self.cases[key] = outcome if final or before in (None, outcome) else "failed"
+
+    def report(self) -> dict[str, Any]:
+        if self.partial:
+            self._line(self.partial.decode(errors="replace"))
+            self.partial.clear()
+        if self.problem:
+            return {"cases": [], "problem": self.problem}
+        return {"cases": [[c, n, outcome] for (c, n), outcome in self.cases.items()], "problem": None}
+
+
 def read_junit(path: Path, root: Path) -> dict[str, Any]:
     """The cases of a JUnit XML report, as ``[classname, name, outcome]`` (passed, failed, error,
-    skipped), or the problem that kept it from being read. No DTD is read, so no entity expands."""
+    skipped, xfailed: pytest's expected failure), or the problem that kept it from being read. No DTD
+    is read, so no entity expands."""
     import xml.parsers.expat
 
     try:
@@ -414,7 +498,7 @@ def read_junit(path: Path, root: Path) -> dict[str, Any]:
         elif current is not None and name in ("failure", "error"):
             current[2] = "failed" if name == "failure" else "error"
         elif current is not None and name == "skipped" and current[2] == "passed":
-            current[2] = "skipped"
+            current[2] = "xfailed" if attributes.get("type") == "pytest.xfail" else "skipped"
 
     def end(name: str) -> None:
         nonlocal current

@@ -94,8 +94,10 @@ def test_the_scoring_runs_commands_show_pull_request_and_bug_text_escaped(assay_
     bug = next(i for i in data["issues"] if i["number"] == 120)
     bug["title"], bug["body"] = HOSTILE, HOSTILE
     world["path"].write_text(json.dumps(data))
-    run = score(assay_home, world, *RUN[:-1])
+    run = score(assay_home, world, *RUN[:-1])  # its text: the progress lines and the run's line
     assert run.returncode == 0, run.stderr
+    for raw in RAW:
+        assert raw not in run.stdout + run.stderr, raw
     run_id = json.loads(score(assay_home, world, "scoring-runs", "--json").stdout)["scoring_runs"][0]["id"]
     claude = next(p["key"] for week in json.loads(score(assay_home, world, "scores", "--json").stdout)["weeks"]
                   for p in week["pulls"] if p["built_with"].startswith("claude") and p["model"])
