@@ -14,6 +14,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -25,24 +26,26 @@ STOPPED = "assay: stopped (Ctrl-C); nothing is left running"
 
 def interrupted_after(module: str, args: list[str], env: dict[str, str], **popen) -> tuple[int, list[str], str]:
     """Run ``assay ARGS``, send SIGINT as Python reports ``module`` imported; its exit code, its
-    stderr's lines but the import reports, and its stdout."""
-    seen = []
-    with subprocess.Popen([sys.executable, "-m", "assay", *args], env={**env, "PYTHONPROFILEIMPORTTIME": "1"},
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen) as proc:
-        try:
-            for line in proc.stderr:
-                seen.append(line)
-                if line.startswith("import time:") and line.rsplit("|", 1)[-1].strip() == module:
-                    proc.send_signal(signal.SIGINT)
-                    break
-            else:
-                pytest.fail(f"assay {' '.join(args)} never imported {module}: {''.join(seen)[-2000:]}")
-            out, err = proc.communicate(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-    lines = [line for line in ("".join(seen) + err).splitlines() if not line.startswith("import time:")]
-    return proc.returncode, lines, out
+    stderr's lines but the import reports, and its stdout (in a file: stderr is read to its end
+    here, line by line, with nothing left in a buffer)."""
+    seen, sent = [], False
+    with tempfile.TemporaryFile("w+") as stdout:
+        with subprocess.Popen([sys.executable, "-m", "assay", *args], env={**env, "PYTHONPROFILEIMPORTTIME": "1"},
+                              stdout=stdout, stderr=subprocess.PIPE, text=True, **popen) as proc:
+            try:
+                for line in proc.stderr:
+                    seen.append(line)
+                    if not sent and line.startswith("import time:") and line.rsplit("|", 1)[-1].strip() == module:
+                        proc.send_signal(signal.SIGINT)
+                        sent = True
+                proc.wait(timeout=60)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+        stdout.seek(0)
+        out = stdout.read()
+    assert sent, f"assay {' '.join(args)} never imported {module}: {''.join(seen)[-2000:]}"
+    return proc.returncode, [line.rstrip("\n") for line in seen if not line.startswith("import time:")], out
 
 
 @pytest.mark.parametrize("module", ["typer", "assay.cli.output", "assay.cli", "pluggy", "assay.hooks.plugin_manager",
