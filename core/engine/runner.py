@@ -141,7 +141,7 @@ class ExperimentRun:
         """
         self._graders = trio.CapacityLimiter(self.workers)
         async with trio.open_nursery() as root:
-            root.start_soon(self._watch_signals)
+            await root.start(self._watch_signals)  # before any Trial: see _watch_signals
             # A Stop cuts Trials and grading short alike (both resume); the grade stage ends when
             # the last grading does.
             with self._work, contextlib.ExitStack() as grade_stage:
@@ -160,9 +160,14 @@ class ExperimentRun:
         with self.command.stage("verdict"):
             return self._verdict()
 
-    async def _watch_signals(self) -> None:
-        """A Stop (SIGTERM from ``assay stop``, or Ctrl-C) cuts in-flight Trials short."""
+    async def _watch_signals(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """A Stop (SIGTERM from ``assay stop``, or Ctrl-C) cuts in-flight Trials short.
+
+        Started before the first Trial: until the receiver is open, a Ctrl-C is a KeyboardInterrupt,
+        and one raised while a Trial's process forks lands in an at-fork hook (logging's), where
+        Python drops it, and the run went on as if no Ctrl-C had come."""
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            task_status.started()
             async for signum in signals:
                 self.stopped = True
                 self.command.log(f"Stop received ({signal.Signals(signum).name}): cutting in-flight work short")
