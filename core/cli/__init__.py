@@ -53,6 +53,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "console": ("console_cmd", "Serve the Console: Experiments live, Scores and Bug origins, in a browser."),
     "built-with": ("scoring_cmd", "Print the Built-with line for a pull request a session made."),
     "cron-jobs": ("cron_cmd", "List the crontab lines that run assay: next run, last run, late or not."),
+    "traces": ("traces_cmd", "Session traces (OTLP): send an Experiment's or a Scoring run's to a collector."),
 }
 
 

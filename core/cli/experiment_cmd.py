@@ -258,6 +258,8 @@ def _extend(plugins: plugin_loading.Plugins, home: AssayHome, ref: str | None, a
     elif not json_:
         say(f"Look {look.number}: {_plural(len(tasks), 'Eval task')} added to Experiment {exp.id} "
             f"({look.tasks} in all); the Trials already run are kept.")
+    for warning in look.warnings if look is not None else ():
+        say(f"Warning: {warning.text}.", err=True)
     run_plan(home, plugins, plan, workers=workers, json_=json_)
 
 
@@ -549,12 +551,7 @@ def _show(data: dict) -> None:
         say(f"  Release   {release['commit'][:10]}, since the last release {release['tag']} "
             f"({release['tag_commit'][:10]})")
     for arm in ARMS:
-        a = data["arms"][arm]
-        label = f"runner {a['runner']}" if a.get("runner") else " ".join(
-            str(a[k]) for k in ("commit", "harness", "model", "effort") if a.get(k))
-        if a.get("scripted_provider"):
-            label += f" scripted provider {a['scripted_provider'][:12]}"
-        say(f"  {arm.title():9} {label}; {data['minutes'][arm]:.1f} min")
+        say(f"  {arm.title():9} {data['labels'][arm]}; {data['minutes'][arm]:.1f} min")
     bar = data["bar"]
     say(f"  Bar: margin {bar['margin']}, level {bar['level']}, seed {bar['seed']}, draws {bar['draws']}, "
         f"timeout {bar['timeout_seconds']}s")

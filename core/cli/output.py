@@ -10,21 +10,13 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 import typer
-
-
-# Every character a terminal would act on instead of showing: C0 controls but newline and tab (CR
-# too: it lets a line be overwritten), DEL, C1 controls (0x9b is a one-byte CSI), and the Unicode
-# controls that reorder or hide text (bidi embeddings, overrides, isolates, marks; line and paragraph
-# separators). Each is shown as its escape (\x1b, \u202e), so it is seen and never obeyed.
-_VISIBLE = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)] if chr(c) not in "\n\t"} | {
-    ord(c): f"\\u{ord(c):04x}" for c in "\u061c\u200e\u200f\u2028\u2029\u202a\u202b\u202c\u202d\u202e"
-                                       "\u2066\u2067\u2068\u2069"}
+from assay.storage.untrusted import visible
 
 
 def untrusted(text: str) -> str:
     """``text`` a Trial, a pull request, a task or a person wrote, made safe for a terminal: every
     control character visible as its escape (the one function every CLI print of such text uses)."""
-    return text.translate(_VISIBLE)
+    return visible(text)
 
 
 def say(text: str = "", *, err: bool = False, verdict: str | None = None) -> None:

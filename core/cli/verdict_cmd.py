@@ -159,6 +159,8 @@ def _describe(v: Verdict) -> list[str]:
         f"[{_points(v.interval[0])}, {_points(v.interval[1])}] points, margin {v.margin * 100:g} points",
         f"  {v.reason}",
     ]
+    if v.caveat:
+        lines.append(f"  {v.caveat}")
     if v.more_tasks is not None:
         lines.append(
             f"  More Eval tasks for a clear Verdict (the spec's figure, 977 D55: the credible interval, judged at "

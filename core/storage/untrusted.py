@@ -31,6 +31,21 @@ _KINDS = {stat.S_IFREG: "a file", stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a devic
           stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a folder", stat.S_IFLNK: "a symbolic link"}
 
 
+# Every character a terminal would act on instead of showing: C0 controls but newline and tab (CR
+# too: it lets a line be overwritten), DEL, C1 controls (0x9b is a one-byte CSI), and the Unicode
+# controls that reorder or hide text (bidi embeddings, overrides, isolates, marks; line and paragraph
+# separators). Each is shown as its escape (\x1b, \u202e), so it is seen and never obeyed.
+_VISIBLE = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)] if chr(c) not in "\n\t"} | {
+    ord(c): f"\\u{ord(c):04x}" for c in "\u061c\u200e\u200f\u2028\u2029\u202a\u202b\u202c\u202d\u202e"
+                                       "\u2066\u2067\u2068\u2069"}
+
+
+def visible(text: str) -> str:
+    """Untrusted ``text`` with every control character shown as its escape: what a terminal (the
+    CLI) or a page (the Console, after HTML escaping) shows of it."""
+    return text.translate(_VISIBLE)
+
+
 class UntrustedFileError(ValueError):
     """A file from a Trial can't be read safely; the message names it and says why."""
 

@@ -230,6 +230,30 @@ def test_ctrl_c_on_a_child_process_is_a_stop(world, assay_home: Path, tmp_path: 
 
 
 @pytest.mark.slow
+def test_assay_stop_while_the_arms_are_prepared_is_a_stop(world, assay_home: Path, tmp_path: Path):
+    """The Console offers Stop as soon as the Command is recorded running, before the run watches for
+    SIGTERM itself (while the Factory is built): ``assay stop`` then is a Stop as later (exit 3,
+    "stopped", the record says so), not a kill that leaves the record saying "running"."""
+    factory, _ = world
+    marker = tmp_path / "child-started"
+    shim(tmp_path / "bin", "git", "archive", marker)
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "bad": {"*": "right"}})
+    env = cli_env(assay_home, PLUGINS, FAKE_SCENARIO=str(sc), PATH=f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "assay", "experiment", "change", "--factory", str(factory), "--suite", "fixture",
+         "--sandbox", "none", "--candidate-model", "bad", "--json"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(marker.exists)
+    [record] = (assay_home / "logs" / "experiment").glob("*.json")
+    stopped = run_cli(assay_home, "stop", record.stem, plugins=PLUGINS)
+    assert stopped.returncode == 0, stopped.stderr
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, err
+    assert json.loads(out.splitlines()[-1])["outcome"] == "stopped" and "Traceback" not in err, err
+    assert json.loads(record.read_text())["state"] == "stopped"
+
+
+@pytest.mark.slow
 def test_a_stray_attempt_folder_and_a_folder_at_the_lock_are_named_in_one_line(world, assay_home: Path, tmp_path: Path):
     """Finding 5: a stray attempt-0.bak folder, or a folder where the lock file belongs, is one line
     naming the path - not "invalid literal for int()" or a traceback."""

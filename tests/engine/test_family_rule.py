@@ -82,7 +82,8 @@ def test_with_no_third_family_seated_the_best_seat_grades_and_every_surface_says
     assert "Graded by a claude model Grader, the family an Arm runs on: no seat from a third family" in shown.stdout
     page = console(assay_home).get(f"/experiments/{exp_path(assay_home).name}").text
     assert "Graded by a claude model Grader, the family an Arm runs on" in page
-    assert "<dt>model_grader_shared_family</dt><dd>claude</dd>" in page
+    assert ("<td data-label=\"Setting\">The Arms' family the model Grader shares (no third family)</td>"
+            "<td data-label=\"Value\"><strong>claude</strong></td>") in page.replace("&#39;", "'")
 
 
 def test_seats_that_are_all_an_arm_s_own_model_are_refused_before_any_trial(assay_home, tmp_path, factory):

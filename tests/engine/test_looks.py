@@ -140,7 +140,8 @@ def test_a_changed_look_rule_is_refused_like_any_changed_bar(world, assay_home: 
     refused = extend(assay_home, sc, exp_id, more[:2])
     assert refused.returncode == 2 and "look rule is one-look, so it can't be extended" in refused.stderr
     text = run_cli(assay_home, "experiments", exp_id, plugins=PLUGINS).stdout  # its advice plans a new one
-    assert "this Experiment's Bar allows one look, so plan a new Experiment with them." in text
+    assert "this Experiment's Bar allows one look, so plan a new Experiment with them (" in text
+    assert "under a look rule that can extend (--look-rule confidence-sequence, the default)" in text
     assert "--add-tasks" not in text and "at look 2" not in text
     looks = json.loads((assay_home / "evals" / "experiments" / exp_id / "looks.json").read_text())["looks"]
     assert [look["number"] for look in looks] == [1]
