@@ -82,6 +82,7 @@ def test_trial_tables_scores_and_verdicts_show_trial_text_escaped(assay_home, tm
 MODEL_HOSTILE = OSC_TITLE + OSC_CLIPBOARD + "\x1b[2K" + BIDI + "\x9b31m"
 
 
+@pytest.mark.slow  # a Scoring run and fifteen commands: about 10 s
 def test_the_scoring_runs_commands_show_pull_request_and_bug_text_escaped(assay_home, world):
     """A pull request's title, body and Built-with line and a bug issue's title come from GitHub, as
     their authors wrote them: the run's line, its pull request table, the Scores (listing, one pull
