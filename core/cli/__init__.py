@@ -8,12 +8,13 @@ root group knows every built-in command's name and one-line help from :data:`COM
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
+import signal
 import sys
-from typing import Any
-
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import assay
 import typer
@@ -78,16 +79,41 @@ class PluginsOnUse:
 
             self._plugins = plugin_manager.load()
             for info in self._plugins.errors:
-                print(f"assay: warning: plugin '{info.name}' ({info.module}) failed to load: {info.error}", file=sys.stderr)
+                output.say(f"assay: warning: plugin '{info.name}' ({info.module}) failed to load: {info.error}", err=True)
         return self._plugins
+
+
+class Interrupted(BaseException):
+    """A Ctrl-C out of parsing or a command, carried past Typer (which turns a KeyboardInterrupt
+    into a silent exit 130) to :func:`main`, which says so in one line."""
+
+
+@contextlib.contextmanager
+def _carry_interrupts() -> Iterator[None]:
+    try:
+        yield
+    except BaseException as e:
+        if _interrupted(e):
+            raise Interrupted() from e
+        raise
 
 
 class LazyGroup(TyperGroup):
     """The root group: built-in commands are listed from :data:`COMMANDS` and loaded on use;
-    plugins' commands are asked for only when a listing or a name outside COMMANDS needs them."""
+    plugins' commands are asked for only when a listing or a name outside COMMANDS needs them.
+    A Ctrl-C while it parses (``--help`` loads the plugins) or runs a command reaches
+    :func:`main` as :class:`Interrupted`."""
 
     plugins: Plugins  # set on the subclass that make_app builds
     _with_plugin_commands = False
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        with _carry_interrupts():
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx: typer.Context) -> Any:
+        with _carry_interrupts():
+            return super().invoke(ctx)
 
     def list_commands(self, ctx: typer.Context) -> list[str]:
         self._add_plugin_commands()
@@ -134,7 +160,7 @@ class LazyGroup(TyperGroup):
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"assay {assay.__version__}")
+        output.say(f"assay {assay.__version__}")
         raise typer.Exit()
 
 
@@ -157,8 +183,17 @@ def make_app(plugins: Plugins | PluginsOnUse) -> typer.Typer:
         version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
     ) -> None:
         """Measure a change to your AI coding agents before it ships."""
+        _command_takes_ctrl_c()
 
     return app
+
+
+def _command_takes_ctrl_c() -> None:
+    """The command is about to begin (its module is imported, its name resolved): from here a
+    Ctrl-C is a KeyboardInterrupt again, which the command (the engine: a Stop) or :func:`main`
+    (one line, exit 130) takes, instead of ``assay.__main__``'s end at once."""
+    if getattr(signal.getsignal(signal.SIGINT), "assay_start_up", False):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _is_input_error(e: Exception) -> bool:
@@ -176,7 +211,7 @@ EXIT_INTERRUPTED = 130
 
 def _interrupted(e: BaseException) -> bool:
     """A Ctrl-C, alone or inside an exception group (trio's nurseries gather them)."""
-    return isinstance(e, KeyboardInterrupt) or (
+    return isinstance(e, (KeyboardInterrupt, Interrupted)) or (
         isinstance(e, BaseExceptionGroup) and all(_interrupted(x) for x in e.exceptions))
 
 

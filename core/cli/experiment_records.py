@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.cli.output import fail, painted_verdict, untrusted
+from assay.cli.output import fail, say
 from assay.hooks import plugin_manager as plugin_loading
 from assay.storage.home import AssayHome
 
@@ -17,8 +17,8 @@ def shared_family_note(family: str) -> str:
 
 
 def verdict_line(verdict: dict, exp_id: str, *, one_look: bool = False) -> str:
-    """The Verdict in a few lines, with its look and whatever still keeps it from being final (escaped
-    for a terminal).
+    """The Verdict in a few lines, with its look and whatever still keeps it from being final (it
+    names tasks and Trials: print it with :func:`show_verdict`).
     ``one_look``: the Bar's look rule refuses extensions, so "how many more" plans a new Experiment."""
     look = verdict.get("look", 1)
     final = verdict.get("final", True)
@@ -76,7 +76,12 @@ def verdict_line(verdict: dict, exp_id: str, *, one_look: bool = False) -> str:
         text += f"\n  Inconclusive: {verdict['why']}"
     for wait in verdict.get("waiting", []):
         text += f"\n  {'Not final' if wait['blocks'] else 'Note'}: {wait['text']}"
-    return painted_verdict(untrusted(text), verdict["verdict"])  # escaped: it names tasks and Trials
+    return text
+
+
+def show_verdict(verdict: dict, exp_id: str, *, one_look: bool = False) -> None:
+    """Print :func:`verdict_line`, escaped, its Verdict in its colour on a terminal."""
+    say(verdict_line(verdict, exp_id, one_look=one_look), verdict=verdict["verdict"])
 
 
 def batch_text(group: dict) -> str:

@@ -19,9 +19,13 @@ def untrusted(text: str) -> str:
     return visible(text)
 
 
-def say(text: str, *, err: bool = False) -> None:
-    """Print a line that may hold untrusted text (:func:`untrusted`)."""
-    typer.echo(untrusted(text), err=err)
+def say(text: str = "", *, err: bool = False, verdict: str | None = None) -> None:
+    """Print ``text``, escaped by :func:`untrusted`: every command prints its text through here (or
+    :func:`table`, :func:`emit_json`), since any of it may quote a Trial, a pull request or a task
+    (``tests/cli/test_untrusted_text.py`` holds every command module to it). ``verdict``: the
+    Verdict ``text`` names, shown in its colour where it is first named (:func:`painted_verdict`)."""
+    shown = untrusted(text)
+    typer.echo(painted_verdict(shown, verdict) if verdict else shown, err=err)
 
 
 class UserError(Exception):
@@ -43,7 +47,14 @@ def print_error(message: str) -> None:
 
 
 def emit_json(data: Any) -> None:
+    """``data`` as JSON for scripts (json.dumps writes every control character as ``\\u001b``)."""
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def emit_json_line(data: Any) -> None:
+    """``data`` as one line of JSON: an event or a result in a stream a script reads line by line."""
+    sys.stdout.write(json.dumps(data) + "\n")
+    sys.stdout.flush()
 
 
 STYLES = {"pass": "bold green", "fail": "bold red", "inconclusive": "bold yellow", "header": "bold"}

@@ -54,7 +54,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
             else:
                 for q in e.problems:
                     say(str(q), err=True)
-                typer.echo(f"{proposal}: not approved, {len(e.problems)} problem(s); nothing moved.", err=True)
+                say(f"{proposal}: not approved, {len(e.problems)} problem(s); nothing moved.", err=True)
             raise typer.Exit(1)
         folder = home.suites / approval.suite / approval.task
         if json_:
@@ -62,7 +62,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
                        "task": f"{approval.suite}/{approval.task}", "folder": str(folder),
                        "origin": approval.origin, "by": approval.by, "at": approval.at.isoformat()})
             return
-        typer.echo(f"Approved {approval.suite}/{approval.task} (by {approval.by}): {folder}")
+        say(f"Approved {approval.suite}/{approval.task} (by {approval.by}): {folder}")
 
 
 def _first_line(text: str | None) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 import typer
-from assay.cli.output import JsonOpt, emit_json, fail, table
+from assay.cli.output import JsonOpt, emit_json, fail, say, table
 from assay.engine import touched
 from assay.engine.factory import Factory, FactoryError
 from assay.evaltasks import manifests
@@ -53,7 +53,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
             empty=f"No Eval suites under {home.suites}. See docs/eval-tasks.md.",
         )
         if problems:
-            typer.echo(f"{len(problems)} problem(s) in the manifests; run `assay suites check`.", err=True)
+            say(f"{len(problems)} problem(s) in the manifests; run `assay suites check`.", err=True)
 
     @suites_app.command("check")
     def suites_check(json_: bool = JsonOpt) -> None:
@@ -73,12 +73,12 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
             })
         else:
             for p in problems:
-                typer.echo(str(p))
+                say(str(p))
             for t, why in stuck:
-                typer.echo(f"{t.folder / manifests.TASK_FILE}: criteria.test_command: can't run here: {why}")
+                say(f"{t.folder / manifests.TASK_FILE}: criteria.test_command: can't run here: {why}")
             tasks = sum(len(s.tasks) for s in suites)
-            typer.echo(f"{len(suites)} suite(s), {tasks} task(s), {len(problems)} problem(s)"
-                       + (f", {len(stuck)} task(s) can't run here." if stuck else "."))
+            say(f"{len(suites)} suite(s), {tasks} task(s), {len(problems)} problem(s)"
+                + (f", {len(stuck)} task(s) can't run here." if stuck else "."))
         if problems or stuck:
             raise typer.Exit(1)
 
@@ -120,7 +120,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
             ])
             return
         if not names:
-            typer.echo(f"No Eval suites under {home.suites}. See docs/eval-tasks.md.")
+            say(f"No Eval suites under {home.suites}. See docs/eval-tasks.md.")
             return
         for line in touched.explain(touches, names):
-            typer.echo(line)
+            say(line)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from assay.cli.output import JsonOpt, emit_json, fail
+from assay.cli.output import JsonOpt, emit_json, fail, say
 from assay.evaltasks import manifests, timesafe
 from assay.storage.home import AssayHome
 
@@ -53,13 +53,13 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
                        "unchanged": list(done.unchanged), "kept": list(done.kept)})
             return
         for name in done.new:
-            typer.echo(f"new: {suite}/{name}")
+            say(f"new: {suite}/{name}")
         for name, what in done.changed:
-            typer.echo(f"changed: {suite}/{name} ({', '.join(what)})")
+            say(f"changed: {suite}/{name} ({', '.join(what)})")
         for name in done.kept:
-            typer.echo(f"kept: {suite}/{name} (not in {source.name})")
-        typer.echo(f"{suite}: {len(done.new)} new, {len(done.changed)} changed, {len(done.unchanged)} unchanged "
-                   f"task(s) in {done.suite}. Check that they can run here: assay suites check")
+            say(f"kept: {suite}/{name} (not in {source.name})")
+        say(f"{suite}: {len(done.new)} new, {len(done.changed)} changed, {len(done.unchanged)} unchanged "
+            f"task(s) in {done.suite}. Check that they can run here: assay suites check")
 
     @tasks_app.command("prepare")
     def tasks_prepare(
@@ -97,7 +97,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
         except timesafe.TimeSafeError as e:
             fail(str(e), code=1)
         if not json_:
-            typer.echo(path)
+            say(path)
             return
         emit_json({
             "task": task.id, "kind": task.kind, "path": str(path),

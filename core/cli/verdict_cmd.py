@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 import typer
-from assay.cli.output import JsonOpt, emit_json, fail
+from assay.cli.output import JsonOpt, emit_json, fail, say
 from assay.storage import formats
 from assay.storage.records import Bar
 
@@ -52,7 +52,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
             emit_json({**formats.unstructure(result), **({"wrong_findings": formats.unstructure(wrong)} if wrong else {})})
             return
         for line in _describe(result) + (["", *_describe(wrong)] if wrong else []):
-            typer.echo(line)
+            say(line)
 
 
 def _read(path: Path) -> tuple[int, Bar, list[dict[str, Any]]]:
