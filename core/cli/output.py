@@ -19,12 +19,13 @@ def untrusted(text: str) -> str:
     return visible(text)
 
 
-def say(text: str = "", *, err: bool = False, verdict: str | None = None) -> None:
-    """Print ``text``, escaped by :func:`untrusted`: every command prints its text through here (or
-    :func:`table`, :func:`emit_json`), since any of it may quote a Trial, a pull request or a task
+def say(text: object = "", *, err: bool = False, verdict: str | None = None) -> None:
+    """Print ``text`` (any object as its ``str``, as ``typer.echo`` does: a path, a number), escaped
+    by :func:`untrusted`: every command prints its text through here (or :func:`table`,
+    :func:`emit_json`), since any of it may quote a Trial, a pull request or a task
     (``tests/cli/test_untrusted_text.py`` holds every command module to it). ``verdict``: the
     Verdict ``text`` names, shown in its colour where it is first named (:func:`painted_verdict`)."""
-    shown = untrusted(text)
+    shown = untrusted(str(text))
     typer.echo(painted_verdict(shown, verdict) if verdict else shown, err=err)
 
 
