@@ -54,30 +54,13 @@ def read_proc(pid: int) -> Proc | None:
 
 
 def snapshot() -> dict[int, Proc]:
-    """Every process on the machine, by pid (it grows with the machine's load: see :func:`subtree`)."""
+    """Every process on the machine, by pid."""
     out = {}
     for entry in os.scandir(PROC):
         if entry.name.isdigit():
             proc = read_proc(int(entry.name))
             if proc is not None:
                 out[proc.pid] = proc
-    return out
-
-
-def subtree(roots: list[int]) -> dict[int, Proc]:
-    """The processes ``roots`` and every descendant of theirs, by pid, read down the kernel's
-    ``/proc/<pid>/task/<tid>/children`` lists: only these processes, however many the machine runs."""
-    out: dict[int, Proc] = {}
-    todo = list(roots)
-    while todo:
-        pid = todo.pop()
-        if pid in out or (proc := read_proc(pid)) is None:
-            continue
-        out[pid] = proc
-        with contextlib.suppress(OSError):
-            for task in os.listdir(PROC / str(pid) / "task"):
-                with contextlib.suppress(OSError):
-                    todo += [int(c) for c in (PROC / str(pid) / "task" / task / "children").read_bytes().split()]
     return out
 
 
@@ -92,16 +75,9 @@ def become_subreaper() -> None:
 
 @attrs.define
 class ProcessTree:
-    """Everything below one session leader, remembered across snapshots.
-
-    ``contained`` says that while the leader runs nothing it starts can leave its subtree (the
-    leader is a child subreaper, or owns a PID namespace): then a snapshot reads only that subtree
-    and what was seen before. Once the leader has ended, or without that promise, it reads every
-    process on the machine, to find an orphan re-parented elsewhere by its session id.
-    """
+    """Everything below one session leader, remembered across snapshots."""
 
     leader: int
-    contained: bool = False
     known: dict[int, Proc] = attrs.field(factory=dict)
 
     def refresh(self) -> list[Proc]:
@@ -111,8 +87,7 @@ class ProcessTree:
         whose parent is a member, and anything seen as a member before that is still the same
         process — which is how an orphan, re-parented to init, stays found.
         """
-        leader = read_proc(self.leader) if self.contained else None
-        table = subtree([self.leader, *self.known]) if leader is not None and not leader.zombie else snapshot()
+        table = snapshot()
         members = {p.pid: p for p in table.values() if p.pid == self.leader or p.sid == self.leader}
         for pid, seen in self.known.items():
             now = table.get(pid)

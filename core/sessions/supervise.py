@@ -51,7 +51,6 @@ class Supervisor:
     """
 
     name: ClassVar[str]
-    keeps_descendants: ClassVar[bool] = False  # the leader owns a PID namespace: nothing leaves its subtree
     grace: float = 10.0
     poll: float = 0.5
     drain: float = 2.0
@@ -89,7 +88,7 @@ class Supervisor:
 
         proc = spawn(argv, cwd=cwd, env=env, preexec_fn=preexec_fn, pass_fds=pass_fds)  # never on a worker thread
         on_start()
-        tree = ProcessTree(proc.pid, contained=self.keeps_descendants or preexec_fn is become_subreaper)
+        tree = ProcessTree(proc.pid)
         tail = bytearray()
         stdout_done, stderr_done = trio.Event(), trio.Event()
         try:

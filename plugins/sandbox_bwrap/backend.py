@@ -68,7 +68,6 @@ class BwrapBackend(Supervisor):
     """
 
     name = "bwrap"
-    keeps_descendants = True  # --unshare-pid: an orphan inside goes to the namespace's init, below bwrap
     brokers_credentials = True  # each Invocation's login is held by its proxy (:mod:`.broker`)
     memory_limit: int | None = None
     memory_caps: memory.MemoryCaps | None = None
