@@ -14,8 +14,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -30,7 +28,7 @@ from assay.scripted_provider.routing import API_KEY
 from assay.sessions.harnesskit import HarnessNotInstalled
 from assay.storage.files import read_lines
 
-from tests.conftest import built_once, cli_env, run_cli
+from tests.conftest import run_cli
 
 INSTALL = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex", "opencode": "opencode-ai",
            "kimi": "@moonshot-ai/kimi-code"}
@@ -74,37 +72,17 @@ def check(home: Path, *args: str, **env: str) -> tuple[int, dict[str, dict[str, 
     return done.returncode, {r["harness"]: {c["name"]: c for c in r["checks"]} for r in reports}
 
 
-def checked_once(tmp_path_factory: pytest.TempPathFactory, *harnesses: str) -> tuple[int, dict[str, dict], Path]:
-    """``assay harnesses check HARNESSES --timeout 120 --json`` of the CLIs on PATH, run once per
-    test run (a real check takes one to two minutes): its exit code, each Harness's checks, and
-    the ``ASSAY_HOME`` it ran in (read it, don't change it). Its user home is empty, as above."""
-    def build(folder: Path) -> None:
-        home, user = folder / "assay-home", folder / "user-home"
-        home.mkdir()
-        user.mkdir()
-        env = {k: v for k, v in cli_env(home).items() if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "KIMI_CODE_HOME",
-                                                                     "XDG_CONFIG_HOME")}
-        done = subprocess.run([sys.executable, "-m", "assay", "harnesses", "check", *harnesses, "--timeout", "120",
-                               "--json"], env={**env, "HOME": str(user)}, capture_output=True, text=True, timeout=1200)
-        (folder / "check.json").write_text(json.dumps([done.returncode, done.stdout, done.stderr]))
-
-    folder = built_once(tmp_path_factory, "harness-check-" + "-".join(harnesses), build)
-    code, stdout, stderr = json.loads((folder / "check.json").read_text())
-    assert code in (0, 1, 3), stderr
-    return code, {r["harness"]: {c["name"]: c for c in r["checks"]} for r in json.loads(stdout)}, folder / "assay-home"
-
-
 def statuses(checks: dict[str, dict]) -> dict[str, str]:
     return {name: c["status"] for name, c in checks.items()}
 
 
 @pytest.mark.slow
-def test_both_real_clis_pass_every_check(tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_both_real_clis_pass_every_check(assay_home: Path) -> None:
     """Issue 30: '`assay harnesses check` passes every check for both CLIs with the broker on': each
     check session's login (the route's key) reached the provider on every request, while the
     session held only a stand-in: the key is nowhere in what the sessions left."""
     need("claude", "codex")
-    code, reports, assay_home = checked_once(tmp_path_factory, "claude", "codex")
+    code, reports = check(assay_home, "claude", "codex")
     for harness in ("claude", "codex"):
         assert statuses(reports[harness]) == dict.fromkeys(ALL_CHECKS, "pass"), reports[harness]
     assert code == 0
@@ -128,11 +106,11 @@ def test_both_real_clis_pass_every_check(tmp_path_factory: pytest.TempPathFactor
 
 
 @pytest.mark.slow
-def test_opencode_and_kimi_pass_every_check(tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_opencode_and_kimi_pass_every_check(assay_home: Path) -> None:
     """Issue 36's acceptance: `assay harnesses check` passes every check for opencode and kimi.
     OpenCode's server-error session sits out its own five retries (about a minute)."""
     need("opencode", "kimi")
-    code, reports, assay_home = checked_once(tmp_path_factory, "opencode", "kimi")
+    code, reports = check(assay_home, "opencode", "kimi", "--timeout", "120")
     for harness in ("opencode", "kimi"):
         assert statuses(reports[harness]) == dict.fromkeys(ALL_CHECKS, "pass"), reports[harness]
     assert code == 0
@@ -246,6 +224,11 @@ def test_the_check_shows_each_session_and_check_as_it_runs_plain_off_a_terminal(
     line on stderr (no escape sequence), the first arriving while the check still runs; stdout
     keeps the table."""
     need("codex")
+    import subprocess
+    import sys
+
+    from tests.conftest import cli_env
+
     lines, running = [], []
     with subprocess.Popen([sys.executable, "-m", "assay", "harnesses", "check", "codex"], env=cli_env(assay_home),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from assay.sessions.harnesskit import install_paths
 
-from tests.harnesscheck.test_harness_checks import ALL_CHECKS, INSTALL, check, checked_once, need, statuses
+from tests.harnesscheck.test_harness_checks import ALL_CHECKS, INSTALL, check, need, statuses
 
 
 @functools.cache
@@ -58,14 +58,12 @@ def test_clis_installed_into_a_folder_bind_their_hoisted_native_packages(npm_fol
 def test_real_clis_pass_every_check_installed_globally_or_into_a_folder(
     layout: str, harnesses: tuple[str, str], assay_home: Path, request: pytest.FixtureRequest
 ) -> None:
-    """`assay harnesses check` passes for each real CLI from `npm install -g` and from `npm install --prefix DIR`.
-    The global install's check is the one test_harness_checks.py reads too, run once per test run."""
+    """`assay harnesses check` passes for each real CLI from `npm install -g` and from `npm install --prefix DIR`."""
     need(*harnesses)
-    if layout == "global":
-        code, reports, _ = checked_once(request.getfixturevalue("tmp_path_factory"), *harnesses)
-    else:
-        path = f"{request.getfixturevalue('npm_folder')}{os.pathsep}{os.environ['PATH']}"
-        code, reports = check(assay_home, *harnesses, "--timeout", "120", PATH=path)
+    path = os.environ["PATH"]
+    if layout == "folder":
+        path = f"{request.getfixturevalue('npm_folder')}{os.pathsep}{path}"
+    code, reports = check(assay_home, *harnesses, "--timeout", "120", PATH=path)
     for harness in harnesses:
         assert statuses(reports[harness]) == dict.fromkeys(ALL_CHECKS, "pass"), reports[harness]
     assert code == 0
