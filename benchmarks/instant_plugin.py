@@ -30,6 +30,7 @@ class InstantDecoder:
 class InstantHarness:
     name = "instant"
     provider_hosts = ()
+    probe_args = ("-c", "exit 0")  # dash, busybox and bash all take this; dash refuses --version
 
     def locate(self) -> HarnessBinary:
         return HarnessBinary(os.path.realpath(shutil.which("sh")), "instant 1")

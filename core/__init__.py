@@ -14,13 +14,11 @@ docs/architecture.md draws them):
 - ``cli``: the ``assay`` command line; each command's module is imported only when it runs.
 """
 
-from typing import Any
-
 __all__ = ["__version__", "hookimpl"]
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     """``hookimpl`` on first use: ``import assay`` itself stays instant, so the ``assay`` script can
     take Ctrl-C from its first moment (``assay.__main__``) instead of dying in an import."""
     if name == "hookimpl":

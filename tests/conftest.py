@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -66,22 +67,41 @@ def run_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
-@pytest.fixture(scope="session")
-def finished_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An ``ASSAY_HOME`` where ``assay demo --sandbox none`` has run to its Verdict, made once per
-    test run whichever worker asks first (the others wait on its lock). Read it, or copy it into a
-    test's own folder before running assay on it: it is shared."""
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """The folder ``name`` of this test run, made by ``build`` (into an empty folder) once, by
+    whichever xdist worker asks first; the others wait on its lock. It is shared: read it, or copy
+    it into a test's own folder before changing it."""
     root = run_root(tmp_path_factory)
-    done = root / "finished-demo"
-    with open(root / "finished-demo.lock", "w") as lock:
+    done = root / name
+    with open(root / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.is_dir():
-            building = root / f"finished-demo.{os.getpid()}"
+            building = root / f"{name}.{os.getpid()}"
             building.mkdir()
-            ran = run_cli(building, "demo", "--sandbox", "none", "--json")
-            assert ran.returncode == 0, ran.stderr
+            build(building)
             building.rename(done)
     return done
+
+
+@pytest.fixture(scope="session")
+def finished_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An ``ASSAY_HOME`` where ``assay demo --sandbox none`` has run to its Verdict."""
+    def run_demo(home: Path) -> None:
+        ran = run_cli(home, "demo", "--sandbox", "none", "--json")
+        assert ran.returncode == 0, ran.stderr
+
+    return built_once(tmp_path_factory, "finished-demo", run_demo)
+
+
+@pytest.fixture(scope="session")
+def assay_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A wheel of this checkout, as ``pip wheel`` builds it for a user."""
+    def build(folder: Path) -> None:
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
+                        str(folder), str(Path(__file__).parents[1])], check=True, capture_output=True, text=True)
+
+    [wheel] = built_once(tmp_path_factory, "wheel", build).glob("assay-*.whl")
+    return wheel
 
 
 def copy_home(source: Path, home: Path) -> Path:

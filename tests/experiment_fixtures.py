@@ -48,6 +48,17 @@ def make_factory(root: Path) -> Path:
     return factory
 
 
+def make_claude_factory(root: Path) -> Path:
+    """A Factory of one commit on main whose defaults run Claude Code (Model opus)."""
+    factory = root / "factory"
+    factory.mkdir()
+    git(factory, "init", "-q", "-b", "main")
+    (factory / "assay.toml").write_text('[defaults]\nharness = "claude"\nmodel = "opus"\n')
+    git(factory, "add", ".")
+    git(factory, "commit", "-qm", "factory")
+    return factory
+
+
 def make_suite(home: Path, tasks: int = 4, name: str = "fixture") -> list[str]:
     suite = home / "evals" / "suites" / name
     suite.mkdir(parents=True)
@@ -130,10 +141,10 @@ def make_runner(folder: Path, name: str, behaviour: dict, git_exclude: tuple[str
 
 
 def runner_experiment(home: Path, cwd: Path, baseline: Path, candidate: Path, *, sandbox: str = "none",
-                      **extra: str) -> subprocess.CompletedProcess:
-    """``assay experiment`` on the ``proc`` suite between two Custom runners' manifests, one Trial per
-    task, with ``--json`` (``extra``: environment variables)."""
-    return run_cli(home, "experiment", "--suite", "proc", "--baseline-runner", str(baseline), "--candidate-runner",
+                      suite: str = "proc", **extra: str) -> subprocess.CompletedProcess:
+    """``assay experiment`` on ``suite`` between two Custom runners' manifests, one Trial per task,
+    with ``--json`` (``extra``: environment variables)."""
+    return run_cli(home, "experiment", "--suite", suite, "--baseline-runner", str(baseline), "--candidate-runner",
                    str(candidate), "--trials-per-task", "1", "--sandbox", sandbox, "--json", plugins=PLUGINS, cwd=cwd,
                    **extra)
 

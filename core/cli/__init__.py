@@ -8,24 +8,29 @@ root group knows every built-in command's name and one-line help from :data:`COM
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
+import signal
 import sys
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import assay
 import typer
 from assay.cli import output
-from assay.hooks import plugin_manager as plugin_loading
-from assay.hooks.loaded import PluginError, Plugins
 from typer.core import TyperGroup
 
+if TYPE_CHECKING:
+    from assay.hooks.loaded import Plugins
+
 # Every built-in command: the module (in assay.cli) whose register() adds it, and its line in
-# ``assay --help``. Plugins' commands (the assay_commands hook) are added eagerly after these.
+# ``assay --help``. Plugins' commands (the assay_commands hook) are added after these, once a
+# listing or an unknown name needs them.
 COMMANDS: dict[str, tuple[str, str]] = {
     "plugins": ("plugins_cmd", "List the installed plugins, what each offers, and what broke."),
     "suites": ("suites_cmd", "List and check the Eval suites; which suites a change touches."),
-    "tasks": ("tasks_cmd", "Work with single Eval tasks (SUITE/TASK)."),
+    "tasks": ("tasks_cmd", "Work with single Eval tasks (SUITE/TASK), or import public ones."),
     "proposals": ("proposals_cmd", "List the proposed Eval tasks waiting for approval."),
     "approve": ("proposals_cmd", "Validate a proposed Eval task and move it into its suite."),
     "prompts": ("prompts_cmd", "List the prompt files in force and where each comes from."),
@@ -48,33 +53,95 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "console": ("console_cmd", "Serve the Console: Experiments live, Scores and Bug origins, in a browser."),
     "built-with": ("scoring_cmd", "Print the Built-with line for a pull request a session made."),
     "cron-jobs": ("cron_cmd", "List the crontab lines that run assay: next run, last run, late or not."),
+    "traces": ("traces_cmd", "Session traces (OTLP): send an Experiment's or a Scoring run's to a collector."),
 }
 
 
+class PluginsOnUse:
+    """The installed plugins, loaded the first time something reads them.
+
+    ``assay --version``, a built-in command's ``--help`` and the commands that need no plugin
+    (``assay verdict``) then import none: loading them all costs more than typer's own start-up.
+    A plugin that failed to load is reported once, when they load.
+    """
+
+    def __init__(self) -> None:
+        self._plugins: Plugins | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # a probe for a protocol (abc's __isabstractmethod__ …): not a use
+            raise AttributeError(name)
+        return getattr(self.loaded(), name)
+
+    def loaded(self) -> Plugins:
+        if self._plugins is None:
+            from assay.hooks import plugin_manager
+
+            self._plugins = plugin_manager.load()
+            for info in self._plugins.errors:
+                output.say(f"assay: warning: plugin '{info.name}' ({info.module}) failed to load: {info.error}", err=True)
+        return self._plugins
+
+
+class Interrupted(BaseException):
+    """A Ctrl-C out of parsing or a command, carried past Typer (which turns a KeyboardInterrupt
+    into a silent exit 130) to :func:`main`, which says so in one line."""
+
+
+@contextlib.contextmanager
+def _carry_interrupts() -> Iterator[None]:
+    try:
+        yield
+    except BaseException as e:
+        if _interrupted(e):
+            raise Interrupted() from e
+        raise
+
+
 class LazyGroup(TyperGroup):
-    """The root group: built-in commands are listed from :data:`COMMANDS` and loaded on use."""
+    """The root group: built-in commands are listed from :data:`COMMANDS` and loaded on use;
+    plugins' commands are asked for only when a listing or a name outside COMMANDS needs them.
+    A Ctrl-C while it parses (``--help`` loads the plugins) or runs a command reaches
+    :func:`main` as :class:`Interrupted`."""
 
     plugins: Plugins  # set on the subclass that make_app builds
+    _with_plugin_commands = False
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        with _carry_interrupts():
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx: typer.Context) -> Any:
+        with _carry_interrupts():
+            return super().invoke(ctx)
 
     def list_commands(self, ctx: typer.Context) -> list[str]:
+        self._add_plugin_commands()
         return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]
 
     def get_command(self, ctx: typer.Context, cmd_name: str) -> Any:
         if cmd_name in COMMANDS and cmd_name not in self.commands:
-            self._load(COMMANDS[cmd_name][0])
+            module = importlib.import_module(f"assay.cli.{COMMANDS[cmd_name][0]}")
+            self._add(lambda app: module.register(app, self.plugins))
+        elif cmd_name not in COMMANDS:
+            self._add_plugin_commands()
         return self.commands.get(cmd_name)
 
-    def _load(self, module_name: str) -> None:
-        module = importlib.import_module(f"assay.cli.{module_name}")
+    def _add_plugin_commands(self) -> None:
+        if not self._with_plugin_commands:
+            self._with_plugin_commands = True
+            self._add(lambda app: self.plugins.manager.hook.assay_commands(app=app, plugins=self.plugins))
+
+    def _add(self, register: Any) -> None:
         app = typer.Typer(rich_markup_mode=None)
-        module.register(app, self.plugins)
+        register(app)
         app.callback()(lambda: None)  # a callback makes it a group even with one command
         for name, command in typer.main.get_group(app).commands.items():
             self.commands.setdefault(name, command)
 
     def resolve_command(self, ctx: typer.Context, args: list[str]) -> Any:
         # Typer suggests only among loaded commands; suggest among every command's name instead.
-        if args and not args[0].startswith("-") and args[0] not in self.list_commands(ctx):
+        if args and not args[0].startswith("-") and args[0] not in COMMANDS and args[0] not in self.list_commands(ctx):
             close = difflib.get_close_matches(args[0], self.list_commands(ctx))
             if close:
                 ctx.fail(f"No such command {args[0]!r}. Did you mean {', '.join(map(repr, close))}?")
@@ -93,11 +160,12 @@ class LazyGroup(TyperGroup):
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"assay {assay.__version__}")
+        output.say(f"assay {assay.__version__}")
         raise typer.Exit()
 
 
-def make_app(plugins: Plugins) -> typer.Typer:
+def make_app(plugins: Plugins | PluginsOnUse) -> typer.Typer:
+    """The root command: its table and ``--version`` need no plugin; commands get ``plugins``."""
     app = typer.Typer(
         name="assay",
         cls=type("AssayGroup", (LazyGroup,), {"plugins": plugins}),
@@ -115,16 +183,27 @@ def make_app(plugins: Plugins) -> typer.Typer:
         version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
     ) -> None:
         """Measure a change to your AI coding agents before it ships."""
+        _command_takes_ctrl_c()
 
-    plugins.manager.hook.assay_commands(app=app, plugins=plugins)
     return app
 
 
+def _command_takes_ctrl_c() -> None:
+    """The command is about to begin (its module is imported, its name resolved): from here a
+    Ctrl-C is a KeyboardInterrupt again, which the command (the engine: a Stop) or :func:`main`
+    (one line, exit 130) takes, instead of ``assay.__main__``'s end at once."""
+    if getattr(signal.getsignal(signal.SIGINT), "assay_start_up", False):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def _is_input_error(e: Exception) -> bool:
-    """A plugin or file-format error: the user's input, reported in one line. The formats module
-    (and cattrs) is only loaded by commands that read records, so look for it, don't import it."""
+    """A plugin or file-format error: the user's input, reported in one line. The plugin loader and
+    the formats module (and cattrs) are only loaded by commands that use them, so look for them,
+    don't import them."""
+    loaded: Any = sys.modules.get("assay.hooks.loaded")
     formats: Any = sys.modules.get("assay.storage.formats")
-    return isinstance(e, PluginError) or (formats is not None and isinstance(e, formats.FormatError))
+    return ((loaded is not None and isinstance(e, loaded.PluginError))
+            or (formats is not None and isinstance(e, formats.FormatError)))
 
 
 EXIT_INTERRUPTED = 130
@@ -132,7 +211,7 @@ EXIT_INTERRUPTED = 130
 
 def _interrupted(e: BaseException) -> bool:
     """A Ctrl-C, alone or inside an exception group (trio's nurseries gather them)."""
-    return isinstance(e, KeyboardInterrupt) or (
+    return isinstance(e, (KeyboardInterrupt, Interrupted)) or (
         isinstance(e, BaseExceptionGroup) and all(_interrupted(x) for x in e.exceptions))
 
 
@@ -145,10 +224,7 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``assay`` script: every error one line (``assay: error: …``, typer's own
     usage errors too), and Ctrl-C before a command takes it over a clean exit 130, never a traceback."""
     try:
-        plugins = plugin_loading.load()
-        for info in plugins.errors:
-            print(f"assay: warning: plugin '{info.name}' ({info.module}) failed to load: {info.error}", file=sys.stderr)
-        code = make_app(plugins)(args=argv, prog_name="assay", standalone_mode=False)
+        code = make_app(PluginsOnUse())(args=argv, prog_name="assay", standalone_mode=False)
     except output.UserError as e:
         output.print_error(str(e))
         sys.exit(e.code)

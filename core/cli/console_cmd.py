@@ -25,18 +25,18 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
         shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
         if not is_loopback(host):
             token = secrets.token_urlsafe(24)
-            typer.echo(f"assay: warning: the Console listens on {host}, beyond this machine: every request must "
+            output.say(f"assay: warning: the Console listens on {host}, beyond this machine: every request must "
                        "carry the token below, and anyone who has it can read your Experiments and act on them",
                        err=True)
         url = f"http://{shown if ':' not in shown else f'[{shown}]'}:{port}/" + (f"?token={token}" if token else "")
-        typer.echo(f"assay Console on {url} (Ctrl-C to stop)")
+        output.say(f"assay Console on {url} (Ctrl-C to stop)")
         try:
             serve(AssayHome.from_env(), plugins, host, port, token)
         except OSError as e:
             output.fail(f"--host {host} --port {port}: can't listen there ({e.strerror or e})")
         except KeyboardInterrupt:  # Ctrl-C before the server took the signals over
             pass
-        typer.echo("Console stopped.")
+        output.say("Console stopped.")
 
 
 def _can_listen(host: str, port: int) -> None:

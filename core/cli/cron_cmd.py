@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
-from assay.cli.output import JsonOpt, emit_json, table
-from assay.hooks import plugin_manager as plugin_loading
+from assay.cli.output import JsonOpt, emit_json, say, table
 from assay.storage import cronjobs
 from assay.storage.commands import now
 from assay.storage.home import AssayHome
+
+if TYPE_CHECKING:
+    from assay.hooks import plugin_manager as plugin_loading  # loaded on first use (cli.PluginsOnUse)
 
 
 def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
@@ -20,7 +24,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
             emit_json(data)
             return
         if data["note"]:
-            typer.echo(data["note"])
+            say(data["note"])
         table(["LINE", "SCHEDULE", "RUNS", "NEXT RUN", "LAST RUN", "NOTE"], [
             (job["line"], job["schedule"], job["runs"], _when(job["next_run"]), _last(job), _note(job))
             for job in data["cron_jobs"]

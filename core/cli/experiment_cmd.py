@@ -8,24 +8,25 @@ provisional Verdict that waits on something (a recheck, people's reviews, pendin
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import attrs
 import typer
-from assay.cli.experiment_records import command_record, find_experiment, shared_family_note, verdict_line
-from assay.cli.output import JsonOpt, emit_json, fail, say, table
+from assay.cli.experiment_records import command_record, find_experiment, shared_family_note, show_verdict
+from assay.cli.output import JsonOpt, emit_json, emit_json_line, fail, say, table
 from assay.engine.results import listing, read_verdict
-from assay.hooks import plugin_manager as plugin_loading
 from assay.storage import commands
 from assay.storage.files import Locked, NotALockFile
 from assay.storage.home import AssayHome
 from assay.storage.records import ARMS, GRADERS, Bar, PanelSeat
+
+if TYPE_CHECKING:
+    from assay.hooks import plugin_manager as plugin_loading  # loaded on first use (cli.PluginsOnUse)
 
 EXIT_PAUSED = 3
 EXIT_NOT_FINAL = 5
@@ -102,7 +103,7 @@ def make_plan(plugins: plugin_loading.Plugins, home: AssayHome, bar: Bar, trials
     except experiments_core.PlanError as e:
         fail(str(e))
     except experiments_core.NothingTouched as e:
-        typer.echo("\n".join(e.lines))
+        say("\n".join(e.lines))
         raise typer.Exit(0) from None
 
 
@@ -266,10 +267,12 @@ def _extend(plugins: plugin_loading.Plugins, home: AssayHome, ref: str | None, a
     except experiments_core.PlanError as e:
         fail(str(e))
     if not json_ and look is None:
-        typer.echo(f"Resuming look {len(exp.looks())} of Experiment {exp.id}.")
+        say(f"Resuming look {len(exp.looks())} of Experiment {exp.id}.")
     elif not json_:
-        typer.echo(f"Look {look.number}: {_plural(len(tasks), 'Eval task')} added to Experiment {exp.id} "
-                   f"({look.tasks} in all); the Trials already run are kept.")
+        say(f"Look {look.number}: {_plural(len(tasks), 'Eval task')} added to Experiment {exp.id} "
+            f"({look.tasks} in all); the Trials already run are kept.")
+    for warning in look.warnings if look is not None else ():
+        say(f"Warning: {warning.text}.", err=True)
     run_plan(home, plugins, plan, workers=workers, json_=json_, executor=executor)
 
 
@@ -328,7 +331,7 @@ def execute(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, work
     if confirm and not json_ and not started and sys.stdin.isatty() and sys.stdout.isatty():
         trials = sum(t.trials for t in plan.setup.tasks) * 2
         if typer.prompt(f"Start {trials} Trials? [y/N]", default="", show_default=False).strip().lower() not in ("y", "yes"):
-            typer.echo(f"Not started; nothing recorded. (Scripts: --yes starts without asking.)")
+            say(f"Not started; nothing recorded. (Scripts: --yes starts without asking.)")
             raise typer.Exit(0)
     report, close = reporter(quiet=json_)
     try:
@@ -346,7 +349,7 @@ def execute(home: AssayHome, plugins: plugin_loading.Plugins, plan: Any, *, work
         fail(str(e))
     except experiments_core.ExperimentErrored as e:
         if json_:  # a script reading stdout gets an answer it can parse, not nothing
-            typer.echo(json.dumps({"id": plan.id, "outcome": "errored", "verdict": None, "error": str(e)}))
+            emit_json_line({"id": plan.id, "outcome": "errored", "verdict": None, "error": str(e)})
         fail(str(e), code=1)
     finally:
         close()
@@ -395,7 +398,7 @@ def _evals_app(plugins: plugin_loading.Plugins) -> typer.Typer:
             emit_json({"id": plan.id, "arms": arms})
             return
         for arm, data in arms.items():
-            typer.echo(f"{arm.title():9} {plan.setup.arm(arm).label()}  ->  {data['build']}")
+            say(f"{arm.title():9} {plan.setup.arm(arm).label()}  ->  {data['build']}")
 
     return evals
 
@@ -406,28 +409,28 @@ def _announce(plan: Any, bar: Bar, json_: bool) -> None:
     from assay import verdict as verdicts
 
     setup = plan.setup
-    typer.echo(f"Experiment {setup.id}" + (f" (label {setup.label}, beside the one these Arms name)" if setup.label else ""))
+    say(f"Experiment {setup.id}" + (f" (label {setup.label}, beside the one these Arms name)" if setup.label else ""))
     if setup.release:
-        typer.echo(f"  Release   {setup.release.commit[:10]}, since the last release {setup.release.tag} "
-                   f"({setup.release.tag_commit[:10]})")
+        say(f"  Release   {setup.release.commit[:10]}, since the last release {setup.release.tag} "
+            f"({setup.release.tag_commit[:10]})")
     for arm in ARMS:
-        typer.echo(f"  {arm.title():9} {setup.arm(arm).label()}")
+        say(f"  {arm.title():9} {setup.arm(arm).label()}")
     counts = {t.trials for t in setup.tasks}
     k = counts.pop() if len(counts) == 1 else None
-    typer.echo(f"  Eval tasks: {len(setup.tasks)} in {', '.join(setup.suites)}; sandbox: {setup.sandbox}")
+    say(f"  Eval tasks: {len(setup.tasks)} in {', '.join(setup.suites)}; sandbox: {setup.sandbox}")
     if bar.model_grader_shared_family:
-        typer.echo(f"  {shared_family_note(bar.model_grader_shared_family)}")
+        say(f"  {shared_family_note(bar.model_grader_shared_family)}")
     tasks = _plural(len(setup.tasks), "task")
     if plan.chosen_because:
-        typer.echo("  Suites chosen from the change:")
+        say("  Suites chosen from the change:")
         for line in plan.chosen_because:
             say(f"    {line}")
     if bar.efficiency:
-        typer.echo(f"  Efficiency in the Bar: the change is meant to save {bar.efficiency_margin:.0%} of its "
-                   f"{bar.efficiency}; judged paired per task, beside the pass share")
+        say(f"  Efficiency in the Bar: the change is meant to save {bar.efficiency_margin:.0%} of its "
+            f"{bar.efficiency}; judged paired per task, beside the pass share")
     if k is not None:
         chance = verdicts.chance_of_clear_first_look(len(setup.tasks), k, bar, sequence_from=bar.sequence_from or 2)
-        typer.echo(
+        say(
             f"  Before the start: with {tasks} and {_plural(k, 'Trial')} per Arm each, the chance of a "
             f"clear Verdict if the Arms are equal is {chance:.0%}"
             + (" at look 1, judged by the confidence sequence (plan to extend)." if bar.sequence_from == 1 else ".")
@@ -441,21 +444,21 @@ def _estimate(home: AssayHome, plan: Any, json_: bool) -> None:
 
     est = estimate(home, plan)
     if json_:
-        typer.echo(json.dumps({"id": plan.id, "estimate": est}))
+        emit_json_line({"id": plan.id, "estimate": est})
         return
     money = lambda v: "cost unknown" if v is None else f"${v:.2f}"  # noqa: E731
-    typer.echo("  Expected spend (from earlier Trials of the same Harness and Model, or runner):")
+    say("  Expected spend (from earlier Trials of the same Harness and Model, or runner):")
     for arm, e in est["arms"].items():
         minutes = "minutes unknown" if e["minutes"] is None else f"about {e['minutes']:g} min"
         tokens = "tokens unknown" if e["tokens"] is None else f"{e['tokens']:,} tokens"
-        typer.echo(f"    {arm.title():9} {_plural(e['trials'], 'Trial')}, {e['sessions']:g} session(s), {minutes}, "
-                   f"{tokens}, {money(e['cost_usd'])} (from {_plural(e['history_trials'], 'earlier Trial')})")
+        say(f"    {arm.title():9} {_plural(e['trials'], 'Trial')}, {e['sessions']:g} session(s), {minutes}, "
+            f"{tokens}, {money(e['cost_usd'])} (from {_plural(e['history_trials'], 'earlier Trial')})")
     if plan.bar.panel == "off":
         return
     for seat, e in est["panel"].items():
-        typer.echo(f"    panel {seat}: {_plural(e['sessions'], 'session')} x {money(e['price_usd'])} = {money(e['cost_usd'])}")
+        say(f"    panel {seat}: {_plural(e['sessions'], 'session')} x {money(e['price_usd'])} = {money(e['cost_usd'])}")
     limit = est["panel_spending_limit"]
-    typer.echo(f"    panel total {money(est['panel_cost_usd'])}" + (f"; it pauses at {money(limit)} per run" if limit else ""))
+    say(f"    panel total {money(est['panel_cost_usd'])}" + (f"; it pauses at {money(limit)} per run" if limit else ""))
 
 
 def _plural(n: int, noun: str) -> str:
@@ -476,7 +479,7 @@ def _conclude(exp: Any, outcome: str, json_: bool) -> None:
         if verdict and verdict.get("efficiency"):  # only when the Bar names a saving
             judged = verdict["efficiency"]
             line["efficiency"] = {k: judged[k] for k in ("measure", "margin", "verdict", "interval", "saving")}
-        typer.echo(json.dumps(line))
+        emit_json_line(line)
     else:
         print_result(exp, outcome, verdict)
     if outcome in ("paused", "stopped"):
@@ -490,7 +493,7 @@ def print_result(exp: Any, outcome: str, verdict: dict | None) -> None:
     from assay.storage.userconfig import grading_config
 
     setup, bar = exp.setup(), exp.bar()
-    typer.echo("")
+    say("")
     table(["TASK", "BASELINE", "CANDIDATE", ""], [
         (r.task, f"{r.baseline}/{r.trials}" if r.baseline is not None else "-",
          f"{r.candidate}/{r.trials}" if r.candidate is not None else "-",
@@ -498,13 +501,13 @@ def print_result(exp: Any, outcome: str, verdict: dict | None) -> None:
          "waits on people's reviews" if r.waits_on == "people" else "waits on its Scores")
         for r in task_results(exp, setup, bar, grading_config(AssayHome.from_env().root).families)
     ])
-    typer.echo("")
+    say("")
     if verdict:
-        typer.echo(verdict_line(verdict, exp.id, one_look=bar.look_rule == "one-look"))
+        show_verdict(verdict, exp.id, one_look=bar.look_rule == "one-look")
     else:
-        typer.echo(f"Experiment {exp.id} {outcome}: run the same command again to resume.")
-    typer.echo(f"Results: {exp.path}")
-    typer.echo(f"Show again: assay experiments {exp.id}")
+        say(f"Experiment {exp.id} {outcome}: run the same command again to resume.")
+    say(f"Results: {exp.path}")
+    say(f"Show again: assay experiments {exp.id}")
 
 
 def experiments(
@@ -527,7 +530,7 @@ def experiments(
         return
     if id:
         exp = find_experiment(home, id)
-        data = describe(exp, command_record(home, exp.id), grading_config(home.root).families)
+        data = describe(exp, command_record(home, exp.id), grading_config(home.root).families, home)
         if json_:
             emit_json(data)
         else:
@@ -535,7 +538,7 @@ def experiments(
         return
     rows, broken = listing(home)
     for line in broken:
-        typer.echo(f"assay: warning: {line}", err=True)
+        say(f"assay: warning: {line}", err=True)
     if json_:
         emit_json(rows)
         return
@@ -556,39 +559,34 @@ def _when(iso: str) -> str:
 
 
 def _show(data: dict) -> None:
-    typer.echo(f"Experiment {data['id']}" + (f" (label {data['label']})" if data["label"] else "")
-               + f": {data['state']}" + (f" ({data['outcome']})" if data["outcome"] else ""))
+    say(f"Experiment {data['id']}" + (f" (label {data['label']})" if data["label"] else "")
+        + f": {data['state']}" + (f" ({data['outcome']})" if data["outcome"] else ""))
     if data["release"]:
         release = data["release"]
-        typer.echo(f"  Release   {release['commit'][:10]}, since the last release {release['tag']} "
-                   f"({release['tag_commit'][:10]})")
+        say(f"  Release   {release['commit'][:10]}, since the last release {release['tag']} "
+            f"({release['tag_commit'][:10]})")
     for arm in ARMS:
-        a = data["arms"][arm]
-        label = f"runner {a['runner']}" if a.get("runner") else " ".join(
-            str(a[k]) for k in ("commit", "harness", "model", "effort") if a.get(k))
-        if a.get("scripted_provider"):
-            label += f" scripted provider {a['scripted_provider'][:12]}"
-        typer.echo(f"  {arm.title():9} {label}; {data['minutes'][arm]:.1f} min")
+        say(f"  {arm.title():9} {data['labels'][arm]}; {data['minutes'][arm]:.1f} min")
     bar = data["bar"]
-    typer.echo(f"  Bar: margin {bar['margin']}, level {bar['level']}, seed {bar['seed']}, draws {bar['draws']}, "
-               f"timeout {bar['timeout_seconds']}s")
-    typer.echo(f"  Sandbox: {data['sandbox']}" + ("; grading ran unsandboxed (--sandbox none)"
-                                                  if data["grading"]["unsandboxed"] else ""))
-    typer.echo("")
+    say(f"  Bar: margin {bar['margin']}, level {bar['level']}, seed {bar['seed']}, draws {bar['draws']}, "
+        f"timeout {bar['timeout_seconds']}s")
+    say(f"  Sandbox: {data['sandbox']}" + ("; grading ran unsandboxed (--sandbox none)"
+                                           if data["grading"]["unsandboxed"] else ""))
+    say("")
     table(["TASK", "ARM", "#", "ATTEMPT", "OUTCOME", "VOID CAUSE", "SCORE", "WHY"], [
         (t["task"], t["arm"], t["index"], t["attempt"], t["outcome"], t["void_cause"] or "",
          ("pass" if t["score"]["passed"] else "fail") if t["score"] else "", _why(t))
         for t in data["trials"]
     ], empty="No Trials yet.")
-    typer.echo("")
+    say("")
     for finding in data["findings"]:
-        typer.echo(f"Finding: {finding}")
+        say(f"Finding: {finding}")
     for look in data["looks"] if len(data["looks"]) > 1 else ():
         shown = f"{look['verdict']}, [{look['interval'][0]:+.3f}, {look['interval'][1]:+.3f}] by the {look['decided_by']}" \
             if look["verdict"] and look["interval"] else (look["verdict"] or "running")
-        typer.echo(f"Look {look['number']} ({look['at'][:16]}, {look['tasks']} Eval tasks): {shown}")
+        say(f"Look {look['number']} ({look['at'][:16]}, {look['tasks']} Eval tasks): {shown}")
     if data["verdict"]:
-        typer.echo(verdict_line(data["verdict"], data["id"], one_look=data["bar"]["look_rule"] == "one-look"))
+        show_verdict(data["verdict"], data["id"], one_look=data["bar"]["look_rule"] == "one-look")
 
 
 WHY_SHOWN = 100  # characters of a Trial's diagnostic or Score reason in its table row
@@ -637,10 +635,10 @@ def _recheck_command(plugins: plugin_loading.Plugins):
                        "interval": result.interval, "final": shown["final"], "waiting": waiting,
                        "waiting_on": shown["waiting"]})
             return
-        typer.echo(f"Rechecked {trial}: {'pass' if passed else 'fail'}.")
-        typer.echo(verdict_line(shown, exp.id, one_look=exp.bar().look_rule == "one-look"))
+        say(f"Rechecked {trial}: {'pass' if passed else 'fail'}.")
+        show_verdict(shown, exp.id, one_look=exp.bar().look_rule == "one-look")
         if shown["final"]:
-            typer.echo("The Verdict is final.")
+            say("The Verdict is final.")
 
     return recheck
 
@@ -664,7 +662,7 @@ def stop(
     if problem:
         fail(problem, code=1)
     if not json_:
-        typer.echo(f"Stopped {what}; " + ("the next Scoring run takes up the rest." if scoring else "run it again to resume."))
+        say(f"Stopped {what}; " + ("the next Scoring run takes up the rest." if scoring else "run it again to resume."))
 
 
 def inbox(json_: bool = JsonOpt) -> None:
@@ -675,15 +673,15 @@ def inbox(json_: bool = JsonOpt) -> None:
     if json_:
         emit_json(box)
         return
-    typer.echo("Running:")
+    say("Running:")
     table(["KIND", "ID", "STARTED", "STOP"], [
         (r["kind"], r["id"], _when(r["started_at"]), r["stop"]) for r in box["running"]])
     for r in box["running"]:
         for finding in r.get("findings", ()):
             say(f"  {r['id']} finding: {finding}")
-    typer.echo("")
+    say("")
     for title, rows in (("Needs you", box["needs_you"]), ("Done", box["done"])):
-        typer.echo(f"{title}:")
+        say(f"{title}:")
         table(["KIND", "ID", "OUTCOME", "SUMMARY"], [
             (r["kind"], r["id"], r["outcome"] or r["state"],
              f"{r['release']['commit'][:10]} since {r['release']['tag']}: {r['summary']}" if r["release"] else r["summary"])
@@ -693,4 +691,4 @@ def inbox(json_: bool = JsonOpt) -> None:
                 say(f"  {r['id']} finding: {finding}")
             for wait in r["waiting"]:
                 say(f"  {r['id']} {'not final' if wait['blocks'] else 'note'}: {wait['text']}")
-        typer.echo("")
+        say("")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.cli.output import fail, painted_verdict, untrusted
+from assay.cli.output import fail, say
 from assay.hooks import plugin_manager as plugin_loading
 from assay.storage.home import AssayHome
 
@@ -17,8 +17,8 @@ def shared_family_note(family: str) -> str:
 
 
 def verdict_line(verdict: dict, exp_id: str, *, one_look: bool = False) -> str:
-    """The Verdict in a few lines, with its look and whatever still keeps it from being final (escaped
-    for a terminal).
+    """The Verdict in a few lines, with its look and whatever still keeps it from being final (it
+    names tasks and Trials: print it with :func:`show_verdict`).
     ``one_look``: the Bar's look rule refuses extensions, so "how many more" plans a new Experiment."""
     look = verdict.get("look", 1)
     final = verdict.get("final", True)
@@ -43,16 +43,19 @@ def verdict_line(verdict: dict, exp_id: str, *, one_look: bool = False) -> str:
                      f"{group['spec_more_tasks_chance']:.2f} chance.")
         rule = "How many more, the look rule's figure (the confidence sequence, valid at every look): "
         if more is not None and one_look:
-            over = "more than " if group.get("more_tasks_over_cap") else "about "
-            text += (f"\n  How many more, the spec's figure (977 D55): with {over}{more} more Eval tasks it would likely "
-                     f"settle (a {chance:.2f} chance); this Experiment's Bar allows one look, so plan a new "
-                     "Experiment with them.")
+            from assay.engine.results import one_look_advice
+
+            text += f"\n  {one_look_advice(group)}"
         elif more is not None and group.get("more_tasks_over_cap"):
             text += (f"\n  {rule}more looks are unlikely to settle it: even {more} more Eval tasks give a "
                      f"{chance:.2f} chance of a clear Verdict at look {look + 1}.")
         elif more is not None:
             text += (f"\n  {rule}about {more} more Eval tasks would settle it at look {look + 1} "
                      f"(a {chance:.2f} chance): assay experiment {exp_id} --add-tasks SUITE/TASK,…")
+        if not one_look and group.get("batch_tasks") is not None and group["batch_tasks"] < (more or 0):
+            text += f"\n  {batch_text(group)}"
+        if group.get("caveat"):
+            text += f"\n  {group['caveat']}"
     if verdict.get("efficiency"):
         from assay.engine.results import efficiency_text
 
@@ -67,11 +70,26 @@ def verdict_line(verdict: dict, exp_id: str, *, one_look: bool = False) -> str:
             f"{arm.title()} {'yes' if v else 'tie' if v is None else 'no'}" for arm, v in call["merge"].items()
         ) + f"; prefers {(call['preference'] or 'neither').title()}"
         text += f"\n  Grader panel on {pair['pair']} ({'counted' if pair.get('counted') else 'beside'}): {said}"
+    for warning in verdict.get("warnings", []):
+        text += f"\n  Warning: {warning['text']}."
     if verdict.get("why"):
         text += f"\n  Inconclusive: {verdict['why']}"
     for wait in verdict.get("waiting", []):
         text += f"\n  {'Not final' if wait['blocks'] else 'Note'}: {wait['text']}"
-    return painted_verdict(untrusted(text), verdict["verdict"])  # escaped: it names tasks and Trials
+    return text
+
+
+def show_verdict(verdict: dict, exp_id: str, *, one_look: bool = False) -> None:
+    """Print :func:`verdict_line`, escaped, its Verdict in its colour on a terminal."""
+    say(verdict_line(verdict, exp_id, one_look=one_look), verdict=verdict["verdict"])
+
+
+def batch_text(group: dict) -> str:
+    """The batch plan beside the one jump "how many more" asks for (docs/verdict.md, "A few at a time")."""
+    return (f"Or a few at a time, the look rule's batch plan: {group['batch_size']} more Eval tasks per look, for up to {group['batch_looks']} "
+            f"looks, give a {group['batch_chance']:.2f} chance of a clear Verdict with about "
+            f"{group['batch_tasks']:.0f} more expected in all (fewest for that chance; the confidence sequence "
+            "is valid at every look, so looking more often costs no error).")
 
 
 def broken_text(broken: dict, exp_id: str) -> str:

@@ -4,15 +4,17 @@ checks of each real CLI against a scripted provider; ``assay setup``: store a Ha
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from assay.cli.output import JsonOpt, emit_json, fail, table
-from assay.hooks import plugin_manager as plugin_loading
+from assay.cli.output import JsonOpt, emit_json, fail, say, table
 from assay.hooks.protocols import Harness
 from assay.sessions import credentials
 from assay.storage import formats
 from assay.storage.home import AssayHome
+
+if TYPE_CHECKING:
+    from assay.hooks import plugin_manager as plugin_loading  # loaded on first use (cli.PluginsOnUse)
 
 EXIT_NOTHING_RAN = 3
 # What ``assay setup HARNESS`` stores, and how it asks for it.
@@ -97,7 +99,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
         if not token:
             fail("no token given; nothing changed (without a terminal, pipe it in: `echo TOKEN | assay setup`)")
         credentials.put(home.credentials, entry, token, provider=provider)
-        typer.echo(f"Saved the {what} to {home.credentials} (mode 0600).")
+        say(f"Saved the {what} to {home.credentials} (mode 0600).")
 
 
 def _show_checks(reports: list[Any]) -> None:
@@ -106,14 +108,14 @@ def _show_checks(reports: list[Any]) -> None:
     for report in reports:
         for check in report.checks:
             if check.status == "fail":
-                typer.echo(f"\n{report.harness} {check.name}: {check.summary}\n  what to do: {check.fix}")
+                say(f"\n{report.harness} {check.name}: {check.summary}\n  what to do: {check.fix}")
                 for line in check.evidence:
-                    typer.echo(f"  - {line}")
+                    say(f"  - {line}")
         if report.memory_peak:
-            typer.echo(f"\n{report.harness}: its sessions held at most {report.memory_peak / (1 << 20):.0f} MiB "
-                       "(its footprint, from which the Trials' default memory cap is set)")
+            say(f"\n{report.harness}: its sessions held at most {report.memory_peak / (1 << 20):.0f} MiB "
+                "(its footprint, from which the Trials' default memory cap is set)")
         if report.folder:
-            typer.echo(f"\n{report.harness}: the sessions' logs are in {report.folder}")
+            say(f"\n{report.harness}: the sessions' logs are in {report.folder}")
 
 
 def _describe(name: str, harness: Harness, home: AssayHome) -> dict[str, Any]:

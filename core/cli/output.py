@@ -10,26 +10,23 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 import typer
-
-
-# Every character a terminal would act on instead of showing: C0 controls but newline and tab (CR
-# too: it lets a line be overwritten), DEL, C1 controls (0x9b is a one-byte CSI), and the Unicode
-# controls that reorder or hide text (bidi embeddings, overrides, isolates, marks; line and paragraph
-# separators). Each is shown as its escape (\x1b, \u202e), so it is seen and never obeyed.
-_VISIBLE = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)] if chr(c) not in "\n\t"} | {
-    ord(c): f"\\u{ord(c):04x}" for c in "\u061c\u200e\u200f\u2028\u2029\u202a\u202b\u202c\u202d\u202e"
-                                       "\u2066\u2067\u2068\u2069"}
+from assay.storage.untrusted import visible
 
 
 def untrusted(text: str) -> str:
     """``text`` a Trial, a pull request, a task or a person wrote, made safe for a terminal: every
     control character visible as its escape (the one function every CLI print of such text uses)."""
-    return text.translate(_VISIBLE)
+    return visible(text)
 
 
-def say(text: str, *, err: bool = False) -> None:
-    """Print a line that may hold untrusted text (:func:`untrusted`)."""
-    typer.echo(untrusted(text), err=err)
+def say(text: object = "", *, err: bool = False, verdict: str | None = None) -> None:
+    """Print ``text`` (any object as its ``str``, as ``typer.echo`` does: a path, a number), escaped
+    by :func:`untrusted`: every command prints its text through here (or :func:`table`,
+    :func:`emit_json`), since any of it may quote a Trial, a pull request or a task
+    (``tests/cli/test_untrusted_text.py`` holds every command module to it). ``verdict``: the
+    Verdict ``text`` names, shown in its colour where it is first named (:func:`painted_verdict`)."""
+    shown = untrusted(str(text))
+    typer.echo(painted_verdict(shown, verdict) if verdict else shown, err=err)
 
 
 class UserError(Exception):
@@ -51,7 +48,14 @@ def print_error(message: str) -> None:
 
 
 def emit_json(data: Any) -> None:
+    """``data`` as JSON for scripts (json.dumps writes every control character as ``\\u001b``)."""
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def emit_json_line(data: Any) -> None:
+    """``data`` as one line of JSON: an event or a result in a stream a script reads line by line."""
+    sys.stdout.write(json.dumps(data) + "\n")
+    sys.stdout.flush()
 
 
 STYLES = {"pass": "bold green", "fail": "bold red", "inconclusive": "bold yellow", "header": "bold"}

@@ -6,11 +6,15 @@ nothing moved); 2 no such proposal, or it couldn't be moved.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 from assay.cli.output import JsonOpt, emit_json, fail, say, table
 from assay.evaltasks import manifests, proposals
-from assay.hooks import plugin_manager as plugin_loading
 from assay.storage.home import AssayHome
+
+if TYPE_CHECKING:
+    from assay.hooks import plugin_manager as plugin_loading  # loaded on first use (cli.PluginsOnUse)
 
 
 def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
@@ -50,7 +54,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
             else:
                 for q in e.problems:
                     say(str(q), err=True)
-                typer.echo(f"{proposal}: not approved, {len(e.problems)} problem(s); nothing moved.", err=True)
+                say(f"{proposal}: not approved, {len(e.problems)} problem(s); nothing moved.", err=True)
             raise typer.Exit(1)
         folder = home.suites / approval.suite / approval.task
         if json_:
@@ -58,7 +62,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
                        "task": f"{approval.suite}/{approval.task}", "folder": str(folder),
                        "origin": approval.origin, "by": approval.by, "at": approval.at.isoformat()})
             return
-        typer.echo(f"Approved {approval.suite}/{approval.task} (by {approval.by}): {folder}")
+        say(f"Approved {approval.suite}/{approval.task} (by {approval.by}): {folder}")
 
 
 def _first_line(text: str | None) -> str:

@@ -22,22 +22,23 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from assay.cli.experiment_cmd import EXIT_NOT_FINAL, EXIT_PAUSED, FactoryOpt, execute, make_plan, print_result
-from assay.cli.experiment_records import verdict_line
-from assay.cli.output import say, table
+from assay.cli.experiment_records import show_verdict
+from assay.cli.output import emit_json_line, say, table
 from assay.engine.results import read_verdict, waiting_text
-from assay.hooks import plugin_manager as plugin_loading
 from assay.storage import formats
 from assay.storage.home import AssayHome
 from assay.storage.records import Bar
+
+if TYPE_CHECKING:
+    from assay.hooks import plugin_manager as plugin_loading  # loaded on first use (cli.PluginsOnUse)
 
 EXIT_HOLD = 4
 EXIT_INTERRUPTED = 130
@@ -77,7 +78,7 @@ def _release_check_command(plugins: plugin_loading.Plugins):
         emit = {"id": seen["exp"].id if "exp" in seen else None, "exit": code, "ship": code == 0,
                 "verdict": verdict["verdict"] if verdict else None, "interval": verdict["interval"] if verdict else None,
                 "final": verdict["final"] if verdict else False, "waiting": verdict["waiting"] if verdict else []}
-        sys.stdout.write(json.dumps(emit) + "\n")
+        emit_json_line(emit)
         if code:
             raise typer.Exit(code)
 
@@ -119,7 +120,7 @@ def _check(commit: str, factory: Path, no_wait: bool, poll: float, model_grader:
     if releases.waiting_rechecks(result) and not result.pending:
         result = _wait_for_rechecks(exp, result, no_wait=no_wait, poll=poll)
     if result.pending:
-        typer.echo(f"No final Verdict: it {waiting_text(result, exp.id)}.", err=True)
+        say(f"No final Verdict: it {waiting_text(result, exp.id)}.", err=True)
         raise typer.Exit(EXIT_NOT_FINAL)
     _decide(home, exp, result, ask)
 
@@ -127,15 +128,15 @@ def _check(commit: str, factory: Path, no_wait: bool, poll: float, model_grader:
 def _paused(exp: Any, outcome: str, pause: Any) -> NoReturn:
     """Say when a paused release Experiment can go on, and exit with its own code."""
     if outcome == "stopped":
-        typer.echo(f"Experiment {exp.id} was stopped: run this command again to resume it.")
+        say(f"Experiment {exp.id} was stopped: run this command again to resume it.")
         raise typer.Exit(EXIT_PAUSED)
     hit = f" (hit at {_when(pause.hit_at)})" if pause.hit_at else ""
-    typer.echo(f"Experiment {exp.id} paused at a plan limit{hit}.")
+    say(f"Experiment {exp.id} paused at a plan limit{hit}.")
     if pause.resets_at:
         left = pause.resets_at - dt.datetime.now(dt.timezone.utc)
         minutes = max(0, int(left.total_seconds() // 60))
-        typer.echo(f"It can resume once the limit resets, at {_when(pause.resets_at)} (in {minutes // 60}h{minutes % 60:02d}m): "
-                   "run this command again then.")
+        say(f"It can resume once the limit resets, at {_when(pause.resets_at)} (in {minutes // 60}h{minutes % 60:02d}m): "
+            "run this command again then.")
     else:
         said = f" (the session said: {pause.said})" if pause.said else ""
         say(f"It can resume once the plan's limit resets{said}: run this command again then.")  # a session's words
@@ -162,15 +163,15 @@ def _wait_for_other_run(home: AssayHome, exp_id: str, poll: float) -> bool:
     record = command_of(home, exp_id)
     running = record is not None and runs(record)  # else a brief hold: a recheck, a review, an extension
     where = f" (process {record.pid}, since {_when(record.started_at)})" if running and record.pid else ""
-    typer.echo(f"Experiment {exp_id} is already running in another process{where}: waiting for it to end "
-               f"(follow it with `assay experiments {exp_id}`; Ctrl-C stops waiting, not the run).")
+    say(f"Experiment {exp_id} is already running in another process{where}: waiting for it to end "
+        f"(follow it with `assay experiments {exp_id}`; Ctrl-C stops waiting, not the run).")
     while is_locked(lock):
         _sleep(poll, "the other run goes on: run this command again to wait for it.")
     ended = command_of(home, exp_id)
     if running and ended and ended.state == "stopped":
-        typer.echo(f"Experiment {exp_id} was stopped in the other process: run this command again to resume it.")
+        say(f"Experiment {exp_id} was stopped in the other process: run this command again to resume it.")
         raise typer.Exit(EXIT_PAUSED)
-    typer.echo("The other run ended.")
+    say("The other run ended.")
     return True
 
 
@@ -179,7 +180,7 @@ def _sleep(poll: float, kept: str) -> None:
     try:
         time.sleep(poll)
     except KeyboardInterrupt:
-        typer.echo(f"\nStopped waiting; {kept}", err=True)
+        say(f"\nStopped waiting; {kept}", err=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
@@ -192,21 +193,21 @@ def _wait_for_rechecks(exp: Any, result: Any, *, no_wait: bool, poll: float) -> 
     shown: list[str] = []
     while (waiting := waiting_rechecks(result)) and not result.pending:
         if waiting != shown:
-            typer.echo(f"\nWaiting for your recheck of {len(waiting)} Score{'s' * (len(waiting) != 1)} "
-                       f"(the Verdict is {result.verdict} until then):")
+            say(f"\nWaiting for your recheck of {len(waiting)} Score{'s' * (len(waiting) != 1)} "
+                f"(the Verdict is {result.verdict} until then):")
             table(["TRIAL", "GRADER SAID", "WHY LISTED"], [
                 (item["trial"], "pass" if item["passed"] else "fail",
                  ", ".join(w for w, on in (("borderline", item["borderline"]), ("decisive", item["decisive"])) if on))
                 for item in result.recheck if not item["rechecked"]])
-            typer.echo(f"  Recheck each: assay recheck {exp.id} TRIAL --pass|--fail --why '…'")
+            say(f"  Recheck each: assay recheck {exp.id} TRIAL --pass|--fail --why '…'")
             shown = waiting
             if no_wait:
-                typer.echo("Not waiting (--no-wait): no final Verdict yet.", err=True)
+                say("Not waiting (--no-wait): no final Verdict yet.", err=True)
                 raise typer.Exit(EXIT_NOT_FINAL)
         _sleep(poll, "the Experiment is kept: run this command again to wait.")
         result = formats.read(exp.verdict_file, ExperimentVerdict)
-    typer.echo("\nEvery listed Score is rechecked.")
-    typer.echo(verdict_line(read_verdict(exp) or {}, exp.id, one_look=exp.bar().look_rule == "one-look"))
+    say("\nEvery listed Score is rechecked.")
+    show_verdict(read_verdict(exp) or {}, exp.id, one_look=exp.bar().look_rule == "one-look")
     return result
 
 
@@ -217,22 +218,22 @@ def _decide(home: AssayHome, exp: Any, result: Any, ask: bool = True) -> None:
     release = exp.setup().release
     what = f"Release {release.commit[:10]}" if release else f"Experiment {exp.id}"
     if result.verdict == "pass":
-        typer.echo(f"{what}: Verdict pass. It may ship.")
+        say(f"{what}: Verdict pass. It may ship.")
         return
     interval = ""
     if result.interval:
         lo, hi = result.interval
         interval = f", interval [{lo:+.3f}, {hi:+.3f}]"
     if not ask or not sys.stdin.isatty():
-        typer.echo(f"{what} is held: Verdict {result.verdict}{interval}. Run `assay release-check` on a "
-                   "terminal to decide whether to release anyway.", err=True)
+        say(f"{what} is held: Verdict {result.verdict}{interval}. Run `assay release-check` on a "
+            "terminal to decide whether to release anyway.", err=True)
         raise typer.Exit(EXIT_HOLD)
     answer = typer.prompt(f"The Verdict is {result.verdict}{interval}. Release anyway? [y/N]", default="",
                           show_default=False, err=True)
     shipped = answer.strip().lower() in ("y", "yes")
     record_decision(home, exp.id, release, result.verdict, shipped, os.environ.get("USER", "unknown"))
     if not shipped:
-        typer.echo(f"{what} is held: not released.", err=True)
+        say(f"{what} is held: not released.", err=True)
         raise typer.Exit(EXIT_HOLD)
-    typer.echo(f"{what}: released anyway over a {result.verdict} Verdict (recorded in the Activity log).")
+    say(f"{what}: released anyway over a {result.verdict} Verdict (recorded in the Activity log).")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import typer
-from assay.cli.experiment_records import find_experiment, verdict_line
+from assay.cli.experiment_records import find_experiment, show_verdict
 from assay.cli.output import JsonOpt, emit_json, fail, say
 from assay.engine.folder import ExperimentDir
 from assay.engine.results import read_verdict
@@ -32,7 +32,7 @@ def show_pair(exp: ExperimentDir, pair: str, reader: str | None, json_: bool) ->
         emit_json(page)
         return
     say(page_text(page))  # the Trials' diffs and test output, the task's ticket
-    typer.echo(f"\nNext: {page['next']}")
+    say(f"\nNext: {page['next']}")
 
 
 def _merge_calls(text: str) -> dict[str, bool]:
@@ -96,22 +96,22 @@ def _review_command(plugins: plugin_loading.Plugins):
             return
         _print_review(exp, pair, record, revealed)
         if shown is not None:
-            typer.echo(verdict_line(read_verdict(exp) or {}, exp.id, one_look=exp.bar().look_rule == "one-look"))
+            show_verdict(read_verdict(exp) or {}, exp.id, one_look=exp.bar().look_rule == "one-look")
 
     return review
 
 
 def _print_review(exp: ExperimentDir, pair: str, record: Any, revealed: dict[str, Any] | None) -> None:
     if revealed is None:
-        typer.echo(f"Sealed your merge calls on {pair} (review {record.n}"
-                   f"{'' if record.blind else ', not blind: begun after your reveal'}).")
-        typer.echo(f"Next: assay review {exp.id} {pair} --prefer A|B|none")
+        say(f"Sealed your merge calls on {pair} (review {record.n}"
+            f"{'' if record.blind else ', not blind: begun after your reveal'}).")
+        say(f"Next: assay review {exp.id} {pair} --prefer A|B|none")
         return
-    typer.echo(f"Recorded your preference on {pair}. Revealed:")
+    say(f"Recorded your preference on {pair}. Revealed:")
     for side in ("A", "B"):
         say(f"  Change {side} was the {revealed[side]['arm'].title()}: {revealed[side]['label']}")
     if revealed["panel"] and revealed["panel"]["call"]:
         call = revealed["panel"]["call"]
-        typer.echo(f"  The Grader panel: merge {call['merge']}, prefers {call['preference'] or 'neither'}")
+        say(f"  The Grader panel: merge {call['merge']}, prefers {call['preference'] or 'neither'}")
     for other in revealed["other_readers"]:
         say(f"  {other['reader']}: {other['kind']} {other['merge'] or other['preference']}")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from assay.cli.output import JsonOpt, emit_json, table
-from assay.hooks import plugin_manager as plugin_loading
+from assay.cli.output import JsonOpt, emit_json, say, table
 from assay.hooks.protocols import SandboxBackend
+
+if TYPE_CHECKING:
+    from assay.hooks import plugin_manager as plugin_loading  # loaded on first use (cli.PluginsOnUse)
 
 DEFAULT = "bwrap"  # what an Experiment uses unless told otherwise, wherever it works
 
@@ -34,9 +36,9 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
             )
             for r in rows:
                 for name, limit in r["limits"].items():
-                    typer.echo(f"{r['name']} {name}: {'in force' if limit['in_force'] else 'MISSING'}, {limit['how']}")
-            typer.echo(f"Trials run in {DEFAULT}." if usable else
-                       f"{DEFAULT} can't run here: an Experiment needs `--sandbox none` to run without it.")
+                    say(f"{r['name']} {name}: {'in force' if limit['in_force'] else 'MISSING'}, {limit['how']}")
+            say(f"Trials run in {DEFAULT}." if usable else
+                f"{DEFAULT} can't run here: an Experiment needs `--sandbox none` to run without it.")
         if not usable:
             raise typer.Exit(1)
 

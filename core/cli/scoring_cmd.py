@@ -58,7 +58,7 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
             output.fail(f"the Scoring run failed: {e}", 1)
         if result is None:
             message = "skipped: another Scoring run is running"
-            output.emit_json({"skipped": True, "why": message}) if json_out else typer.echo(message)
+            output.emit_json({"skipped": True, "why": message}) if json_out else output.say(message)
             return
         shown = {"id": result.run.id, "outcome": result.outcome,
                  "window": [result.run.window_start, result.run.window_end],
@@ -105,7 +105,7 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
         if json_out:
             output.emit_json(shown)
             return
-        typer.echo(f"Scoring run {shown['id']}: {shown['state']}" + (f" ({shown['outcome']})" if shown["outcome"] else "")
+        output.say(f"Scoring run {shown['id']}: {shown['state']}" + (f" ({shown['outcome']})" if shown["outcome"] else "")
                    + (f", window {shown['window'][0][:19]} .. {shown['window'][1][:19]}, seed {shown['seed']}"
                       if shown["window"] else ""))
         if shown["summary"]:
@@ -114,7 +114,7 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
                      [[p["key"] + (" (carried)" if p["carried"] else "") + (" (yours)" if p["yours"] else ""),
                        p["built_with"], p["state"]] for p in shown["sample"]], empty="(nothing drawn yet)")
         if shown["running"]:
-            typer.echo(f"Stop it: assay stop {shown['id']}")
+            output.say(f"Stop it: assay stop {shown['id']}")
 
     @app.command("scores")
     def scores(
@@ -146,7 +146,7 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
                 output.fail(str(e))
             missing = [name for name in CRITERIA if name not in entered.criteria]
             if missing and not json_out:
-                typer.echo(f"saved; still to score: {', '.join(missing)} (the model's Scores stay hidden until then)")
+                output.say(f"saved; still to score: {', '.join(missing)} (the model's Scores stay hidden until then)")
         if pull is not None:
             shown = yours.one(store, pull)
             if shown is None:
@@ -158,16 +158,16 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
             output.emit_json(listing)
             return
         for c in listing["calibration"]:
-            typer.echo(f"{c['criterion']:<9} {c['describe']}")
+            output.say(f"{c['criterion']:<9} {c['describe']}")
         for version, passes in listing["by_harness_version"].items():
-            typer.echo(f"{version}: " + ", ".join(f"{name} {count}" for name, count in passes.items()))
+            output.say(f"{version}: " + ", ".join(f"{name} {count}" for name, count in passes.items()))
         if listing["waiting_for_you"]:
-            typer.echo(f"waiting for your Scores: {', '.join(listing['waiting_for_you'])}")
+            output.say(f"waiting for your Scores: {', '.join(listing['waiting_for_you'])}")
         if not listing["weeks"]:
-            typer.echo("(no Scoring run yet: run `assay score`)")
+            output.say("(no Scoring run yet: run `assay score`)")
         for week in listing["weeks"]:
             window = f"{week['window'][0][:10]} .. {week['window'][1][:10]}, " if week["window"] else ""
-            typer.echo(f"\nweek {week['week'] or '?'} ({window}Scoring run {week['run']}):")
+            output.say(f"\nweek {week['week'] or '?'} ({window}Scoring run {week['run']}):")
             output.table(["pull request", "merged", "built with", *CRITERIA],
                          [[p["key"], p["merged_at"][:10], p["built_with"],
                            *(_cell(p, name) for name in CRITERIA)] for p in week["pulls"]])
@@ -220,7 +220,7 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
                        ((b.settled or b.proposed).built_with or "-") if (b.settled or b.proposed) else "-"]
                       for b in bugs], empty="(no Bug origins yet: run `assay score`)")
         for setup, count in sorted(against.items()):
-            typer.echo(f"confirmed against {setup}: {count}")
+            output.say(f"confirmed against {setup}: {count}")
 
     @app.command("built-with")
     def built_with(
@@ -241,7 +241,7 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
                 version = found.locate().version
             except Exception as e:  # locate() raises whatever its Harness raises when the CLI is missing
                 output.fail(f"--harness {harness}: its version can't be read here ({e}); give --version")
-        typer.echo(BuiltWith(harness, model, effort, version).line())
+        output.say(BuiltWith(harness, model, effort, version).line())
 
 
 def _cell(pull: dict, name: str) -> str:

@@ -4,16 +4,18 @@ suites a change touches."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
-from assay.cli.output import JsonOpt, emit_json, fail, table
+from assay.cli.output import JsonOpt, emit_json, fail, say, table
 from assay.engine import touched
 from assay.engine.factory import Factory, FactoryError
 from assay.evaltasks import manifests
-from assay.hooks import plugin_manager as plugin_loading
 from assay.storage.git import GitError
 from assay.storage.home import AssayHome
+
+if TYPE_CHECKING:
+    from assay.hooks import plugin_manager as plugin_loading  # loaded on first use (cli.PluginsOnUse)
 
 
 def _arm_flag(arm: str, what: str) -> Any:
@@ -51,24 +53,33 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
             empty=f"No Eval suites under {home.suites}. See docs/eval-tasks.md.",
         )
         if problems:
-            typer.echo(f"{len(problems)} problem(s) in the manifests; run `assay suites check`.", err=True)
+            say(f"{len(problems)} problem(s) in the manifests; run `assay suites check`.", err=True)
 
     @suites_app.command("check")
     def suites_check(json_: bool = JsonOpt) -> None:
-        """Validate every suite.toml and task.toml; report every problem, exit 1 if any."""
+        """Validate every suite.toml and task.toml, and say which tasks' test commands can't run on
+        this host (a program not on PATH, a module it lacks); report every problem, exit 1 if any."""
+        from assay.evaltasks.runnable import Toolchain
+
         home = AssayHome.from_env()
         suites, problems = manifests.check_all(home, plugins.suite_kinds())
+        here = Toolchain()
+        stuck = [(t, why) for s in suites for t in s.tasks for why in [here.why_not(t)] if why]
         if json_:
             emit_json({
                 "suites": len(suites), "tasks": sum(len(s.tasks) for s in suites),
                 "problems": [{"file": str(p.file), "field": p.field, "message": p.message} for p in problems],
+                "cannot_run_here": [{"task": t.id, "why": why} for t, why in stuck],
             })
         else:
             for p in problems:
-                typer.echo(str(p))
+                say(str(p))
+            for t, why in stuck:
+                say(f"{t.folder / manifests.TASK_FILE}: criteria.test_command: can't run here: {why}")
             tasks = sum(len(s.tasks) for s in suites)
-            typer.echo(f"{len(suites)} suite(s), {tasks} task(s), {len(problems)} problem(s).")
-        if problems:
+            say(f"{len(suites)} suite(s), {tasks} task(s), {len(problems)} problem(s)"
+                + (f", {len(stuck)} task(s) can't run here." if stuck else "."))
+        if problems or stuck:
             raise typer.Exit(1)
 
     @suites_app.command("touched")
@@ -109,7 +120,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
             ])
             return
         if not names:
-            typer.echo(f"No Eval suites under {home.suites}. See docs/eval-tasks.md.")
+            say(f"No Eval suites under {home.suites}. See docs/eval-tasks.md.")
             return
         for line in touched.explain(touches, names):
-            typer.echo(line)
+            say(line)

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 import typer
-from assay.cli.output import JsonOpt, emit_json, fail
-from assay.hooks import plugin_manager as plugin_loading
+from assay.cli.output import JsonOpt, emit_json, fail, say
 from assay.storage import formats
 from assay.storage.records import Bar
 
 if TYPE_CHECKING:
+    from assay.hooks import plugin_manager as plugin_loading  # loaded on first use (cli.PluginsOnUse)
     from assay.verdict import TaskPair, Verdict
 
 _TOP_KEYS = {"trials_per_task", "bar", "tasks"}
@@ -52,7 +52,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
             emit_json({**formats.unstructure(result), **({"wrong_findings": formats.unstructure(wrong)} if wrong else {})})
             return
         for line in _describe(result) + (["", *_describe(wrong)] if wrong else []):
-            typer.echo(line)
+            say(line)
 
 
 def _read(path: Path) -> tuple[int, Bar, list[dict[str, Any]]]:
@@ -159,6 +159,8 @@ def _describe(v: Verdict) -> list[str]:
         f"[{_points(v.interval[0])}, {_points(v.interval[1])}] points, margin {v.margin * 100:g} points",
         f"  {v.reason}",
     ]
+    if v.caveat:
+        lines.append(f"  {v.caveat}")
     if v.more_tasks is not None:
         lines.append(
             f"  More Eval tasks for a clear Verdict (the spec's figure, 977 D55: the credible interval, judged at "

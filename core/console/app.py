@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import hmac
 import os
+import re
 import secrets
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from assay.console import views
+import trio
+from assay.console import change, shown, views
 from assay.engine import results, reviews
 from assay.evaltasks import proposals
 from assay.evaltasks.manifests import ManifestError
@@ -32,17 +34,32 @@ from assay.storage.records import CommandRecord
 from assay.storage.userconfig import UserConfigError, scoring_config
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 HERE = Path(__file__).parent
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 COOKIE = "assay_console_token"
+# On every answer: never framed (clickjacking), scripts and styles only its own, nothing sniffed.
+# Inline styles are allowed for the positions a page computes (the timeline's bars), never scripts.
+HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+                               "img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; "
+                               "frame-ancestors 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",  # "no-referrer" would make a form's Origin "null"
+}
 STOP_WAIT = 30.0
+LIVE_EVERY = 1.0  # seconds between looks at a running Experiment, for its page's events
+KEEPALIVE = 15.0  # seconds of no change before a keep-alive comment
+SSE_LINES = re.compile(r"\r\n|\r|\n")  # what ends a line of an event stream (a \r in a Trial's text too)
 
 
 class Console:
@@ -55,7 +72,8 @@ class Console:
         self.csrf = secrets.token_urlsafe(24)
         self.templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape())
         self.templates.filters["url"] = lambda value: quote(str(value), safe="")
-        self.templates.globals.update(csrf=self.csrf, criteria=CRITERIA)
+        self.templates.globals["one_look_advice"] = results.one_look_advice
+        self.templates.globals.update(csrf=self.csrf, criteria=CRITERIA, duration=shown.duration)
 
     def page(self, request: Request, template: str, data: dict[str, Any], status: int = 200) -> Response:
         """The page, or its data as JSON when the request asks for JSON."""
@@ -69,6 +87,13 @@ class Console:
     def error(self, request: Request, status: int, message: str) -> Response:
         return self.page(request, "error", {"error": message, "status": status}, status)
 
+    async def http_error(self, request: Request, exc: Exception) -> Response:
+        """An unknown address (404) or method (405) as a page of the Console, not Starlette's bare text."""
+        status = getattr(exc, "status_code", 500)
+        message = {404: f"There is no page at {request.url.path}.",
+                   405: f"{request.method} is not allowed at {request.url.path}."}.get(status, str(getattr(exc, "detail", "")))
+        return self.error(request, status, message)
+
     # --- pages ------------------------------------------------------------------------------
 
     async def inbox(self, request: Request) -> Response:
@@ -78,11 +103,52 @@ class Console:
         return self.page(request, "experiments", views.experiments(self.home))
 
     async def experiment(self, request: Request) -> Response:
-        return self._view(request, "experiment", views.experiment, request.path_params["id"])
+        return self._view(request, "experiment", views.experiment, request.path_params["id"], _sort(request))
+
+    async def experiment_events(self, request: Request) -> Response:
+        """The Experiment page's live part as server-sent events: each time it changes (looked at every
+        ``LIVE_EVERY`` seconds), an ``update`` with the new HTML; an ``end`` once the Experiment stops
+        running. The page falls back to fetching ``?fragment=live`` if the connection drops."""
+        id, sort = request.path_params["id"], _sort(request)
+        try:
+            results.find(self.home, id)
+        except ValueError as e:
+            return self.error(request, 404, str(e))
+        template = self.templates.get_template("experiment_live.html")
+
+        async def stream() -> AsyncIterator[str]:
+            shown_html, quiet = None, 0.0
+            while not await request.is_disconnected():
+                data = await run_in_threadpool(views.experiment, self.home, id, sort)
+                html = template.render(data=data, request=request, path=f"/experiments/{quote(id)}")
+                if html != shown_html:
+                    yield "event: update\n" + "".join(f"data: {line}\n" for line in SSE_LINES.split(html)) + "\n"
+                    shown_html, quiet = html, 0.0
+                if data["state"] != "running":
+                    yield "event: end\ndata: \n\n"
+                    return
+                if quiet >= KEEPALIVE:  # a comment: proxies and browsers keep the connection
+                    yield ": still running\n\n"
+                    quiet = 0.0
+                await trio.sleep(LIVE_EVERY)
+                quiet += LIVE_EVERY
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
 
     async def trial(self, request: Request) -> Response:
+        """A Trial's page (read in a worker thread; its diff in a grading sandbox), or with
+        ``?evidence=PATH`` one of its evidence files, shown as escaped text."""
         p = request.path_params
-        return self._view(request, "trial", views.trial, p["id"], p["task"], p["arm_index"], p["attempt"])
+        args = (p["id"], p["task"], p["arm_index"], p["attempt"])
+        if "evidence" in request.query_params:
+            return self._view(request, "evidence", views.evidence, *args, request.query_params["evidence"])
+        try:
+            data = await run_in_threadpool(views.trial, self.home, self.plugins, *args)
+        except views.NotFound as e:
+            return self.error(request, 404, str(e))
+        backend = self.plugins.sandbox_backends().get(data["sandbox"])
+        data["change"] = await change.committed_change(backend, Path(data["trial"]["folder"]), data.pop("base"))
+        return self.page(request, "trial", data)
 
     async def pair(self, request: Request) -> Response:
         """``assay experiments ID --pair PAIR``: the blind page, then (after the preference) the reveal."""
@@ -242,6 +308,12 @@ class Console:
         return RedirectResponse(f"/bug-origins/{quote(key, safe='')}", status_code=303)
 
 
+def _sort(request: Request) -> str:
+    """The Eval tasks' order a page asks for (``?sort=difference``, ``-`` first: descending)."""
+    sort = request.query_params.get("sort", "task")
+    return sort if sort.lstrip("-") in shown.SORTS else "task"
+
+
 def _rubric(text: str) -> dict[str, int]:
     """``name=1..5, …`` (empty: no rubric)."""
     out = {}
@@ -266,6 +338,11 @@ class Guard(BaseHTTPMiddleware):
         self.console, self.loopback = console, loopback
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        response = await self._checked(request, call_next)
+        response.headers.update(HEADERS)
+        return response
+
+    async def _checked(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
         console = self.console
         host = request.headers.get("host", "").rsplit(":", 1)[0] if "]" not in request.headers.get("host", "") \
             else request.headers.get("host", "").split("]")[0] + "]"
@@ -297,6 +374,7 @@ def make_app(home: AssayHome, plugins: Plugins, *, token: str | None = None, loo
         Route("/", console.inbox),
         Route("/experiments", console.experiments),
         Route("/experiments/{id}", console.experiment),
+        Route("/experiments/{id}/events", console.experiment_events),
         Route("/experiments/{id}/stop", console.stop, methods=["POST"]),
         Route("/commands/{kind}/{id}/stop", console.stop_command, methods=["POST"]),
         Route("/experiments/{id}/recheck", console.recheck, methods=["POST"]),
@@ -317,4 +395,5 @@ def make_app(home: AssayHome, plugins: Plugins, *, token: str | None = None, loo
         Route("/bug-origins/{issue:path}", console.bug),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(Guard, console=console, loopback=loopback)])
+    return Starlette(routes=routes, middleware=[Middleware(Guard, console=console, loopback=loopback)],
+                     exception_handlers={HTTPException: console.http_error})

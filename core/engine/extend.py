@@ -1,13 +1,14 @@
 """Extending an inconclusive Experiment with more Eval tasks: a new look (docs/verdict.md, "More looks").
 
 The Trials already run are kept; the look is recorded in ``looks.json`` in one atomic write
-(when, how many tasks, which were added), and the Verdict that ends it is judged by the Bar's
-look rule, which counts every look. A pass or a fail is final and can't be extended.
+(when, how many tasks, which were added, and a warning when some come from a suite the first look
+had none of), and the Verdict that ends it is judged by the Bar's look rule, which counts every
+look. A pass or a fail is final and can't be extended.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import attrs
 from assay.engine import results
@@ -20,7 +21,7 @@ from assay.storage import formats
 from assay.storage.commands import now
 from assay.storage.files import Locked, NotALockFile, exclusive_lock
 from assay.storage.home import AssayHome
-from assay.storage.records import Look, Looks, TaskSetup
+from assay.storage.records import Look, Looks, LookWarning, TaskSetup
 
 
 def add_look(home: AssayHome, plugins: Plugins, exp: ExperimentDir, task_ids: Sequence[str]) -> Look | None:
@@ -57,9 +58,26 @@ def _add_look(home: AssayHome, plugins: Plugins, exp: ExperimentDir, wanted: lis
         raise PlanError(f"--add-tasks {already[0]}: Experiment {exp.id} already has this Eval task")
     added = tuple(_task_setup(home, plugins, bar.trials_per_task, task_id) for task_id in wanted)
     done = attrs.evolve(looks[-1], verdict=verdict.verdict, interval=verdict.interval, decided_by=verdict.decided_by)
-    look = Look(len(looks) + 1, now(), len(setup.tasks) + len(added), added)
+    look = Look(len(looks) + 1, now(), len(setup.tasks) + len(added), added,
+                warnings=other_suites(len(looks) + 1, {t.id for t in setup.tasks}, [t.id for t in added]))
     formats.write(exp.looks_file, Looks((*looks[:-1], done, look)))
     return look
+
+
+def other_suites(number: int, first: Collection[str], added: Sequence[str]) -> tuple[LookWarning, ...]:
+    """The warning for added tasks from a suite the first look had none of: another suite's tasks may
+    be easier or harder, and every interval assumes they are drawn like the first look's."""
+    suites = {task.partition("/")[0] for task in first}
+    strangers = [task for task in added if task.partition("/")[0] not in suites]
+    if not strangers:
+        return ()
+    names = sorted({task.partition("/")[0] for task in strangers})
+    return (LookWarning(number, "other suite", (
+        f"look {number} added {len(strangers)} of its {len(added)} Eval tasks from "
+        f"{'a suite' if len(names) == 1 else 'suites'} not in the first look ({', '.join(names)}): the Verdict "
+        f"assumes every task is drawn like the first look's ({', '.join(sorted(suites))}), and tasks from another "
+        "suite may be easier or harder (a Candidate at the margin then passes far more often than the rule says; "
+        "docs/verdict.md)"),),)
 
 
 def _task_setup(home: AssayHome, plugins: Plugins, trials: Mapping[str, int], task_id: str) -> TaskSetup:

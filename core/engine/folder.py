@@ -7,13 +7,17 @@ its re-run takes the next number, so no folder is written by two runs.
 ```
 evals/experiments/<id>/
   setup.json  bar.json  looks.json  verdict.json  lock
-  trials/<suite>__<task>/<arm>-<index>/attempt-<n>/   trial.json, session.log, repo/, home/
+  trials/<suite>__<task>/<arm>-<index>/attempt-<n>/   started, trial.json, session.log, repo/, home/
   scores/<suite>__<task>/<arm>-<index>.json
+  traces/experiment.jsonl  traces/verdict.jsonl             the Experiment's trace (docs/traces.md)
+  traces/trials/<suite>__<task>/<arm>-<index>-attempt-<n>.jsonl
+  traces/grading/<suite>__<task>.jsonl  traces/grading/<suite>__<task>/*.jsonl   (its Grader sessions)
 ```
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import re
@@ -115,6 +119,18 @@ class ExperimentDir:
     def looks_file(self) -> Path:
         return self.path / "looks.json"
 
+    @property
+    def traces(self) -> Path:
+        """The Experiment's trace files, written by assay alone (nothing a Trial can write)."""
+        return self.path / "traces"
+
+    def trial_trace(self, slot: Slot, attempt: int) -> Path:
+        return self.traces / "trials" / task_dirname(slot.task) / f"{slot.arm}-{slot.index}-attempt-{attempt}.jsonl"
+
+    def grading_trace(self, task: str) -> Path:
+        """A task's grading step; its Grader sessions' traces go in the folder of the same name."""
+        return self.traces / "grading" / f"{task_dirname(task)}.jsonl"
+
     def setup(self) -> Setup:
         """The Setup as it stands now: as recorded at the start, plus every look's added tasks."""
         setup = formats.read(self.setup_file, Setup)
@@ -212,6 +228,21 @@ class ExperimentDir:
         folder = self.attempt_folder(slot, attempt)
         folder.mkdir(parents=True)
         return folder
+
+    def started_file(self, slot: Slot, attempt: int) -> Path:
+        """When an attempt started (ISO time): while it has no ``trial.json``, how long it has run."""
+        return self.attempt_folder(slot, attempt) / "started"
+
+    def in_flight(self, slot: Slot) -> tuple[int, dt.datetime] | None:
+        """The slot's last attempt if it started and has not ended, and when it started (one cut short
+        reads the same: whether it still runs is its Command's to say)."""
+        attempts = self.attempts(slot)
+        if not attempts or (self.attempt_folder(slot, attempts[-1]) / "trial.json").exists():
+            return None
+        try:
+            return attempts[-1], dt.datetime.fromisoformat(self.started_file(slot, attempts[-1]).read_text().strip())
+        except (OSError, ValueError):
+            return None
 
     def view(self, slot: Slot, record: TrialRecord) -> TrialView:
         return TrialView(record, self.attempt_folder(slot, record.attempt))

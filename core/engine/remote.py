@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import ClassVar
@@ -96,6 +97,7 @@ class RemoteTrials:
     log: Callable[[str], None]
     scratch: Path  # the run's own folder for blobs, outside every Trial's sight
     _blobs: dict[str, Path] = attrs.field(factory=dict, init=False)
+    _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)  # blobs are made in threads
 
     async def run(self, slot: Slot, attempt: int, inputs: TrialInputs, cached: timesafe.CachedRepo,
                   login: str) -> tuple[SessionOutcome, ProcessResult]:
@@ -205,23 +207,23 @@ class RemoteTrials:
 
     def _repository_blob(self, cached: timesafe.CachedRepo) -> Path:
         """The cache as a git bundle (its one branch at base: nothing later, as the cache), once per run."""
-        name = f"repo-{cached.base}"
-        if name not in self._blobs:
-            path = self.scratch / f"{name}.bundle"
-            subprocess.run(["git", "-C", str(cached.path), "bundle", "create", "--quiet", str(path), "--all"],
-                           check=True, capture_output=True)
-            self._blobs[name] = path
-        return self._blobs[name]
+        return self._blob(f"repo-{cached.base}", "bundle", lambda path: timesafe.bundle(cached, path))
 
     def _build_blob(self, arm: str, build: Path) -> Path:
         """The Arm's materialised Factory as a tarball (no links followed), once per run."""
-        name = f"build-{self.arms[arm].commit}"
-        if name not in self._blobs:
-            path = self.scratch / f"{name}.tar"
+        def pack(path: Path) -> None:
             with tarfile.open(path, "w") as tar:
                 tar.add(build, arcname=".")
-            self._blobs[name] = path
-        return self._blobs[name]
+        return self._blob(f"build-{self.arms[arm].commit}", "tar", pack)
+
+    def _blob(self, name: str, suffix: str, make: Callable[[Path], object]) -> Path:
+        """The blob ``name``, made by ``make`` once per run however many Trials (threads) ask at once."""
+        with self._lock:
+            if name not in self._blobs:
+                path = self.scratch / f"{name}.{suffix}"
+                make(path)
+                self._blobs[name] = path
+            return self._blobs[name]
 
 
 def _is_sha(text: str) -> bool:
@@ -342,7 +344,7 @@ async def _commits(backend: SandboxBackend, repository: Path, base: str, scratch
     git = shutil.which("git") or "git"
     invocation = Invocation(
         argv=(git, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "bundle", "create", "--quiet",
-              str(out / BUNDLE), head.head, "--not", base),
+              str(out / BUNDLE), "HEAD", "--not", base),  # a bundle names refs; the coordinator fetches head by id
         cwd=repository, env={"PATH": os.environ.get("PATH", ""), "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(out)},
         read_only=(repository,), read_write=(out,), log_dir=scratch,
     )

@@ -27,7 +27,7 @@ from assay.pairs.votes import Call
 from assay.storage import commands, formats
 from assay.storage.files import exclusive_lock
 from assay.storage.home import AssayHome
-from assay.storage.records import ARMS, Bar, CommandRecord, Look, Looks, Outcome, Recheck, Setup
+from assay.storage.records import ARMS, Bar, CommandRecord, Look, Looks, LookWarning, Outcome, Recheck, Setup
 
 BROKEN_SHARE = 0.75  # of an Arm's Trials (2 or more) failing the same way: the Arm is broken, not measured
 
@@ -67,8 +67,8 @@ class ExperimentVerdict:
     Score's recheck, a pending Score, a missing panel call, a counted reader's review).
     """
 
-    FORMAT: ClassVar[int] = 7  # 6: model_grader_shares_family; 7: efficiency
-    UPGRADES: ClassVar[dict] = {1: lambda d: {**d, "final": True}, 2: dict, 3: dict, 4: dict, 5: dict, 6: dict}
+    FORMAT: ClassVar[int] = 8  # 6: model_grader_shares_family; 7: efficiency; 8: warnings
+    UPGRADES: ClassVar[dict] = {1: lambda d: {**d, "final": True}, 2: dict, 3: dict, 4: dict, 5: dict, 6: dict, 7: dict}
 
     verdict: str
     interval: tuple[float, float] | None
@@ -91,9 +91,10 @@ class ExperimentVerdict:
     why: str = ""  # why the Verdict is inconclusive when no group says so (people-panel agreement)
     # The Arms' family the model Grader shared, no seat from a third family being configured (format 6)
     model_grader_shares_family: str | None = None
-    # The saving the Bar says the change is meant to make, judged beside the pass share (format 6;
+    # The saving the Bar says the change is meant to make, judged beside the pass share (format 7;
     # None when the Bar names none): assay.verdict.efficiency.EfficiencyVerdict as data.
     efficiency: Mapping[str, Any] | None = None
+    warnings: tuple[LookWarning, ...] = ()  # added tasks that may be unlike the first look's (:func:`look_warnings`; format 8)
 
 
 WAITING_ON_PEOPLE = "waiting on people"
@@ -294,7 +295,7 @@ def experiment_verdict(
         pending_on_people=tuple(r.task for r in results if r.waits_on == "people"),
         broken_arms=tuple(broken_arms(exp, setup, bar)),
         model_grader_shares_family=bar.model_grader_shared_family,
-        efficiency=efficiency.judged(exp, setup, bar, judgements.dropped),
+        efficiency=efficiency.judged(exp, setup, bar, judgements.dropped), warnings=look_warnings(results, looks, bar),
     )
     return attrs.evolve(result, final=not any(w.blocks for w in waits(attrs.asdict(result, recurse=False), exp.id)))
 
@@ -344,12 +345,41 @@ def _provisional(group: Any, results: Sequence[TaskResult]) -> Any:
         + (group.reason if len(waiting) < len(group.dropped) or group.reason.startswith("The ") else "")).strip())
 
 
+def look_warnings(results: Sequence[TaskResult], looks: Sequence[Look], bar: Bar) -> tuple[LookWarning, ...]:
+    """Every look's warnings: those recorded when it was added (another suite), and, once its tasks
+    are graded, a Baseline pass share on them unlike the first look's beyond what chance explains
+    (:mod:`assay.verdict.shift`; the Baseline runs the same setup at every look, so its change is the
+    tasks')."""
+    from assay.verdict import shift  # numpy: only when a Verdict is computed
+
+    added_at = {t.id: look.number for look in looks for t in look.added}
+    shares: dict[int, list[float]] = collections.defaultdict(list)
+    for r in results:
+        if r.baseline is not None and not r.dropped:
+            shares[added_at.get(r.task.partition("#")[0], 1)].append(r.baseline / r.trials)
+    out: list[LookWarning] = []
+    for look in looks:
+        out += [w for w in look.warnings if w.kind != "baseline share"]
+        found = shift.baseline_shift(shares[1], shares[look.number], seed=bar.seed) if look.number > 1 else None
+        if found is not None and found.beyond_chance:
+            out.append(LookWarning(look.number, "baseline share", (
+                f"on the {len(shares[look.number])} Eval tasks look {look.number} added, the Baseline's pass share is "
+                f"{found.added_share:.0%}, against {found.first_share:.0%} on the first look's {len(shares[1])}: more "
+                f"than chance explains (p = {found.p_value:.3f}, under {shift.SHIFT_LEVEL:g}), so they are likely "
+                "easier or harder than the first look's, and the Verdict assumes they are drawn alike "
+                "(docs/verdict.md)")))
+    return tuple(out)
+
+
 def record_verdict(exp: ExperimentDir, result: ExperimentVerdict) -> None:
-    """Write the Verdict and what its look showed: ``looks.json`` first, so a kill between the
-    two leaves no Verdict, and the next run computes both again."""
+    """Write the Verdict and what its look showed (its interval, and each look's warnings):
+    ``looks.json`` first, so a kill between the two leaves no Verdict, and the next run computes
+    both again."""
     looks = exp.looks()
     last = attrs.evolve(looks[-1], verdict=result.verdict, interval=result.interval, decided_by=result.decided_by)
-    formats.write(exp.looks_file, Looks((*looks[:-1], last)))
+    formats.write(exp.looks_file, Looks(tuple(
+        attrs.evolve(look, warnings=tuple(w for w in result.warnings if w.look == look.number))
+        for look in (*looks[:-1], last))))
     formats.write(exp.verdict_file, result)
 
 
@@ -469,6 +499,19 @@ def summary(result: ExperimentVerdict) -> str:
     return text
 
 
+def one_look_advice(group: Mapping[str, Any]) -> str:
+    """The spec's "how many more" under the one-look rule, which can't extend (docs/verdict.md).
+    The new Experiment it plans is told to record a look rule: one more one-look Verdict on these
+    tasks and more is a second look in all but name, the pattern that passed a Candidate at the
+    margin 6% of the time (issue 34), which a look rule bounds."""
+    over = "more than " if group.get("more_tasks_over_cap") else "about "
+    return (f"How many more, the spec's figure (977 D55): with {over}{group['more_tasks']} more Eval tasks it would "
+            f"likely settle (a {group['more_tasks_chance']:.2f} chance); this Experiment's Bar allows one look, so plan "
+            f"a new Experiment with them ({over}{group['tasks'] + group['more_tasks']} Eval tasks in all) under a look "
+            "rule that can extend (--look-rule confidence-sequence, the default): a one-look Verdict on these tasks "
+            "and more is a second look the one-look interval's error rate does not cover.")
+
+
 def efficiency_text(judged: Mapping[str, Any]) -> str:
     """The efficiency judgement in a clause: what was meant to be saved, the outcome, the saving's interval."""
     text = f"efficiency ({judged['measure']}, meant to save {judged['margin']:.0%}): {judged['verdict']}"
@@ -532,11 +575,11 @@ def combine(groups: Sequence[Any]) -> ExperimentVerdict:
 
 
 def describe(exp: ExperimentDir, command: Any | None,
-             families: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:
+             families: Mapping[str, Sequence[str]] | None = None, home: AssayHome | None = None) -> dict[str, Any]:
     """Everything ``assay experiments ID --json`` shows (the Console reads the same); ``families``:
-    the User config's, for the family rule of a counted Grader panel."""
-    from assay.storage.commands import effective_state
-
+    the User config's, for the family rule of a counted Grader panel; ``home``: where ``command``, the
+    Command record, is read again if its process has ended since (:func:`commands.as_it_stands`)."""
+    command, command_state = commands.as_it_stands(command, home) if command else (None, "created")
     setup, bar = exp.setup(), exp.bar()
     trials, minutes = [], {arm: 0.0 for arm in ARMS}
     voids: dict[str, dict[str, int]] = {arm: {} for arm in ARMS}
@@ -569,9 +612,10 @@ def describe(exp: ExperimentDir, command: Any | None,
     verdict = read_verdict(exp)
     return {
         "id": exp.id,
-        "state": effective_state(command) if command else "created",
+        "state": command_state,
         "outcome": command.outcome if command else None,
         "arms": {arm: formats.unstructure(setup.arm(arm)) for arm in ARMS},
+        "labels": {arm: setup.arm(arm).label() for arm in ARMS},  # as every command names the Arms
         "bar": {k: v for k, v in formats.unstructure(bar).items() if k != "format"},
         "suites": list(setup.suites),
         "sandbox": setup.sandbox,
@@ -638,7 +682,7 @@ def listing(home: AssayHome) -> tuple[list[dict[str, Any]], list[str]]:
             broken.append(f"Experiment {exp.id} can't be read: {e}")
             continue
         rows.append({
-            "id": exp.id, "state": commands.effective_state(command) if command else "created",
+            "id": exp.id, "state": commands.effective_state(command, home) if command else "created",
             "outcome": command.outcome if command else None,
             "baseline": setup.baseline.label(), "candidate": setup.candidate.label(),
             "suites": list(setup.suites), "tasks": len(setup.tasks), "created_at": setup.created_at.isoformat(),

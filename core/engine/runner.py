@@ -10,7 +10,8 @@ from __future__ import annotations
 import collections
 import contextlib
 import signal
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -25,11 +26,13 @@ from assay.pairs.evidence import pair_evidence
 from assay.pairs.panel import ORDERS, Panel, saved_calls
 from assay.pairs.spend import Budget
 from assay.sessions.slots import arm_login, login_slot
-from assay.storage import formats
+from assay.storage import files, formats
 from assay.storage.commands import Command, now
 from assay.storage.home import AssayHome
 from assay.storage.records import ARMS, Arm, Bar, EvalTask, Outcome, Score, Setup, TrialRecord, TrialView, VoidCause
 from assay.storage.userconfig import grading_config
+from assay.traces import spans
+from assay.traces.workflow import Workflow
 
 if TYPE_CHECKING:
     from assay.engine.remote import RemoteTrials
@@ -122,9 +125,11 @@ class ExperimentRun:
     _graders: trio.CapacityLimiter | None = attrs.field(default=None, init=False)
     _graded: set[str] = attrs.field(factory=set, init=False)  # tasks whose grading has started
     _budget: Budget = attrs.field(init=False)
+    trace: Workflow = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self._budget = Budget(self.bar.panel_spending_limit)
+        self.trace = Workflow("experiment", self.exp.id)
 
     async def run(self) -> str:
         """Run to the end, a pause or a Stop; returns the Experiment's outcome.
@@ -134,34 +139,36 @@ class ExperimentRun:
         is graded after the Trials.
         """
         self._graders = trio.CapacityLimiter(self.workers)
-        async with trio.open_nursery() as root:
-            root.start_soon(self._watch_signals)
-            # A Stop cuts Trials and grading short alike (both resume); the grade stage ends when
-            # the last grading does.
-            with self._work, contextlib.ExitStack() as grade_stage:
-                async with trio.open_nursery() as grading:
-                    self._grading = grading
-                    with self.command.stage("trials"):
-                        await self._trials()
-                    if not self.paused:
-                        grade_stage.enter_context(self.command.stage("grade"))
-                        self._grade()
-            root.cancel_scope.cancel()
-        if self.stopped:
-            return "stopped"
-        if self.paused:
-            return "paused"
-        with self.command.stage("verdict"):
-            return self._verdict()
-
-    async def _watch_signals(self) -> None:
-        """A Stop (SIGTERM from ``assay stop``, or Ctrl-C) cuts in-flight Trials short."""
+        # A Stop is watched for from the run's first moment (until then, start takes it as Ctrl-C).
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-            async for signum in signals:
-                self.stopped = True
-                self.command.log(f"Stop received ({signal.Signals(signum).name}): cutting in-flight work short")
-                self._work.cancel()
-                return
+            async with trio.open_nursery() as root:
+                root.start_soon(self._watch_signals, signals)
+                # A Stop cuts Trials and grading short alike (both resume); the grade stage ends when
+                # the last grading does.
+                with self._work, contextlib.ExitStack() as grade_stage:
+                    async with trio.open_nursery() as grading:
+                        self._grading = grading
+                        with self.command.stage("trials"):
+                            await self._trials()
+                        if not self.paused:
+                            grade_stage.enter_context(self.command.stage("grade"))
+                            self._grade()
+                root.cancel_scope.cancel()
+        if self.stopped or self.paused:
+            outcome = "stopped" if self.stopped else "paused"
+        else:
+            with self.command.stage("verdict"):
+                outcome = self._verdict()
+        self._root_span(outcome)
+        return outcome
+
+    async def _watch_signals(self, signals: AsyncIterator[int]) -> None:
+        """A Stop (SIGTERM from ``assay stop``, or Ctrl-C) cuts in-flight Trials short."""
+        async for signum in signals:
+            self.stopped = True
+            self.command.log(f"Stop received ({signal.Signals(signum).name}): cutting in-flight work short")
+            self._work.cancel()
+            return
 
     # --- Trials -------------------------------------------------------------------------------
 
@@ -255,6 +262,7 @@ class ExperimentRun:
         folder = self.exp.fresh_attempt(slot, attempt)
         task = self.tasks[slot.task]
         started = now()
+        files.write_text(self.exp.started_file(slot, attempt), started.isoformat())  # what runs, since when
         inputs = TrialInputs(task, self.prompts[slot.arm][task.id], folder, folder / "repo", self.home.root,
                              getattr(self.plugins.suite_kinds()[task.kind], "review_only", False))
         login = arm_login(self.setup.arm(slot.arm), self.plugins.harnesses())
@@ -273,6 +281,10 @@ class ExperimentRun:
             tokens=dict(outcome.tokens), cost_usd=outcome.cost_usd, final_message=outcome.final_message,
             diagnostic=_diagnostic(outcome, process),
         )
+        # The trace first: once trial.json is there, the task may be graded (a long session's trace
+        # takes a while: benchmarks/bench_traces.py, so in a thread while other sessions go on).
+        await trio.to_thread.run_sync(
+            self.trace.trial, self.exp.trial_trace(slot, attempt), record, self.setup.arm(slot.arm), outcome, inputs.prompt)
         formats.write(folder / "trial.json", record)
         return record
 
@@ -296,17 +308,23 @@ class ExperimentRun:
         self._grading.start_soon(self._grade_task, self.tasks[task_id], states)
 
     async def _grade_task(self, task: EvalTask, states: list[SlotState]) -> None:
+        """Grade one task, as a step of the Experiment's trace (its Grader sessions under it)."""
         assert self._graders is not None
         async with self._graders:
-            await self._grade_states(task, states)
-            if task.process_grading:
-                await self._pair_evidence(task, states)
-                if self.bar.panel != "off":
-                    await self._panel(task, states)
+            started, step = time.time_ns(), self.exp.grading_trace(task.id)
+            with spans.within(self.trace.grading_span(task.id), step.with_suffix(""), self.exp.path):
+                scored = await self._grade_states(task, states)
+                if task.process_grading:
+                    await self._pair_evidence(task, states)
+                    if self.bar.panel != "off":
+                        await self._panel(task, states)
+            self.trace.grading(step, task.id, started, scored)
         self.counts.graded += 1
         self.report("task graded", self.counts)
 
-    async def _grade_states(self, task: EvalTask, states: list[SlotState]) -> None:
+    async def _grade_states(self, task: EvalTask, states: list[SlotState]) -> list[tuple[Score, int]]:
+        """Score every Trial of the task not scored yet; each new Score with when it was saved."""
+        scored: list[tuple[Score, int]] = []
         ungraded = {}
         for state in states:
             record = state.last
@@ -316,12 +334,14 @@ class ExperimentRun:
                 continue
             if record.outcome in SELF_EVIDENT_FAILS:
                 why = f"the session ended {record.outcome.value}" + (f": {record.diagnostic}" if record.diagnostic else "")
-                self._save_score(state.slot, Score(task.id, state.slot.arm, state.slot.index, "assay", False, why))
+                scored.append(self._save_score(state.slot, Score(task.id, state.slot.arm, state.slot.index, "assay",
+                                                                 False, why)))
             elif record.outcome is Outcome.VOID:  # its voids ran out, each on the Arm's own word
                 why = (f"void {record.void_cause.value if record.void_cause else ''} on every attempt, each claimed by "
                        "the Arm itself with nothing the host saw to back it; a void only the Arm vouches for can't "
                        "drop the task")
-                self._save_score(state.slot, Score(task.id, state.slot.arm, state.slot.index, "assay", False, why))
+                scored.append(self._save_score(state.slot, Score(task.id, state.slot.arm, state.slot.index, "assay",
+                                                                 False, why)))
             else:
                 ungraded[(state.slot.arm, state.slot.index)] = state
         kind = self.plugins.suite_kinds()[task.kind]
@@ -341,10 +361,12 @@ class ExperimentRun:
                 state = ungraded.pop((score.arm, score.index), None)
                 if state is None:
                     raise RuntimeError(f"Grader '{grader_name}' scored an unknown Trial {score.arm}-{score.index} of {task.id}")
-                self._save_score(state.slot, attrs.evolve(score, task=task.id, grader=score.grader or grader_name))
+                scored.append(self._save_score(state.slot, attrs.evolve(score, task=task.id,
+                                                                        grader=score.grader or grader_name)))
         if ungraded:
             missing = ", ".join(f"{a}-{i}" for a, i in ungraded)
             raise RuntimeError(f"no Grader of the '{task.kind}' kind scored {task.id} Trials {missing}")
+        return scored
 
     async def _pair_evidence(self, task: EvalTask, states: list[SlotState]) -> None:
         """Pair evidence for each pair of finished Trials whose file is missing or judged other attempts."""
@@ -390,18 +412,29 @@ class ExperimentRun:
     def _grader_harnesses(self) -> Mapping[str, Harness]:
         return self.grader_harnesses if self.grader_harnesses is not None else self.plugins.harnesses()
 
-    def _save_score(self, slot: Slot, score: Score) -> None:
+    def _save_score(self, slot: Slot, score: Score) -> tuple[Score, int]:
         score = attrs.evolve(score, graded=self.exp.in_force(slot))
         formats.write(self.exp.score_file(slot), score)
         self.command.log(f"Score {slot.key}: {'pass' if score.passed else 'fail'} ({score.grader}): {score.why[:200]}")
+        return score, time.time_ns()
 
     # --- The Verdict --------------------------------------------------------------------------
 
     def _verdict(self) -> str:
+        started = time.time_ns()
         result = results.experiment_verdict(self.exp, self.setup, self.bar, results.wrong_finding_kinds(self.plugins),
                                             families=grading_config(self.home.root).families)
         results.record_verdict(self.exp, result)
+        self.trace.verdict(self.exp.traces / "verdict.jsonl", started, results.read_verdict(self.exp) or {})
         return results.outcome(result)
+
+    def _root_span(self, outcome: str) -> None:
+        """The Experiment's own span in its trace, to now: its Arms as the CLI labels them, and how this run ended."""
+        self.trace.root(self.exp.traces / "experiment.jsonl", f"experiment {self.exp.id}", self.setup.created_at, {
+            "assay.baseline": self.setup.baseline.label(), "assay.candidate": self.setup.candidate.label(),
+            "assay.suites": list(self.setup.suites), "assay.sandbox": self.setup.sandbox,
+            "assay.label": self.setup.label, "assay.outcome": outcome},
+            error=outcome if outcome in ("stopped", "paused") else None)
 
 
 async def _grade_contained(grader: Any, name: str, task: EvalTask, views: Sequence[TrialView],

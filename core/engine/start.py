@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import signal
+import threading
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -72,6 +74,21 @@ def _root_cause(error: BaseException) -> BaseException:
         real = [e for e in leaves if type(e).__name__ != "Cancelled"]
         return (real or leaves)[0]
     return error
+
+
+@contextlib.contextmanager
+def _stop_as_ctrl_c() -> Iterator[None]:
+    """``assay stop``'s SIGTERM taken as Ctrl-C (a KeyboardInterrupt: the run stops and is recorded
+    stopped) from the moment the Command is recorded running, which is when the Console offers Stop,
+    until the run watches for it itself; by default it would kill the process unrecorded."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _interrupted(error: BaseException) -> bool:
@@ -466,7 +483,7 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
     private_folder(home.experiments)
     private_folder(exp.path)
     try:
-        with exclusive_lock(exp.lock_file), contextlib.ExitStack() as scripted:
+        with exclusive_lock(exp.lock_file), contextlib.ExitStack() as scripted, _stop_as_ctrl_c():
             setup = record(exp, plan)
             finished = _finished(exp)
             if finished is not None:
@@ -498,7 +515,7 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
             except BaseException as e:
                 if not _interrupted(e):
                     raise
-                command.log("Stop received (SIGINT) before the run could take it: cutting work short")
+                command.log("Stop received before the run could take it: cutting work short")
                 outcome = "stopped"
             state = {"paused": "paused", "stopped": "stopped"}.get(outcome, "done")
             waiting = results.waiting_text(formats.read(exp.verdict_file, results.ExperimentVerdict), exp.id) \

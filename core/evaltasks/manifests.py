@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from assay.evaltasks import timesafe
+from assay.evaltasks import testcommands, timesafe
 from assay.evaltasks.sealed import sealed_files, sealed_folder
 from assay.hooks.protocols import SuiteKind
 from assay.storage.home import AssayHome
@@ -29,6 +29,16 @@ class SuiteFields:
     depends_on: list[str] = attrs.Factory(list)
     defaults: list[str] = attrs.Factory(list)
     description: str = ""
+
+
+@attrs.frozen
+class ImportFields:
+    """``suite.toml``'s ``[import]`` table: where an imported suite came from and how its tasks run
+    their tests (docs/eval-tasks.md, "Importing public task sets")."""
+
+    format: str = ""
+    source: str = ""
+    test_commands: dict[str, Any] = attrs.Factory(dict)
 
 
 @attrs.frozen
@@ -61,7 +71,9 @@ class CriteriaFields:
     findings: list[Finding] | None = None
     # Grading uses what the task owns (docs/eval-tasks.md, "Grading that can't be gamed").
     sealed: str | None = None  # a folder in the task folder, laid over the Trial's committed tree
-    must_pass: list[str] | None = None  # tests its JUnit report must show passed
+    must_pass: list[str] | None = None  # tests its per-test report must show passed
+    test_report: str | None = None  # where per-test results come from: "junit" ({junit}) or "unittest" (its output)
+    must_pass_only: bool | None = None  # only the must_pass tests decide: not the exit status, not other tests
     protected: list[str] | None = None  # more paths a commit must not touch (globs)
     allow_protected: list[str] | None = None  # protected paths a commit may touch (globs)
 
@@ -72,6 +84,7 @@ class ProcessGradingFields:
     command: list[str] | None = None
 
 
+TEST_REPORTS = ("junit", "unittest")  # criteria.test_report (docs/eval-tasks.md)
 SUITE_FILE = "suite.toml"
 TASK_FILE = "task.toml"
 ARM_DEFAULTS = ("harness", "model", "effort")
@@ -132,7 +145,8 @@ def read_suite_manifest(folder: Path, kinds: Mapping[str, SuiteKind], problems: 
     if data is None:
         return None
     before = len(problems)
-    _unknown_keys(data, {"kind", "depends_on", "defaults", "description"}, path, problems)
+    _unknown_keys(data, {"kind", "depends_on", "defaults", "description", "import"}, path, problems)
+    _check_import(data, path, problems)
     known = ", ".join(sorted(kinds)) or "none installed"
     if "kind" not in data:
         problems.append(Problem(path, "kind", f"required: a string, one of: {known}"))
@@ -148,6 +162,20 @@ def read_suite_manifest(folder: Path, kinds: Mapping[str, SuiteKind], problems: 
             problems.append(Problem(path, "defaults", f"unknown default '{d}' (expected: {', '.join(ARM_DEFAULTS)})"))
     return {"kind": kind, "depends_on": tuple(data.get("depends_on", ())), "defaults": defaults,
             "description": data.get("description", ""), "valid": len(problems) == before}
+
+
+def _check_import(data: Mapping[str, Any], path: Path, problems: list[Problem]) -> None:
+    """``[import]``: its fields' types, and each test command a runner's name or an argv."""
+    table = data.get("import")
+    if table is None:
+        return
+    if not isinstance(table, dict):
+        problems.append(Problem(path, "import", "expected a table"))
+        return
+    _unknown_keys(table, {"format", "source", "test_commands"}, path, problems, "import.")
+    typed = _typed(table, ImportFields, path, problems, "import.")
+    for key, message in testcommands.entry_problems(typed.get("test_commands", {})):
+        problems.append(Problem(path, f"import.test_commands.{key}", message))
 
 
 def read_task(suite: str, kind: SuiteKind | None, folder: Path, problems: list[Problem]) -> EvalTask | None:
@@ -269,9 +297,22 @@ def _check_criteria(criteria: Mapping[str, Any], path: Path, problems: list[Prob
     """What the types (:class:`CriteriaFields`, checked already) can't say about the shared criteria."""
     if "test_command" in criteria and not criteria["test_command"]:
         problems.append(Problem(path, "criteria.test_command", "expected a non-empty argv list of strings"))
-    if criteria.get("must_pass") and not any("{junit}" in a for a in criteria.get("test_command") or ()):
-        problems.append(Problem(path, "criteria.must_pass", "needs the runner's JUnit report: name where it goes in "
-                                                           "test_command as {junit} (e.g. --junitxml={junit})"))
+    junit = any("{junit}" in a for a in criteria.get("test_command") or ())
+    report = criteria.get("test_report")
+    if report not in (None, *TEST_REPORTS):
+        problems.append(Problem(path, "criteria.test_report", f"expected one of: {', '.join(TEST_REPORTS)}; got {report!r}"))
+    elif report == "junit" and not junit:
+        problems.append(Problem(path, "criteria.test_report", "junit needs test_command to name where the report "
+                                                             "goes as {junit} (e.g. --junitxml={junit})"))
+    elif report == "unittest" and junit:
+        problems.append(Problem(path, "criteria.test_report", "unittest reads the run's output, but test_command "
+                                                             "names a JUnit report as {junit}: keep one"))
+    if criteria.get("must_pass") and not (junit or report == "unittest"):
+        problems.append(Problem(path, "criteria.must_pass", "needs per-test results: name where the runner's JUnit "
+                                "report goes in test_command as {junit} (e.g. --junitxml={junit}), or read its "
+                                'output with test_report = "unittest"'))
+    if criteria.get("must_pass_only") and not criteria.get("must_pass"):
+        problems.append(Problem(path, "criteria.must_pass_only", "needs must_pass: the tests that decide"))
 
 
 def _check_sealed(criteria: Mapping[str, Any], folder: Path, path: Path, problems: list[Problem]) -> None:

@@ -123,6 +123,12 @@ def prepare_cache(home: AssayHome, repository: str, base: str) -> CachedRepo:
     return CachedRepo(repository, commit, final)
 
 
+def bundle(cached: CachedRepo, path: Path) -> None:
+    """Write the cache as a git bundle at ``path`` (its one branch at base: nothing later, as the
+    cache), for a remote executor's host to rebuild and verify its own cache from."""
+    _git(cached.path, "bundle", "create", "--quiet", str(path), "--all")
+
+
 def resolve_base(repository: str, base: str, what: str = "base") -> str:
     """The full commit id ``base`` (the task's ``what``) names in ``repository``: a ref, a short id or a commit."""
     if _is_url(repository):

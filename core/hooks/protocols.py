@@ -132,8 +132,47 @@ class ProcessResult:
 
 
 @attrs.frozen
+class SessionEvent:
+    """One thing a session did, as its Harness's decoder read it from the stream: what every
+    Session trace is built from, whichever CLI wrote it (docs/traces.md).
+
+    ``kind`` is ``message`` (the model said ``text``), ``tool_call`` (it asked to run ``name``
+    with ``text`` as arguments, ``call_id`` naming the call), ``tool_result`` (what call
+    ``call_id`` returned, ``error`` if it failed) or ``error`` (a provider error or retry the CLI
+    reported). ``turn`` names the model response an event belongs to, where the stream says it
+    (events of one turn are one model call); ``tokens`` that response's usage. ``at`` is when assay
+    read it (Unix nanoseconds), set as the line arrives, when assay also cuts the text (the
+    session's, untrusted) to a bound (:mod:`assay.sessions.watch`).
+    """
+
+    kind: str
+    text: str = ""
+    name: str = ""
+    call_id: str = ""
+    error: bool = False
+    turn: str = ""
+    model: str = ""
+    tokens: Mapping[str, int] = attrs.field(factory=dict)
+    at: int = 0
+
+
+@attrs.frozen
+class SessionTrace:
+    """What assay saw of one session as it ran, for its Session trace: when it started and ended
+    (Unix nanoseconds) and its decoded events in order (at most a bounded number; ``dropped``
+    counts the rest). ``provider`` is the Harness's ``provider_name`` (``gen_ai.provider.name``)."""
+
+    started: int
+    ended: int
+    events: tuple[SessionEvent, ...] = ()
+    dropped: int = 0
+    provider: str | None = None
+
+
+@attrs.frozen
 class SessionOutcome:
-    """A Harness's or runner's reading of a finished session."""
+    """A Harness's or runner's reading of a finished session (``trace``: what assay saw of it as it
+    ran; None for a session it ran no decoder on, such as a Custom runner's)."""
 
     outcome: Outcome
     void_cause: VoidCause | None = None
@@ -144,6 +183,7 @@ class SessionOutcome:
     cost_usd: float | None = None
     final_message: str | None = None
     diagnostic: str = ""
+    trace: SessionTrace | None = None
 
 
 @runtime_checkable
@@ -173,6 +213,16 @@ class CheckedDecoder(Protocol):
 
 
 @runtime_checkable
+class TracedDecoder(Protocol):
+    """The optional part of the StreamDecoder API every Harness should have: the events decoded
+    since the last call, in order (what the Session trace is built from, docs/traces.md). A decoder
+    without it still gets a Session trace, of the session alone."""
+
+    def events(self) -> list[SessionEvent]:
+        """The :class:`SessionEvent` s decoded since the last call (``at`` unset: assay stamps it)."""
+
+
+@runtime_checkable
 class ReportDecoder(Protocol):
     """The optional part of the StreamDecoder API for a CLI whose usage reports are not in its
     stream: a line of one of the files its Harness names (:class:`ReportingHarness`)."""
@@ -188,7 +238,11 @@ class Harness(Protocol):
 
     It may name the ``login`` its sessions spend (a string attribute, default: its ``name``):
     Harnesses that share one provider login name it alike, so their sessions share its two slots
-    (:mod:`assay.sessions.slots`).
+    (:mod:`assay.sessions.slots`). It may name the ``probe_args`` the Experiment's pre-flight
+    starts its binary with (a tuple, default ``("--version",)``), for a binary that has no
+    ``--version`` (a shell: dash refuses the option). It may name ``provider_name``, its provider's
+    name in the GenAI semantic conventions (e.g. ``anthropic``): a Session trace's
+    ``gen_ai.provider.name``.
     """
 
     name: str

@@ -10,10 +10,12 @@ is dropped with why, and a run that graded less than it sampled ends ``incomplet
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import secrets
 import signal
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,8 @@ from assay.storage.families import family_of, seat_model
 from assay.storage.home import AssayHome
 from assay.storage.records import Outcome, VoidCause
 from assay.storage.userconfig import ScoringConfig, grading_config
+from assay.traces import spans
+from assay.traces.workflow import Workflow
 
 STOPPED = "stopped"
 INCOMPLETE = "incomplete"  # the run graded less than it sampled, not for a Stop or a plan limit
@@ -174,14 +178,29 @@ class ScoringRunner:
             nursery.start_soon(self._watch_signals, nursery.cancel_scope, command, outcome)
             with command.stage("grade"):
                 outcome["stopped"] = await self.grade_all(run, command, failed)
-            with command.stage("bug origins"):
+            with command.stage("bug origins"), self._traced(run, "bug origins", ("bug-origins",)):
                 outcome["traced"], outcome["stopped"] = await self.trace_bugs(run, command, outcome["stopped"])
             nursery.cancel_scope.cancel()
         scored = tuple(p.key for p in run.sample if self.store.scores(p.key) is not None)
         dropped = self.store.dropped()
         left = tuple(p.key for p in run.sample if p.key not in scored and p.key not in dropped)
-        return RunResult(run, scored, left, outcome["stopped"], outcome["traced"], failed,
-                         {k: dropped[k] for k in failed if k in dropped})
+        result = RunResult(run, scored, left, outcome["stopped"], outcome["traced"], failed,
+                           {k: dropped[k] for k in failed if k in dropped})
+        Workflow(KIND, run.id).root(self.store.traces(run.id) / "scoring.jsonl", f"scoring run {run.id}", run.started_at, {
+            "assay.window.start": run.window_start.isoformat(), "assay.window.end": run.window_end.isoformat(),
+            "assay.seed": run.seed, "assay.outcome": result.outcome, "assay.scored": len(scored),
+            "assay.sampled": len(run.sample)}, error=outcome["stopped"] or None)
+        return result
+
+    @contextlib.contextmanager
+    def _traced(self, run: ScoringRun, name: str, key: tuple[str, ...],
+                attributes: Mapping[str, Any] | None = None) -> Iterator[None]:
+        """A step of the run's trace, its Grader sessions under it (docs/traces.md)."""
+        flow, started = Workflow(KIND, run.id), time.time_ns()
+        folder = self.store.traces(run.id) / "-".join(key)
+        with spans.within(flow.span(*key), folder, self.store.root):
+            yield
+        flow.step(folder.parent / f"{folder.name}.jsonl", name, key, started, attributes or {})
 
     async def _watch_signals(self, work: trio.CancelScope, command: Command, outcome: dict) -> None:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -202,7 +221,9 @@ class ScoringRunner:
             if seat is None:
                 result = f"no scoring seat is from another family than {pull.model}'s"
             else:
-                result = await self._grade(run, pull, seat)
+                with self._traced(run, f"grade {pull.key}", ("grade", self.store.pull_folder(pull.key).name),
+                                  {"assay.pull": pull.key, "assay.seat": seat}):
+                    result = await self._grade(run, pull, seat)
             if isinstance(result, PullScores):
                 self.store.save_scores(result)
                 self.report(f"scored {pull.key}")

@@ -22,7 +22,7 @@ def listing(store: ScoringStore) -> list[dict[str, Any]]:
     """Every Scoring run, newest first, as one line each."""
     records = {r.id: r for r in commands.all_records(store.home) if r.kind == KIND}
     runs = {r.id: r for r in store.runs()}
-    rows = [_head(records.get(id), runs.get(id), id) for id in {*records, *runs}]
+    rows = [_head(store, records.get(id), runs.get(id), id) for id in {*records, *runs}]
     return sorted(rows, key=lambda r: r["started_at"], reverse=True)
 
 
@@ -38,13 +38,13 @@ def describe(store: ScoringStore, id: str) -> dict[str, Any]:
     if log.exists():
         with open(log, errors="replace") as f:
             lines.extend(line.rstrip("\n") for line in f)
-    return {**_head(record, run, id), "seed": run.seed if run else None, "size": run.size if run else None,
+    return {**_head(store, record, run, id), "seed": run.seed if run else None, "size": run.size if run else None,
             "stages": [formats.unstructure(s) for s in record.stages] if record else [],
             "sample": [_pull(store, run, p.key) for p in run.sample] if run else [], "log": list(lines)}
 
 
-def _head(record: CommandRecord | None, run: ScoringRun | None, id: str) -> dict[str, Any]:
-    state = commands.effective_state(record) if record else "unknown"
+def _head(store: ScoringStore, record: CommandRecord | None, run: ScoringRun | None, id: str) -> dict[str, Any]:
+    record, state = commands.as_it_stands(record, store.home) if record else (None, "unknown")
     started = record.started_at if record else run.started_at  # type: ignore[union-attr]
     return {"id": id, "state": state, "running": state == "running",
             "outcome": record.outcome if record else None, "summary": record.summary if record else "",

@@ -131,6 +131,10 @@ class ScoringStore:
         (self.root / "runs").mkdir(exist_ok=True)
         formats.write(self.root / "runs" / f"{run.id}.json", run)
 
+    def traces(self, run: str) -> Path:
+        """A Scoring run's trace: the run, each pull request's grading and its Grader sessions."""
+        return self.root / "traces" / run
+
     def pull_folder(self, key: str) -> Path:
         return self.root / "pulls" / key.replace("/", "__").replace("#", "__")
 

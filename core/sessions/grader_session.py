@@ -4,6 +4,7 @@ The model Grader and the Grader panel both judge this way: a fresh home per sess
 packet folder as its only work folder (where it writes its answer), the Harness's own decoder
 reading the stream, and the whole stream kept (capped) in ``session.log`` beside the home. It
 takes a slot of its Harness's login while it runs, as a Trial does (:mod:`assay.sessions.slots`).
+Inside grading that traces (:func:`assay.traces.spans.within`), its Session trace is written too.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import attrs
 from assay.hooks.protocols import Harness, SandboxBackend, SessionOutcome, SessionRequest
 from assay.sessions.harnesskit import brokers
 from assay.sessions.slots import harness_login, login_slot
+from assay.sessions.watch import Watch
 from assay.storage import files
 from assay.storage.untrusted import capped_log
 
@@ -29,14 +31,19 @@ async def grader_session(harness: Harness, model: str, effort: str | None, packe
     (folder / "home").mkdir(parents=True)
     request = SessionRequest(repository=packet, home=folder / "home", prompt=prompt, binary=harness.locate(),
                              model=model, effort=effort, assay_home=assay_home, brokered=brokers(backend))
-    decoder = harness.decoder()
     with capped_log(folder / "session.log") as log:
-        def on_line(line: str) -> None:
-            log.write(line if line.endswith("\n") else line + "\n")
-            decoder.feed(line)
-
         invocation = harness.invocation(request)
         invocation = attrs.evolve(invocation, read_only=(*invocation.read_only, *read_only))
         async with login_slot(harness_login(harness)):  # beside the Trials on the same login
-            process = await backend.run(invocation, timeout=timeout, on_line=on_line)
-    return decoder.finish(process)
+            watch = Watch(harness, log)  # the session's trace starts once it has its slot
+            process = await backend.run(invocation, timeout=timeout, on_line=watch.feed)
+    outcome = watch.finish(process)
+    import trio  # here, not at the top: the model Grader plugin imports this module at every start-up
+    from assay.traces import spans
+    from assay.traces.session import write_session
+
+    if (sink := spans.sink()) is not None:  # grading traces its sessions (docs/traces.md)
+        name = "__".join(folder.relative_to(sink.root).parts) if folder.is_relative_to(sink.root) else folder.name
+        await trio.to_thread.run_sync(lambda: write_session(sink.folder / f"{name}.jsonl", sink.parent, outcome,
+                                                            agent=harness.name, model=model, prompt=prompt))
+    return outcome

@@ -25,6 +25,7 @@ from assay.hooks.protocols import (
 )
 from assay.sessions.harnesskit import brokers
 from assay.sessions.reports import POLL, ReportFollower
+from assay.sessions.watch import Watch
 from assay.storage.records import ArmSetup
 
 
@@ -49,13 +50,13 @@ class HarnessArm:
         )
         if ctx.writable:
             invocation = attrs.evolve(invocation, read_write=(*invocation.read_write, *ctx.writable))
-        decoder = self.harness.decoder()
+        watch = Watch(self.harness, ctx.log)
+        decoder = watch.decoder
         checked = decoder if isinstance(decoder, CheckedDecoder) else None
         cut = trio.CancelScope()  # assay stops a session that can't be a fair Trial
 
         def on_line(line: str) -> None:
-            ctx.log.write(line if line.endswith("\n") else line + "\n")
-            decoder.feed(line)
+            watch.feed(line)
             if decoder.plan_limit:
                 ctx.on_plan_limit()
             if checked is not None and checked.check(self.setup.harness_version, ctx.provider_error_limit):
@@ -75,7 +76,7 @@ class HarnessArm:
                 ctx.on_plan_limit()
         if cut.cancelled_caught:  # the backend stopped the session and everything it started
             process = ProcessResult(exit_code=None, backend=ctx.backend.name, duration=trio.current_time() - started)
-        return decoder.finish(process), process
+        return watch.finish(process), process
 
     def _follower(self, decoder: object, ctx: TrialContext) -> ReportFollower | None:
         """A follower of the usage reports the Harness's CLI writes in its home, if it writes any."""
@@ -85,7 +86,8 @@ class HarnessArm:
                               lambda line: decoder.feed_report(line, ctx.usage_warning))
 
     def probe(self, folder: Path) -> Invocation:
-        """The binary's ``--version``, with everything a session of it has bound, but no provider."""
+        """The binary's ``--version`` (or the Harness's ``probe_args``), with everything a session of
+        it has bound, but no provider."""
         request = SessionRequest(
             repository=folder / "repo", home=folder / "home", prompt="",
             binary=HarnessBinary(self.setup.harness_path or "", self.setup.harness_version or ""),
@@ -94,7 +96,8 @@ class HarnessArm:
         request.repository.mkdir(parents=True)
         request.home.mkdir()
         invocation = self.harness.invocation(request)
-        return attrs.evolve(invocation, argv=(request.binary.path, "--version"), hosts=(), log_dir=folder, broker=None)
+        return attrs.evolve(invocation, argv=(request.binary.path, *getattr(self.harness, "probe_args", ("--version",))),
+                           hosts=(), log_dir=folder, broker=None)
 
 
 

@@ -140,7 +140,8 @@ class Overlaid:
 
 @attrs.frozen
 class JUnit:
-    """The cases a runner reported, as (classname, name, outcome), or why there are none."""
+    """The cases a runner reported (its JUnit report, or its output read as unittest's), as
+    (classname, name, outcome: passed, failed, error, skipped or xfailed), or why there are none."""
 
     cases: tuple[tuple[str, str, str], ...]
     problem: str | None = attrs.field(default=None, validator=_text(4096))
@@ -240,12 +241,13 @@ class Job:
         self.read_only.append(folder)
         return self._add(op="overlay", folder=str(folder), files=list(paths))
 
-    def run(self, argv: Sequence[str], timeout: float, *, junit: bool = False, head: int = OUTPUT_HEAD,
+    def run(self, argv: Sequence[str], timeout: float, *, report: str | None = None, head: int = OUTPUT_HEAD,
             tail: int = OUTPUT_TAIL) -> int:
-        """``argv`` in the checkout, offline, under ``timeout``; ``{junit}`` in it names a path outside
-        the tree where the runner writes its JUnit report, read back with ``junit``."""
+        """``argv`` in the checkout, offline, under ``timeout``, and its per-test results as ``report``
+        says: ``"junit"``, the JUnit report the runner writes where ``{junit}`` in ``argv`` names (a
+        path outside the tree); ``"unittest"``, the tests its output names at verbosity 2."""
         self.run_seconds += timeout
-        return self._add(op="run", argv=list(argv), timeout=timeout, junit=junit, head=head, tail=tail,
+        return self._add(op="run", argv=list(argv), timeout=timeout, report=report, head=head, tail=tail,
                          path=os.environ.get("PATH", "/usr/bin:/bin"))
 
 

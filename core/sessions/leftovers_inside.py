@@ -17,15 +17,20 @@ before it reads a runner's JUnit report, every other process in the sandbox is k
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import types
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing itself is not imported: this starts for every job
+if TYPE_CHECKING:
+    from typing import Any
 
 if "assay" not in sys.modules:  # run as a script in a bare Python: only this part of the package is here
     _package = types.ModuleType("assay")
@@ -60,6 +65,7 @@ class Bench:
         self.repo: TrialRepo | None = None
         self.checkout: Path | None = None
         self._closing: list[Any] = []
+        self._changed_since: tuple[Any, list[tuple[str, str]]] = (None, [])
         self.runs = 0
 
     def close(self) -> None:
@@ -91,11 +97,17 @@ class Bench:
 
     def changed(self, step: dict[str, Any]) -> dict[str, Any]:
         """Each path the commits since ``base`` add (A), modify (M), delete (D) or retype (T)."""
-        repo = self.need_repo()
-        out = repo.git_bytes("diff", "--name-status", "--no-renames", "-z", step["base"], repo.head).split(b"\0")
-        pairs = [(out[i].decode(errors="replace"), out[i + 1].decode(errors="replace"))
-                 for i in range(0, len(out) - 1, 2)]
+        pairs = self._changes(step["base"])
         return {"changed": [[s, p] for s, p in pairs[:CHANGED_PATHS]], "more": max(0, len(pairs) - CHANGED_PATHS)}
+
+    def _changes(self, base: str) -> list[tuple[str, str]]:
+        """(status, path) of every path changed since ``base``, read once per repository and base."""
+        repo = self.need_repo()
+        if self._changed_since[0] != (repo.path, base):
+            out = repo.git_bytes("diff", "--name-status", "--no-renames", "-z", base, repo.head).split(b"\0")
+            self._changed_since = ((repo.path, base), [(out[i].decode(errors="replace"), out[i + 1].decode(errors="replace"))
+                                                       for i in range(0, len(out) - 1, 2)])
+        return self._changed_since[1]
 
     def diff(self, step: dict[str, Any]) -> dict[str, Any]:
         repo = self.need_repo()
@@ -109,7 +121,7 @@ class Bench:
         added = repo.git_bytes("diff", "--name-only", "--diff-filter=A", "--no-renames", "-z", step["base"],
                                repo.head).split(b"\0")
         names = [n.decode(errors="replace") for n in added if n]
-        wanted = [n for n in names if any(_matches(n, g) for g in step["globs"])]
+        wanted = [n for n in names if any(fnmatch.fnmatch(n, g) for g in step["globs"])]
         files, cut, room = {}, [], int(step["limit"])
         for name in wanted:
             data = repo.git_bytes("show", f"{repo.head}:{name}", limit=min(room, int(step["each"])) or 1, cut=True)
@@ -140,11 +152,9 @@ class Bench:
     def protected(self, step: dict[str, Any]) -> dict[str, Any]:
         """Each path the commits since ``base`` touch that grading must own (:func:`protection`),
         unless ``allow`` names it; the job ends here if there is any."""
-        repo = self.need_repo()
-        out = repo.git_bytes("diff", "--name-only", "--no-renames", "-z", step["base"], repo.head).split(b"\0")
         touched = []
-        for path in (n.decode(errors="replace") for n in out if n):
-            if any(_matches(path, glob) for glob in step["allow"]):
+        for _status, path in self._changes(step["base"]):
+            if any(fnmatch.fnmatch(path, glob) for glob in step["allow"]):
                 continue
             why = protection(path, step) or self._section_changed(path, step["base"])
             if why:
@@ -213,11 +223,10 @@ class Bench:
 
     def run(self, step: dict[str, Any]) -> dict[str, Any]:
         """``argv`` in the checkout under ``timeout`` seconds: its exit, the head and tail of its
-        output, and with ``junit`` the cases of the JUnit report it wrote to ``{junit}``."""
+        output, and its per-test results as ``report`` says: ``junit``, the cases of the JUnit report
+        it wrote to ``{junit}``; ``unittest``, those its output names (:class:`UnittestLines`)."""
         if self.checkout is None:
             raise Problem("nothing is checked out to run in")
-        import threading
-
         if not self.runs:
             _undumpable()  # before the first thing of the Trial's runs here
         self.runs += 1
@@ -228,7 +237,7 @@ class Bench:
         home.mkdir(exist_ok=True)
         argv = [a.replace("{junit}", str(junit)) for a in step["argv"]]
         env = {"PATH": step.get("path") or "/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8"}
-        kept = HeadTail(int(step["head"]), int(step["tail"]))
+        kept = HeadTail(int(step["head"]), int(step["tail"]), UnittestLines() if step.get("report") == "unittest" else None)
         try:
             proc = subprocess.Popen(argv, cwd=self.checkout, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, start_new_session=True)
@@ -246,8 +255,10 @@ class Bench:
         reader.join(5)
         report: dict[str, Any] = {"exit_code": None if timed_out else proc.returncode, "timed_out": timed_out,
                                   "output": kept.text(), "output_bytes": kept.size, "junit": None}
-        if step.get("junit"):
+        if step.get("report") == "junit":
             report["junit"] = read_junit(junit, out)
+        elif kept.lines is not None:
+            report["junit"] = kept.lines.report()
         return report
 
     def _kill_all(self, proc: subprocess.Popen) -> None:
@@ -273,13 +284,6 @@ RUNNER_MODULES = {"pytest": ("pytest", "_pytest", "pluggy", "py"), "unittest": (
 _EXTENSION = (".py", ".pyc", ".pyo", ".so", ".pyd")
 
 
-def _matches(name: str, glob: str) -> bool:
-    """:func:`fnmatch.fnmatch`, imported only by the jobs that match names (every job starts this module)."""
-    import fnmatch
-
-    return fnmatch.fnmatch(name, glob)
-
-
 def protection(path: str, step: dict[str, Any]) -> str | None:
     """Why grading must own ``path`` (a path in the Trial's tree), or None: a sealed file, a path the
     task protects, the test runner's configuration, a file Python runs at start-up, or a module at
@@ -287,7 +291,7 @@ def protection(path: str, step: dict[str, Any]) -> str | None:
     name = path.rsplit("/", 1)[-1]
     if path in step["sealed"]:
         return "a sealed test file: the task's own copy is what is graded"
-    if any(_matches(path, glob) for glob in step["protect"]):
+    if any(fnmatch.fnmatch(path, glob) for glob in step["protect"]):
         return "a path the task protects"
     if name in RUNNER_FILES:
         return RUNNER_FILES[name]
@@ -360,17 +364,21 @@ def _alive(pid: str) -> bool:
 
 
 class HeadTail:
-    """A run's output: its first ``head`` and last ``tail`` bytes, and how many it printed."""
+    """A run's output: its first ``head`` and last ``tail`` bytes, and how many it printed; all of
+    it read by ``lines`` too, where given."""
 
-    def __init__(self, head: int, tail: int):
+    def __init__(self, head: int, tail: int, lines: UnittestLines | None = None):
         self.head_limit, self.tail_limit = head, tail
         self.head = bytearray()
         self.tail = bytearray()
         self.size = 0
+        self.lines = lines
 
     def read(self, stream: Any) -> None:
         while chunk := stream.read1(65536):
             self.size += len(chunk)
+            if self.lines is not None:
+                self.lines.feed(chunk)
             room = self.head_limit - len(self.head)
             if room > 0:
                 self.head += chunk[:room]
@@ -385,9 +393,86 @@ class HeadTail:
         return (bytes(self.head) + marker + bytes(self.tail)).decode(errors="replace")
 
 
+_TEST = r"(\w+) \(([\w.]+)\)"  # test_z (tests.test_x.TestY), or since Python 3.11 (tests.test_x.TestY.test_z)
+_OUTCOME = r"(ok|FAIL|ERROR|skipped(?: .*)?|expected failure|unexpected success)"
+_OUTCOMES = {"ok": "passed", "FAIL": "failed", "ERROR": "error", "expected failure": "xfailed",
+             "unexpected success": "failed"}
+
+
+class UnittestLines:
+    """Per-test results from what unittest's runner prints at verbosity 2 (``python -m unittest -v``,
+    Django's ``runtests.py --verbosity 2``): ``test_z (tests.test_x.TestY) ... ok`` — the outcome on
+    the same line, on a later one when the test printed first, or after its docstring's line (then
+    also reported under that line, with no classname, as SWE-bench names such Django tests) — and
+    the ``FAIL: test_z (…)`` / ``ERROR: …`` headings of the failure report, which override. A test
+    named twice with different outcomes is reported failed. Bounded: lines over 64 KiB are skipped."""
+
+    LINE_LIMIT = 64 * 1024
+
+    def __init__(self) -> None:
+        import re
+
+        self._said = re.compile(_TEST + r"(?: \.\.\. (?:" + _OUTCOME + r"|.*))?")
+        self._outcome = re.compile(r"(?:(.*) \.\.\. )?" + _OUTCOME)
+        self._heading = re.compile(r"(FAIL|ERROR): " + _TEST + r"(?: .*)?")
+        self.partial = bytearray()
+        self.cases: dict[tuple[str, str], str] = {}
+        self.pending: tuple[str, str] | None = None
+        self.problem: str | None = None
+
+    def feed(self, chunk: bytes) -> None:
+        self.partial += chunk
+        *lines, rest = self.partial.split(b"\n")
+        self.partial = bytearray(rest) if len(rest) <= self.LINE_LIMIT else bytearray()
+        for line in lines:
+            if len(line) <= self.LINE_LIMIT:
+                self._line(line.decode(errors="replace").rstrip("\r"))
+
+    def _line(self, line: str) -> None:
+        heading = self._heading.fullmatch(line)
+        if heading:
+            self._record(heading[2], heading[3], _OUTCOMES[heading[1]], final=True)
+            return
+        said = self._said.fullmatch(line)
+        if said:
+            self.pending = (said[1], said[2])
+            if said[3]:
+                self._record(said[1], said[2], self._name(said[3]))
+            return
+        outcome = self._outcome.fullmatch(line)
+        if outcome and self.pending:
+            self._record(*self.pending, self._name(outcome[2]))
+            if outcome[1] and outcome[1].strip():
+                self._record(outcome[1].strip(), "", self._name(outcome[2]))
+
+    @staticmethod
+    def _name(outcome: str) -> str:
+        return "skipped" if outcome.startswith("skipped") else _OUTCOMES[outcome]
+
+    def _record(self, name: str, classname: str, outcome: str, final: bool = False) -> None:
+        self.pending = None
+        if classname.endswith(f".{name}"):
+            classname = classname[:-len(name) - 1]
+        key = (classname[:1000], name[:1000])
+        before = self.cases.get(key)
+        if before is None and len(self.cases) >= JUNIT_CASES:
+            self.problem = f"its output names more than {JUNIT_CASES} tests"
+            return
+        self.cases[key] = outcome if final or before in (None, outcome) else "failed"
+
+    def report(self) -> dict[str, Any]:
+        if self.partial:
+            self._line(self.partial.decode(errors="replace"))
+            self.partial.clear()
+        if self.problem:
+            return {"cases": [], "problem": self.problem}
+        return {"cases": [[c, n, outcome] for (c, n), outcome in self.cases.items()], "problem": None}
+
+
 def read_junit(path: Path, root: Path) -> dict[str, Any]:
     """The cases of a JUnit XML report, as ``[classname, name, outcome]`` (passed, failed, error,
-    skipped), or the problem that kept it from being read. No DTD is read, so no entity expands."""
+    skipped, xfailed: pytest's expected failure), or the problem that kept it from being read. No DTD
+    is read, so no entity expands."""
     import xml.parsers.expat
 
     try:
@@ -413,7 +498,7 @@ def read_junit(path: Path, root: Path) -> dict[str, Any]:
         elif current is not None and name in ("failure", "error"):
             current[2] = "failed" if name == "failure" else "error"
         elif current is not None and name == "skipped" and current[2] == "passed":
-            current[2] = "skipped"
+            current[2] = "xfailed" if attributes.get("type") == "pytest.xfail" else "skipped"
 
     def end(name: str) -> None:
         nonlocal current

@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 import attrs
-from assay.hooks.protocols import ProcessResult, SessionOutcome
+from assay.hooks.protocols import ProcessResult, SessionEvent, SessionOutcome
 from assay.storage.records import Outcome, VoidCause
 
 
@@ -193,10 +193,19 @@ class Reading:
 class EventDecoder:
     """What every JSON-lines Harness decoder shares: one JSON object per line (anything else is
     skipped), read into a :class:`Reading`, judged once the process ends. A subclass reads one
-    event in ``_event``."""
+    event in ``_event``, and ``_emit`` s what the session did (messages, tool calls and results,
+    errors) for its Session trace."""
 
     def __init__(self) -> None:
         self._reading = Reading()
+        self._decoded: list[SessionEvent] = []
+
+    def _emit(self, kind: str, text: Any = "", **fields: Any) -> None:
+        self._decoded.append(SessionEvent(kind, text if isinstance(text, str) else json.dumps(text), **fields))
+
+    def events(self) -> list[SessionEvent]:
+        taken, self._decoded = self._decoded, []
+        return taken
 
     @property
     def plan_limit(self) -> bool:

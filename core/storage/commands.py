@@ -117,16 +117,29 @@ def runs(record: CommandRecord) -> bool:
     return started is not None and record.pid_start in (None, started)
 
 
-def needs_you(record: CommandRecord) -> bool:
-    state = effective_state(record)
+def needs_you(record: CommandRecord, state: str | None = None) -> bool:
+    state = state or effective_state(record)
     return state == "interrupted" or record.outcome in NEEDS_YOU or bool(record.waiting) or bool(record.findings)
 
 
-def effective_state(record: CommandRecord) -> str:
-    """A record left "running" by a killed process reads as "interrupted"."""
-    if record.state == "running" and not runs(record):
-        return "interrupted"
-    return record.state
+def as_it_stands(record: CommandRecord, home: AssayHome | None) -> tuple[CommandRecord, str]:
+    """``record`` and its state now: a record left "running" by a killed process reads as
+    "interrupted". With ``home``, one read "running" whose process has since stopped is read again
+    first: its process wrote its end before it let go of its lock, so a read after that sees the end
+    (a page reading the record just before the end, and the lock just after it, said "interrupted").
+    Whether the process runs is looked at once, here, so a record read earlier is never judged by a
+    later look."""
+    if record.state != "running" or runs(record):
+        return record, record.state
+    if home is not None:
+        with contextlib.suppress(formats.FormatError, OSError):
+            record = formats.read(record_path(home, record.kind, record.id), CommandRecord)
+    return record, "interrupted" if record.state == "running" else record.state
+
+
+def effective_state(record: CommandRecord, home: AssayHome | None = None) -> str:
+    """The state ``record`` stands in now (:func:`as_it_stands`)."""
+    return as_it_stands(record, home)[1]
 
 
 def inbox(home: AssayHome) -> dict[str, list[dict[str, Any]]]:
@@ -134,7 +147,7 @@ def inbox(home: AssayHome) -> dict[str, list[dict[str, Any]]]:
     ``assay stop ID``), those that need you, and those done."""
     running, needs, done = [], [], []
     for record in all_records(home):
-        state = effective_state(record)
+        record, state = as_it_stands(record, home)
         row = {"kind": record.kind, "id": record.id, "state": state, "outcome": record.outcome,
                "summary": record.summary, "started_at": record.started_at.isoformat(),
                "ended_at": record.ended_at.isoformat() if record.ended_at else None,
@@ -143,7 +156,7 @@ def inbox(home: AssayHome) -> dict[str, list[dict[str, Any]]]:
         if state == "running":
             running.append({**row, "pid": record.pid, "stop": f"assay stop {record.id}"})
         else:
-            (needs if needs_you(record) else done).append(row)
+            (needs if needs_you(record, state) else done).append(row)
     return {"running": running, "needs_you": needs, "done": done}
 
 

@@ -119,7 +119,7 @@ def cron_jobs(home: AssayHome, crontab: str, now: dt.datetime) -> list[CronJob]:
         except ScheduleError as e:
             schedule, problem = None, str(e)
         due = schedule.last_due(local_now - GRACE) if schedule else None
-        last = _last_run(records, runs)
+        last = _last_run(home, records, runs)
         late = (runs == WATCHED and not other and due is not None and last is not None
                 and last["started_at"] < _aware(due))
         jobs.append(CronJob(
@@ -138,12 +138,12 @@ def _split(line: str) -> tuple[str, str]:
     return " ".join(parts[:fields]), re.split(r"(?<!\\)%", command)[0].replace("\\%", "%").strip()
 
 
-def _last_run(records: list[CommandRecord], runs: str) -> dict[str, Any] | None:
+def _last_run(home: AssayHome, records: list[CommandRecord], runs: str) -> dict[str, Any] | None:
     test = RECORDED.get(runs)
     newest = next((r for r in records if test and test(r)), None)  # records come newest first
     if newest is None:
         return None
-    return {"id": newest.id, "kind": newest.kind, "state": effective_state(newest), "outcome": newest.outcome,
+    return {"id": newest.id, "kind": newest.kind, "state": effective_state(newest, home), "outcome": newest.outcome,
             "started_at": newest.started_at}
 
 

@@ -16,7 +16,10 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing itself is not imported: a grading sandbox's bare Python starts this for every job
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def write_bytes(path: Path, data: bytes, *, mode: int = 0o644) -> None:

@@ -31,6 +31,9 @@ Format history:
   ``efficiency_margin`` (a saving the change is meant to make, judged beside the pass share; an older
   Bar reads with none, as it ran). CommandRecord 6: ``findings`` (what an Experiment found about its own
   set-up; older records have none). ExperimentVerdict 7: ``efficiency``.
+- Looks 2: each look's ``warnings`` (added tasks from a suite not in the first look, or a Baseline
+  pass share unlike the first look's); an older file's looks have none. ExperimentVerdict 8:
+  ``warnings`` (the same, for every look so far).
 """
 
 from __future__ import annotations
@@ -424,6 +427,16 @@ class Setup:
 
 
 @attrs.frozen
+class LookWarning:
+    """Why a look's added tasks may not be like the first look's, which every interval assumes
+    (docs/verdict.md, "Adding tasks like the ones already there")."""
+
+    look: int
+    kind: Literal["other suite", "baseline share"]
+    text: str
+
+
+@attrs.frozen
 class Look:
     """One look at an Experiment's tasks: its start (look 1) or an ``--add-tasks`` extension, and
     the Verdict it ended in (None until then)."""
@@ -435,6 +448,7 @@ class Look:
     verdict: str | None = None
     interval: tuple[float, float] | None = None
     decided_by: str | None = None
+    warnings: tuple[LookWarning, ...] = ()  # "other suite" when added; "baseline share" once its Trials are graded
 
 
 @attrs.frozen
@@ -442,7 +456,8 @@ class Looks:
     """``looks.json``: every look so far, oldest first. The tasks a look added are recorded here
     and nowhere else, so an extension is one atomic write (setup.json never changes)."""
 
-    FORMAT: ClassVar[int] = 1
+    FORMAT: ClassVar[int] = 2
+    UPGRADES: ClassVar[dict] = {1: dict}
 
     looks: tuple[Look, ...]
 

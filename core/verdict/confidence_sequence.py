@@ -26,6 +26,14 @@ zero" are the exact tests; the true bounds lie within one step outside the repor
 *How many more at the next look.* As the Dirichlet search (same posterior simulations, same
 0.8 chance), but each simulated future is judged by this sequence: the capitals at -margin and
 0 are carried on from the tasks already run, through the simulated new ones.
+
+*Or a few at a time.* Because the sequence is valid at every look, a user may add a batch of b
+tasks, look, and add b more until it is clear, at no cost to the guarantee. The same simulated
+futures give each one's first task count at which the sequence is clear, T; a plan of b tasks
+per look for at most ``LOOKS_AHEAD`` looks settles when T <= b * LOOKS_AHEAD and uses
+b * min(ceil(T / b), LOOKS_AHEAD) tasks. The batch plan is the b (at most the one-jump answer)
+whose expected tasks are fewest among those settling with a CLEAR_CHANCE chance (issue 34: the
+jump sized for 80% at the next look uses a quarter to a third more tasks for the same power).
 """
 
 from __future__ import annotations
@@ -42,6 +50,8 @@ GRID_STEP = 0.001
 """Step of the candidate means the sequence is computed on, in mean difference (0.1 point)."""
 MAX_BET = 0.75
 """Largest bet; keeps every capital above a quarter of itself after any one task."""
+LOOKS_AHEAD = 4
+"""Looks a batch plan may take to reach CLEAR_CHANCE (a group-sequential plan's usual 4)."""
 _BLOCK = 100
 
 
@@ -58,12 +68,11 @@ def interval(diffs: Sequence[float], *, level: float, margin: float) -> tuple[fl
     threshold = math.log(2 / (1 - level))
     bets = _bets(x, level)
     m = (grid + 1) / 2
-    below = _ever_reached(bets, x, m, threshold, sign=1)
-    above = _ever_reached(bets, x, m, threshold, sign=-1)
-    kept = grid[~(below | above)]
-    if kept.size == 0:  # the two sides crossed (a mean that drifted): the side that excluded more decides
-        return (1.0, 1.0) if below.sum() >= above.sum() else (-1.0, -1.0)
-    return float(kept[0]), float(kept[-1])
+    below = _excluded(bets, x, m, threshold, sign=1)
+    above = _excluded(bets, x, m[::-1], threshold, sign=-1)
+    if below + above >= grid.size:  # the two sides crossed (a mean that drifted): the side that excluded more decides
+        return (1.0, 1.0) if below >= above else (-1.0, -1.0)
+    return float(grid[below]), float(grid[-1 - above])
 
 
 @attrs.frozen
@@ -98,22 +107,58 @@ def state(diffs: Sequence[float], *, level: float, margin: float) -> State:
     )
 
 
+@attrs.frozen
+class BatchPlan:
+    """Add ``size`` tasks per look, up to ``looks`` looks: a ``chance`` of a clear Verdict by then,
+    ``tasks`` extra tasks expected (a clear look ends it early)."""
+
+    size: int
+    looks: int
+    chance: float
+    tasks: float
+
+
 def more_tasks(
-    alpha: np.ndarray, values: np.ndarray, now: State, *, level: float, margin: float, seed: int
-) -> tuple[int, bool, float]:
-    """(extra tasks, over the cap?, chance there): the fewest extra tasks with a CLEAR_CHANCE of
-    a clear Verdict at the next look under the sequence, simulated from the Dirichlet posterior
-    ``alpha`` over ``values``; the capitals start from ``now``."""
+    alpha: np.ndarray, values: np.ndarray, now: State, *, level: float, margin: float, seed: int, plan: bool = True
+) -> tuple[int, bool, float, BatchPlan | None]:
+    """(extra tasks, over the cap?, chance there, batch plan): the fewest extra tasks with a
+    CLEAR_CHANCE of a clear Verdict at the next look under the sequence, simulated from the
+    Dirichlet posterior ``alpha`` over ``values``, the capitals starting from ``now``; and from
+    the same futures, the batch plan (None past the cap, or without ``plan``: the futures then
+    stop at the jump, which is the same either way). See the module doc."""
+    looks = LOOKS_AHEAD if plan else 1
     rng = np.random.default_rng([seed, 3])
     gammas = rng.standard_gamma(alpha, size=(SIMULATIONS, alpha.size))
     thresholds = np.cumsum(gammas / gammas.sum(axis=1, keepdims=True), axis=1)[:, :-1]
-    chance = 0.0
-    for extra, chances in _futures(_sampler(rng, values, thresholds), now, level=level, margin=margin, upto=MORE_TASKS_CAP):
-        settled = np.flatnonzero(chances >= CLEAR_CHANCE)
-        if settled.size:
-            return int(extra[settled[0]]), False, float(chances[settled[0]])
-        chance = float(chances[-1])
-    return MORE_TASKS_CAP, True, chance
+    chance, jump = 0.0, None
+    first = np.full(SIMULATIONS, np.inf)  # each future's first extra count at which it is clear
+    for extra, reached in _futures(_sampler(rng, values, thresholds), now, level=level, margin=margin,
+                                   upto=MORE_TASKS_CAP):
+        new = np.isinf(first) & reached[:, -1]
+        first[new] = extra[reached[new].argmax(axis=1)]
+        if jump is None:
+            chances = reached.mean(axis=0)
+            settled = np.flatnonzero(chances >= CLEAR_CHANCE)
+            if settled.size:
+                jump = int(extra[settled[0]]), float(chances[settled[0]])
+            else:
+                chance = float(chances[-1])
+        if jump is not None and extra[-1] >= min(MORE_TASKS_CAP, looks * jump[0]):
+            return jump[0], False, jump[1], _batch_plan(first, jump[0], int(extra[-1])) if plan else None
+    return MORE_TASKS_CAP, True, chance, None
+
+
+def _batch_plan(first: np.ndarray, jump: int, simulated: int) -> BatchPlan:
+    """The batch size of fewest expected tasks that settles with a CLEAR_CHANCE chance within
+    LOOKS_AHEAD looks, from each future's first clear count (inf: not within ``simulated``, which
+    is at least min(cap, LOOKS_AHEAD x jump)). The size ceil(jump / LOOKS_AHEAD) always qualifies:
+    its last look comes at or after the jump's one look."""
+    sizes = np.arange(1, min(jump, simulated // LOOKS_AHEAD) + 1)
+    looks_needed = np.ceil(first[None, :] / sizes[:, None])
+    chances = (looks_needed <= LOOKS_AHEAD).mean(axis=1)
+    tasks = (sizes[:, None] * np.minimum(looks_needed, LOOKS_AHEAD)).mean(axis=1)
+    best = int(np.argmin(np.where(chances >= CLEAR_CHANCE, tasks, np.inf)))
+    return BatchPlan(int(sizes[best]), LOOKS_AHEAD, float(chances[best]), float(tasks[best]))
 
 
 def chance_of_clear(probabilities: np.ndarray, values: np.ndarray, n_tasks: int, *, level: float, margin: float,
@@ -124,21 +169,26 @@ def chance_of_clear(probabilities: np.ndarray, values: np.ndarray, n_tasks: int,
         return 0.0
     rng = np.random.default_rng([seed, 4])
     thresholds = np.broadcast_to(np.cumsum(probabilities)[:-1], (SIMULATIONS, probabilities.size - 1))
-    *_, (_extra, chances) = _futures(_sampler(rng, values, thresholds), state((), level=level, margin=margin),
-                                     level=level, margin=margin, upto=n_tasks)
-    return float(chances[-1])
+    for _extra, reached in _futures(_sampler(rng, values, thresholds), state((), level=level, margin=margin),
+                                    level=level, margin=margin, upto=n_tasks):
+        pass
+    return float(reached[:, -1].mean())
 
 
-def _sampler(rng: np.random.Generator, values: np.ndarray, thresholds: np.ndarray) -> Callable[[int], np.ndarray]:
-    """n more differences for each simulated future, drawn by its row of cumulative shares."""
-    return lambda n: values[_categories(rng.random((SIMULATIONS, n)), thresholds)]
+def _sampler(rng: np.random.Generator, values: np.ndarray,
+             thresholds: np.ndarray) -> Callable[[int, np.ndarray], np.ndarray]:
+    """n more differences for the simulated futures ``rows``, each drawn by its row of cumulative
+    shares. Every future's uniforms are drawn, asked for or not, so a future's draws don't depend
+    on which others are still open."""
+    return lambda n, rows: values[_categories(rng.random((SIMULATIONS, n))[rows], thresholds[rows])]
 
 
-def _futures(draw: Callable[[int], np.ndarray], now: State, *, level: float, margin: float,
+def _futures(draw: Callable[[int, np.ndarray], np.ndarray], now: State, *, level: float, margin: float,
              upto: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Simulated futures of up to ``upto`` extra tasks after ``now``, ``draw(n)`` giving each
-    future's next n differences: yields, a block of extra tasks at a time, (the extra task
-    counts, the share of futures the sequence has been clear in by each count)."""
+    """Simulated futures of up to ``upto`` extra tasks after ``now``, ``draw(n, rows)`` giving the
+    futures ``rows``' next n differences: yields, a block of extra tasks at a time, (the extra task
+    counts, per future and count: has the sequence been clear by then?). A future once clear stays
+    clear, so only the open ones are carried on (most of the work, once most are clear)."""
     threshold = math.log(2 / (1 - level))
     low, high = (1 - margin) / 2, 0.5
     shape = (SIMULATIONS,)
@@ -147,20 +197,22 @@ def _futures(draw: Callable[[int], np.ndarray], now: State, *, level: float, mar
     done = np.full(shape, now.reached)
     for start in range(1, upto + 1, _BLOCK):
         extra = np.arange(start, min(start + _BLOCK, upto + 1))
-        x = (draw(extra.size) + 1) / 2
+        live = np.flatnonzero(~done)
+        x = (draw(extra.size, live) + 1) / 2
         t = now.tasks + extra  # the task count each new task makes
-        sums = total[:, None] + np.cumsum(x, axis=1)
+        sums = total[live, None] + np.cumsum(x, axis=1)
         mu = _means(sums, t)
-        spreads = spread[:, None] + np.cumsum((x - mu) ** 2, axis=1)
-        before = np.concatenate([spread[:, None], spreads[:, :-1]], axis=1)
+        spreads = spread[live, None] + np.cumsum((x - mu) ** 2, axis=1)
+        before = np.concatenate([spread[live, None], spreads[:, :-1]], axis=1)
         bets = _bet((0.25 + before) / t, t, level)  # s2_{t-1}, from the tasks before t
-        run_low = cap_low[:, None] + np.cumsum(np.log1p(bets * (x - low)), axis=1)
-        run_high = cap_high[:, None] + np.cumsum(np.log1p(-bets * (x - high)), axis=1)
-        reached = np.logical_or.accumulate((run_low >= threshold) | (run_high >= threshold), axis=1)
-        reached |= done[:, None]
-        yield extra, reached.mean(axis=0)
-        total, spread, cap_low, cap_high = sums[:, -1], spreads[:, -1], run_low[:, -1], run_high[:, -1]
-        done = reached[:, -1]
+        run_low = cap_low[live, None] + np.cumsum(np.log1p(bets * (x - low)), axis=1)
+        run_high = cap_high[live, None] + np.cumsum(np.log1p(-bets * (x - high)), axis=1)
+        reached = np.ones((SIMULATIONS, extra.size), dtype=bool)
+        reached[live] = np.logical_or.accumulate((run_low >= threshold) | (run_high >= threshold), axis=1)
+        yield extra, reached
+        total[live], spread[live], cap_low[live], cap_high[live] = (
+            sums[:, -1], spreads[:, -1], run_low[:, -1], run_high[:, -1])
+        done = reached[:, -1].copy()
 
 
 def _grid(margin: float) -> np.ndarray:
@@ -187,12 +239,16 @@ def _bets(x: np.ndarray, level: float) -> np.ndarray:
     return _bet((0.25 + spread) / t, t, level)
 
 
-def _ever_reached(bets: np.ndarray, x: np.ndarray, m: np.ndarray, threshold: float, *, sign: int) -> np.ndarray:
-    """Per candidate mean: has the capital betting ``sign`` (above: +1, below: -1) ever reached the
-    threshold? Worked in blocks of the grid so memory stays tasks x 256."""
-    out = np.zeros(m.size, dtype=bool)
-    for lo in range(0, m.size, 256):
-        cols = m[lo:lo + 256]
-        capital = np.cumsum(np.log1p(sign * bets[:, None] * (x[:, None] - cols[None, :])), axis=0)
-        out[lo:lo + 256] = (capital >= threshold).any(axis=0)
-    return out
+def _excluded(bets: np.ndarray, x: np.ndarray, m: np.ndarray, threshold: float, *, sign: int) -> int:
+    """How many of the candidate means ``m``, from the first on, the capital betting ``sign`` (above:
+    +1, below: -1) has ever reached the threshold at. They are a run from the first: the bets don't
+    depend on m, so K+ falls as m rises (and K- as it falls), which lets a bisection find the run's
+    end in a dozen capitals instead of one per grid point."""
+    lo, hi = 0, m.size  # m[:lo] excluded, m[hi:] not
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if (np.cumsum(np.log1p(sign * bets * (x - m[mid]))) >= threshold).any():
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo

@@ -59,6 +59,14 @@ SIMULATIONS = 4000
 MORE_TASKS_CAP = 1000
 """"How many more" looks no further than this many extra Eval tasks."""
 _BLOCK = 100  # extra tasks simulated per step of the search, which stops once settled
+SMALL_SUITE = 30
+"""At or under this many Eval tasks of 1 Trial per task the one-look interval is optimistic, so the
+Verdict says so (:func:`small_suite_caveat`)."""
+SMALL_SUITE_MISS = 0.11
+"""How often the 95% one-look interval missed the true difference there at worst, against 5%:
+10.8% (20 tasks, a quarter always failing and a quarter always passing, equal Arms), 10.2% (10
+tasks of Beta(0.8, 0.8) pass rates) in ``python benchmarks/bench_looks.py --coverage --suites 2000``
+(docs/verdict.md, "What each rule guarantees")."""
 
 
 class Bar(Protocol):
@@ -108,8 +116,8 @@ class ArmSummary:
 class Verdict:
     """A Verdict and everything that shaped it, so it can be recorded and re-checked."""
 
-    FORMAT: ClassVar[int] = 3
-    UPGRADES: ClassVar[dict] = {1: dict, 2: dict}
+    FORMAT: ClassVar[int] = 4
+    UPGRADES: ClassVar[dict] = {1: dict, 2: dict, 3: dict}
 
     measure: Measure
     verdict: Outcome
@@ -154,6 +162,16 @@ class Verdict:
     (977 D55), as ``assay verdict`` gives it. None when ``more_tasks`` is already that figure."""
     spec_more_tasks_over_cap: bool = False
     spec_more_tasks_chance: float | None = None
+    batch_size: int | None = None
+    """Beside ``more_tasks`` when the next look is judged by the confidence sequence: add this many
+    Eval tasks per look, up to ``batch_looks`` looks, for a ``batch_chance`` of a clear Verdict
+    with ``batch_tasks`` extra tasks expected (:class:`assay.verdict.confidence_sequence.BatchPlan`)."""
+    batch_looks: int | None = None
+    batch_chance: float | None = None
+    batch_tasks: float | None = None
+    caveat: str = ""
+    """A warning the interval's own figures don't show: the one-look interval is optimistic on a
+    small suite of 1 Trial per task (:data:`SMALL_SUITE`)."""
 
     @property
     def more_tasks_text(self) -> str:
@@ -205,8 +223,11 @@ def credible_interval(counts: Sequence[int], *, bar: Bar) -> tuple[float, float]
     return _interval(np.asarray(counts) + _prior(k, bar), _values(k), bar)
 
 
-def _judge(pairs: Sequence[TaskPair], k: int, bar: Bar, *, measure: Measure, advise: bool = True) -> Verdict:
-    """The one-look Verdict; ``advise=False`` leaves "how many more" to the caller (a later look's rule)."""
+def _judge(pairs: Sequence[TaskPair], k: int, bar: Bar, *, measure: Measure, advise: bool = True,
+           interval: tuple[float, float] | None = None, name: str = "interval") -> Verdict:
+    """The one-look Verdict; ``advise=False`` leaves "how many more" to the caller (a later look's rule).
+    ``interval`` and ``name``: the interval that decides instead, and what the reason calls it (a
+    later look's confidence sequence); the Dirichlet draws it would replace are then skipped."""
     k = _check_k(k)
     _check_pairs(pairs, k)
     used = [p for p in pairs if not p.void]
@@ -215,7 +236,7 @@ def _judge(pairs: Sequence[TaskPair], k: int, bar: Bar, *, measure: Measure, adv
     counts = np.bincount(diffs, minlength=2 * k + 1)
     alpha = counts + _prior(k, bar)
     values = _values(k)
-    lo, hi = _interval(alpha, values, bar)
+    lo, hi = _interval(alpha, values, bar) if interval is None else interval
     mean = float(alpha @ values / alpha.sum())
     too_many_dropped = _too_many_dropped(pairs, bar)
     outcome = "inconclusive" if too_many_dropped else _outcome(lo, hi, bar.margin)
@@ -225,8 +246,9 @@ def _judge(pairs: Sequence[TaskPair], k: int, bar: Bar, *, measure: Measure, adv
     reason = (
         _dropped_reason(len(dropped), len(pairs), bar.max_dropped_share)
         if too_many_dropped
-        else _reason(outcome, lo, hi, bar, measure)
+        else _reason(outcome, lo, hi, bar, measure, name=name)
     )
+    caveat = small_suite_caveat(len(used), k, bar.level)
     return Verdict(
         measure=measure, verdict=outcome, interval=(lo, hi), mean=mean, reason=reason,
         tasks=len(pairs), dropped=dropped, counts=tuple(int(c) for c in counts),
@@ -235,8 +257,20 @@ def _judge(pairs: Sequence[TaskPair], k: int, bar: Bar, *, measure: Measure, adv
         more_tasks=more[0], more_tasks_over_cap=more[1], more_tasks_chance=more[2],
         trials_per_task=k, margin=bar.margin, level=bar.level, prior_weight=bar.prior_weight,
         seed=bar.seed, draws=bar.draws, max_dropped_share=bar.max_dropped_share,
-        simulations=SIMULATIONS, more_tasks_cap=MORE_TASKS_CAP, numpy_version=np.__version__,
+        simulations=SIMULATIONS, more_tasks_cap=MORE_TASKS_CAP, numpy_version=np.__version__, caveat=caveat,
     )
+
+
+def small_suite_caveat(tasks: int, k: int, level: float) -> str:
+    """The line a one-look Verdict carries when its interval is optimistic: 1 Trial per task and
+    at most :data:`SMALL_SUITE` tasks ("" otherwise)."""
+    if k != 1 or tasks > SMALL_SUITE:
+        return ""
+    return (f"Caveat: with 1 Trial per task and {tasks} Eval tasks ({SMALL_SUITE} or fewer), this {level:.0%} "
+            f"interval is optimistic: on simulated suites of 10 to {SMALL_SUITE} tasks of 1 Trial, the 95% interval "
+            f"missed the true difference up to {SMALL_SUITE_MISS:.0%} of the time, not 5%. For an error rate that "
+            "holds at any size, record "
+            "--look-rule confidence-sequence-only (its first look is wider), or run more Eval tasks.")
 
 
 def _differences(pairs: Sequence[TaskPair], k: int, measure: Measure) -> np.ndarray:

@@ -23,13 +23,12 @@ from assay.verdict.dirichlet import (
     TaskPair,
     Verdict,
     _check_k,
+    _check_pairs,
     _differences,
     _equal_arms_distribution,
     _judge,
     _more_tasks,
-    _outcome,
     _prior,
-    _reason,
     _too_many_dropped,
     _values,
     chance_of_clear_verdict,
@@ -41,36 +40,42 @@ DECIDED_BY_SEQUENCE = "confidence sequence"
 def verdict_at_look(
     pairs: Sequence[TaskPair], *, trials_per_task: int, bar: Bar, look: int,
     added_at: Mapping[str, int] | None = None, measure: Measure = "pass share", advise: bool = True,
-    sequence_from: int = 2,
+    sequence_from: int = 2, beside: bool = True,
 ) -> Verdict:
     """The Verdict at ``look`` (1 = before any extension); ``added_at`` maps a task to the look
     that added it (a task it doesn't name was there from the start); the confidence sequence
     decides from look ``sequence_from`` on (the Bar's rules give 1 or 2). ``advise=False`` skips the "how many more"
-    search, for callers that want only the outcome."""
+    search, for callers that want only the outcome; ``beside=False`` keeps only the look rule's own
+    figure, without the spec's and the batch plan beside it (for callers that follow the jump: they
+    triple the search)."""
     for name, value in (("look", look), ("sequence_from", sequence_from)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a whole number of 1 or more, got {value!r}")
-    first = _judge(pairs, trials_per_task, bar, measure=measure, advise=False)
-    k = first.trials_per_task
+    k = _check_k(trials_per_task)
+    _check_pairs(pairs, k)
     diffs = _differences(sequence_order(pairs, added_at or {}, bar.seed), k, measure) / k
     if look >= sequence_from:
-        lo, hi = confidence_sequence.interval(diffs, level=bar.level, margin=bar.margin)
-        changes = {"look": look, "decided_by": DECIDED_BY_SEQUENCE, "interval": (lo, hi)}
-        if not _too_many_dropped(pairs, bar):
-            outcome = _outcome(lo, hi, bar.margin)
-            name = f"confidence sequence (valid at every look; this is look {look})"
-            changes |= {"verdict": outcome, "reason": _reason(outcome, lo, hi, bar, measure, name=name)}
-        first = attrs.evolve(first, **changes)
+        first = _judge(pairs, k, bar, measure=measure, advise=False,
+                       interval=confidence_sequence.interval(diffs, level=bar.level, margin=bar.margin),
+                       name=f"confidence sequence (valid at every look; this is look {look})")
+        first = attrs.evolve(first, look=look, decided_by=DECIDED_BY_SEQUENCE, caveat="")
+    else:
+        first = _judge(pairs, k, bar, measure=measure, advise=False)
     if first.verdict != "inconclusive" or _too_many_dropped(pairs, bar) or not advise:
         return first
     alpha = _prior(k, bar) + first.counts
-    more, over, chance = confidence_sequence.more_tasks(
+    more, over, chance, plan = confidence_sequence.more_tasks(
         alpha, _values(k), confidence_sequence.state(diffs, level=bar.level, margin=bar.margin),
-        level=bar.level, margin=bar.margin, seed=bar.seed,
+        level=bar.level, margin=bar.margin, seed=bar.seed, plan=beside,
     )
+    first = attrs.evolve(first, more_tasks=more, more_tasks_over_cap=over, more_tasks_chance=chance)
+    if not beside:
+        return first
     spec = _more_tasks(np.asarray(alpha, dtype=float), _values(k), bar)
-    return attrs.evolve(first, more_tasks=more, more_tasks_over_cap=over, more_tasks_chance=chance,
-                        spec_more_tasks=spec[0], spec_more_tasks_over_cap=spec[1], spec_more_tasks_chance=spec[2])
+    batch = {} if plan is None else {"batch_size": plan.size, "batch_looks": plan.looks,
+                                     "batch_chance": plan.chance, "batch_tasks": plan.tasks}
+    return attrs.evolve(first, spec_more_tasks=spec[0], spec_more_tasks_over_cap=spec[1],
+                        spec_more_tasks_chance=spec[2], **batch)
 
 
 def chance_of_clear_first_look(n_tasks: int, trials_per_task: int, bar: Bar, *, sequence_from: int = 2) -> float:

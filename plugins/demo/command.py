@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 from assay import hookimpl
-from assay.cli.output import JsonOpt, fail
+from assay.cli.output import JsonOpt, fail, say
 from assay.hooks.loaded import Plugins
 from assay.storage import files
 from assay.storage.home import AssayHome
@@ -43,11 +43,11 @@ def demo_command(plugins: Plugins):
         except (start.PlanError, OSError, RuntimeError) as e:
             fail(str(e))
         if sandbox is None and plan.setup.sandbox != "bwrap" and not json_:
-            typer.echo("warning: bwrap can't run here, so the demo's Trials run without a sandbox "
-                       "(`assay sandbox check` says why)", err=True)
+            say("warning: bwrap can't run here, so the demo's Trials run without a sandbox "
+                "(`assay sandbox check` says why)", err=True)
         if not json_:
-            typer.echo("The bundled demo: two scripted Custom runners (not AI agents), demo-hasty as the "
-                       "Baseline and demo-careful as the Candidate.\n")
+            say("The bundled demo: two scripted Custom runners (not AI agents), demo-hasty as the "
+                "Baseline and demo-careful as the Candidate.\n")
         run_plan(home, plugins, plan, workers=workers, json_=json_)
 
     return demo
@@ -75,13 +75,13 @@ def scoring_command(plugins: Plugins):
         if backend is None or not backend.check().works:
             fail(f"--sandbox {name}: " + (backend.check().reason if backend else "no such sandbox backend is installed"))
         if sandbox is None and name != "bwrap" and not json_:
-            typer.echo("warning: bwrap can't run here, so the demo's Grader sessions run without a sandbox "
-                       "(`assay sandbox check` says why)", err=True)
+            say("warning: bwrap can't run here, so the demo's Grader sessions run without a sandbox "
+                "(`assay sandbox check` says why)", err=True)
         home = AssayHome(AssayHome.from_env().root / "demos" / "scoring")
         files.remove_tree(home.root)
         if not json_:
-            typer.echo("The Scoring run's demo: the bundled repository acme/pager-demo and its pull requests, served by "
-                       "a bundled fake gh, graded by a scripted Grader (not a model).\n")
+            say("The Scoring run's demo: the bundled repository acme/pager-demo and its pull requests, served by "
+                "a bundled fake gh, graded by a scripted Grader (not a model).\n")
         result = run_demo(home, backend, report=lambda line: None if json_ else say(line, err=True))
         store = ScoringStore(home)
         week = yours.listing(store)["weeks"][0]
@@ -100,10 +100,10 @@ def scoring_command(plugins: Plugins):
             found = bug.proposed
             say(f"\nBug origin of {bug.key} ({bug.title}): " + (
                 f"{found.pull}, {found.built_with}" if found and found.pull else bug.why or bug.state))
-        typer.echo(f"\nDone in {seconds} s. See it all, or score the two older ones yourself:\n"
-                   f"  export ASSAY_HOME={home.root}\n  assay scores acme/pager-demo#12\n"
-                   f"  assay scores acme/pager-demo#5 --mine\n  assay scoring-runs {result.run.id}\n"
-                   "  assay bug-origins\n  assay console")
+        say(f"\nDone in {seconds} s. See it all, or score the two older ones yourself:\n"
+            f"  export ASSAY_HOME={home.root}\n  assay scores acme/pager-demo#12\n"
+            f"  assay scores acme/pager-demo#5 --mine\n  assay scoring-runs {result.run.id}\n"
+            "  assay bug-origins\n  assay console")
 
     return scoring
 

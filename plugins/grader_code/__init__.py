@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from assay import hookimpl
@@ -66,7 +66,7 @@ class CodeGrader:
         folder.mkdir()
         criteria, sealed = task.criteria, sealed_files(task)
         command = criteria["test_command"]
-        junit = any("{junit}" in a for a in command)
+        report_kind = criteria.get("test_report") or ("junit" if any("{junit}" in a for a in command) else None)
         job = Job()
         job.open(view.repository)
         descends, status, changed = job.descends(task.base), job.status(), job.changed(task.base)
@@ -75,7 +75,7 @@ class CodeGrader:
         job.checkout()
         if sealed:
             job.overlay(sealed_folder(task), sealed)  # type: ignore[arg-type]
-        ran = job.run(command, context.timeout, junit=junit)
+        ran = job.run(command, context.timeout, report=report_kind)
         try:
             report = await run_job(context.backend, job, folder / "job", timeout=context.timeout)
         except LeftoversError as e:
@@ -91,7 +91,8 @@ class CodeGrader:
                                "ends before the test run", notes, report.backend)
         files.write_text(folder / "test-output.txt", result.output)
         files.write_text(folder / "notes.txt", "\n".join(notes))
-        passed, why = _judged(" ".join(command), result, context.timeout, criteria.get("must_pass", ()), junit)
+        judge = _judged_by_listed if criteria.get("must_pass_only") else _judged
+        passed, why = judge(" ".join(command), result, context.timeout, criteria.get("must_pass", ()), report_kind)
         return self._score(task, view, passed, why, notes, report.backend)
 
     def _report_score(self, task: EvalTask, view: TrialView, report: Report, descends: int, changed: int,
@@ -150,29 +151,91 @@ class CodeGrader:
         )
 
 
-def _judged(command: str, result: Ran, timeout: float, must_pass: Sequence[str], junit: bool) -> tuple[bool, str]:
-    """Pass or fail, and why, from the test run: its exit status, and where the runner wrote a JUnit
-    report, that report (every test named in ``must_pass`` passed; else none failed, and some ran)."""
+_REPORTS = {"junit": "its JUnit report", "unittest": "its output"}
+
+
+def _judged(command: str, result: Ran, timeout: float, must_pass: Sequence[str], report_kind: str | None
+            ) -> tuple[bool, str]:
+    """Pass or fail, and why, from the test run: its exit status, and where the runner reports per-test
+    results, that report (every test named in ``must_pass`` passed; else none failed, and some ran)."""
     if result.timed_out:
         return False, f"`{command}` timed out after {timeout:.0f}s on the committed HEAD"
     if result.exit_code != 0:
         return False, f"`{command}` failed on the committed HEAD (exit {result.exit_code})"
-    if not junit:
+    if report_kind is None:
         return True, f"`{command}` passed on the committed HEAD"
-    report = result.junit or JUnit((), "its JUnit report was not read")
+    report, said = _report(result, report_kind)
     if report.problem:
         return False, f"`{command}` exited 0 on the committed HEAD, but {report.problem}"
-    passed = {f"{c}.{n}" for c, n, outcome in report.cases if outcome == "passed"}
-    missing = [t for t in must_pass if _test_id(t) not in passed]
+    outcomes = _outcomes(report)
+    outcome = _lookup(report, outcomes)
+    missing = [t for t in must_pass if outcome(t) != "passed"]
     if missing:
-        return False, (f"`{command}` exited 0 on the committed HEAD, but its JUnit report doesn't show {missing[0]} "
+        return False, (f"`{command}` exited 0 on the committed HEAD, but {said} doesn't show {missing[0]} "
                        "passed" + (f" (nor {len(missing) - 1} more)" if len(missing) > 1 else ""))
-    failed = [f"{c}.{n}" for c, n, outcome in report.cases if outcome in ("failed", "error")]
+    failed = [name for name, outcome in outcomes.items() if outcome in ("failed", "error")]
     if failed:
-        return False, f"`{command}` exited 0 on the committed HEAD, but its JUnit report shows {failed[0]} failed"
+        return False, f"`{command}` exited 0 on the committed HEAD, but {said} shows {failed[0]} failed"
     if not report.cases:
-        return False, f"`{command}` exited 0 on the committed HEAD, but its JUnit report shows no test run"
-    return True, f"`{command}` passed on the committed HEAD ({len(passed)} tests reported passed)"
+        return False, f"`{command}` exited 0 on the committed HEAD, but {said} shows no test run"
+    passed = sum(outcome == "passed" for outcome in outcomes.values())
+    return True, f"`{command}` passed on the committed HEAD ({passed} tests reported passed)"
+
+
+def _judged_by_listed(command: str, result: Ran, timeout: float, must_pass: Sequence[str], report_kind: str | None
+                      ) -> tuple[bool, str]:
+    """Pass or fail from the per-test results alone (``must_pass_only``, as SWE-bench judges an
+    instance): every ``must_pass`` test reported passed (an expected failure counts, as there), whatever
+    the exit status and the other tests' results."""
+    if result.timed_out:
+        return False, f"`{command}` timed out after {timeout:.0f}s on the committed HEAD"
+    report, said = _report(result, report_kind or "junit")
+    if report.problem:
+        return False, f"`{command}` on the committed HEAD: {report.problem}"
+    outcome = _lookup(report, _outcomes(report))
+    wrong = [(t, outcome(t) or "not run") for t in must_pass if outcome(t) not in ("passed", "xfailed")]
+    if wrong:
+        (test, outcome), more = wrong[0], len(wrong) - 1
+        return False, (f"`{command}` on the committed HEAD: {said} shows {test} {outcome}"
+                       + (f" (and {more} more of the tests that must pass not passed)" if more else ""))
+    return True, (f"`{command}` on the committed HEAD: {said} shows all {len(must_pass)} tests that must pass passed "
+                  f"(exit {result.exit_code}, not counted)")
+
+
+def _report(result: Ran, report_kind: str) -> tuple[JUnit, str]:
+    """The run's per-test results (a problem when there are none) and what they were read from."""
+    said = _REPORTS.get(report_kind, "its report")
+    return result.junit or JUnit((), f"{said} was not read"), said
+
+
+_RANK = {"error": 0, "failed": 1, "skipped": 2, "xfailed": 3, "passed": 4}
+
+
+def _worst(outcomes: dict[str, str], key: str, outcome: str) -> None:
+    if key not in outcomes or _RANK.get(outcome, 0) < _RANK.get(outcomes[key], 0):
+        outcomes[key] = outcome
+
+
+def _outcomes(report: JUnit) -> dict[str, str]:
+    """Each reported test's outcome by its ``classname.name`` (its name alone, with no classname);
+    one reported twice keeps its worst."""
+    outcomes: dict[str, str] = {}
+    for classname, name, outcome in report.cases:
+        _worst(outcomes, f"{classname}.{name}" if classname else name, outcome)
+    return outcomes
+
+
+def _lookup(report: JUnit, outcomes: dict[str, str]) -> Callable[[str], str | None]:
+    """A test's outcome from its name in ``must_pass`` (:func:`_test_id`), or None if not reported;
+    a bare function name (``test_z``, as some task sets name tests) is the worst of every case so named."""
+    bare: dict[str, str] = {}
+    for _classname, name, outcome in report.cases:
+        _worst(bare, name, outcome)
+
+    def outcome(test: str) -> str | None:
+        found = outcomes.get(_test_id(test))
+        return found if found is not None or not re.fullmatch(r"\w+(\[.*\])?", test) else bare.get(test)
+    return outcome
 
 
 def _test_id(name: str) -> str:

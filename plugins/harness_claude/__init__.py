@@ -23,6 +23,7 @@ from assay.sessions.logins import FixedLogin, place
 class ClaudeHarness:
     name = "claude"
     provider_hosts = ("api.anthropic.com",)
+    provider_name = "anthropic"  # gen_ai.provider.name in its Session traces
     api_host = "api.anthropic.com"
     stored_logins = (credentials.CLAUDE_TOKEN,)  # the credentials.toml entry its login is read from
 

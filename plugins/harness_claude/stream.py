@@ -9,6 +9,7 @@ version that runs and where its login came from.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from assay.hooks.protocols import ProcessResult, SessionOutcome
@@ -48,6 +49,7 @@ class ClaudeDecoder(EventDecoder):
             return
         status, error = event.get("error_status"), event.get("error")
         self._reading.retried()
+        self._emit("error", f"API retry {event.get('attempt')}/{event.get('max_retries')}: {error} (status {status})")
         answered = isinstance(status, int)
         self._reading.evidence(
             _error_cause(error, status) if answered or error == "authentication_failed"
@@ -70,9 +72,11 @@ class ClaudeDecoder(EventDecoder):
         text = _text(event.get("message"))
         if not (event.get("error") or event.get("is_api_error_message")):
             self._reading.progress()
+            self._said(event.get("message"))
             if text and event.get("parent_tool_use_id") is None:
                 self._last_text = text
             return
+        self._emit("error", text or str(event.get("error")))
         status, params = event.get("api_error_status"), event.get("api_error_params")
         if event.get("api_error") == "usage_limit_reached" or (
             status == 429 and isinstance(params, dict) and params.get("rate_limit_info")
@@ -84,8 +88,28 @@ class ClaudeDecoder(EventDecoder):
         self._reading.evidence(stated or (None if answered else cause_in_text(text)), text,
                                stated=stated is not None, answered=answered)
 
+    def _said(self, message: Any) -> None:
+        """The trace's events of one model response: its text and the tool calls it asked for."""
+        if not isinstance(message, dict) or not isinstance(message.get("content"), list):
+            return
+        turn = {"turn": str(message.get("id") or ""), "model": str(message.get("model") or ""),
+                "tokens": int_fields(message.get("usage"))}
+        for block in message["content"]:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text" and isinstance(block.get("text"), str):
+                self._emit("message", block["text"], **turn)
+            elif block.get("type") == "tool_use":
+                self._emit("tool_call", block.get("input"), name=str(block.get("name") or "?"),
+                           call_id=str(block.get("id") or ""), **turn)
+
     def _user(self, event: dict[str, Any]) -> None:
         self._reading.progress()  # a tool result: a tool ran
+        message = event.get("message")
+        for block in message.get("content") or () if isinstance(message, dict) else ():
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                self._emit("tool_result", _result_text(block.get("content")), call_id=str(block.get("tool_use_id") or ""),
+                           error=block.get("is_error") is True)
 
     def _rate_limit(self, event: dict[str, Any]) -> None:
         info = event.get("rate_limit_info")
@@ -113,6 +137,7 @@ class ClaudeDecoder(EventDecoder):
             return
         errors = [e for e in event.get("errors") or () if isinstance(e, str) and e]
         message = "; ".join(errors) or text or f"claude's turn failed ({event.get('subtype')})"
+        self._emit("error", message)
         status = event.get("api_error_status")
         in_text = cause_in_text(message)
         if status == 429 and (in_text is VoidCause.PLAN_LIMIT or r.stop is VoidCause.PLAN_LIMIT):
@@ -156,6 +181,14 @@ def _tokens(result: dict[str, Any]) -> dict[str, int]:
             if field in MODEL_USAGE:
                 total[MODEL_USAGE[field]] = total.get(MODEL_USAGE[field], 0) + count
     return total
+
+
+def _result_text(content: Any) -> str:
+    """A tool result's content: a string, or text blocks (anything else shown as JSON)."""
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text", "")) if isinstance(b, dict) and b.get("type") == "text" else json.dumps(b)
+                         for b in content)
+    return content if isinstance(content, str) else json.dumps(content)
 
 
 def _text(message: Any) -> str:

@@ -26,6 +26,7 @@ TOKEN_HOST = "auth.openai.com"
 class CodexHarness:
     name = "codex"
     provider_hosts = ("api.openai.com", "chatgpt.com", TOKEN_HOST)
+    provider_name = "openai"  # gen_ai.provider.name in its Session traces
     api_host = "api.openai.com"
 
     def locate(self) -> HarnessBinary:

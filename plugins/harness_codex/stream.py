@@ -11,6 +11,7 @@ which the Harness names for :meth:`CodexDecoder.feed_report`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from assay.sessions.streams import EventDecoder, answered_in_text, cause_in_text, int_fields, json_object
@@ -22,7 +23,21 @@ USAGE_LIMIT = re.compile(r"you.ve hit your usage limit|usage_limit_(reached|exce
 _STATUS = re.compile(r"\bstatus:? ([1-5]\d\d)\b", re.IGNORECASE)
 
 
+# Codex's items that are tool calls, for the trace: each one's name and arguments.
+_TOOLS: dict[str, Callable[[dict[str, Any]], tuple[str, Any]]] = {
+    "command_execution": lambda item: ("shell", {"command": item.get("command")}),
+    "file_change": lambda item: ("apply_patch", {"changes": item.get("changes")}),
+    "mcp_tool_call": lambda item: (f"{item.get('server')}.{item.get('tool')}", item.get("arguments")),
+    "web_search": lambda item: ("web_search", {"query": item.get("query")}),
+    "collab_tool_call": lambda item: (str(item.get("tool") or "collab"), {"prompt": item.get("prompt")}),
+}
+
+
 class CodexDecoder(EventDecoder):
+    def __init__(self) -> None:
+        super().__init__()
+        self._started: set[str] = set()
+
     def feed_report(self, line: str, warn_at: float) -> None:
         """A line of the session's rollout. Its ``token_count`` events carry Codex's rate-limit
         report: each window (``primary``, five hours; ``secondary``, a week) with the share used
@@ -56,6 +71,10 @@ class CodexDecoder(EventDecoder):
             r.ended, r.failed = True, True
             error = event.get("error")
             self._error(error.get("message") if isinstance(error, dict) else None)
+        if kind == "item.started":
+            self._traced_call(event.get("item"))
+        elif kind == "item.completed":
+            self._traced_end(event.get("item"))
         elif kind == "turn.completed":
             r.ended = True
             r.tokens = int_fields(event.get("usage"))
@@ -72,8 +91,31 @@ class CodexDecoder(EventDecoder):
         if kind == "item.completed" and item.get("type") == "agent_message" and isinstance(item.get("text"), str):
             self._reading.final_message = item["text"]
 
+    def _traced_call(self, item: Any) -> None:
+        """A tool call's start, for the trace (its result comes with ``item.completed``)."""
+        if isinstance(item, dict) and item.get("type") in _TOOLS:
+            name, arguments = _TOOLS[item["type"]](item)
+            self._emit("tool_call", arguments, name=name, call_id=str(item.get("id") or ""))
+            self._started.add(str(item.get("id") or ""))
+
+    def _traced_end(self, item: Any) -> None:
+        """A finished item, for the trace: the agent's message or reasoning, or a tool call's result."""
+        if not isinstance(item, dict):
+            return
+        what, id = item.get("type"), str(item.get("id") or "")
+        if what in ("agent_message", "reasoning") and isinstance(item.get("text"), str):
+            self._emit("message", item["text"], name=what)
+        elif what in _TOOLS:
+            if id not in self._started:  # a call reported only once it ended
+                self._traced_call(item)
+            error = item.get("status") in ("failed", "declined") or item.get("exit_code") not in (0, None) \
+                or bool(item.get("error"))
+            output = item.get("aggregated_output", item.get("result", item.get("error", item.get("changes", ""))))
+            self._emit("tool_result", output, call_id=id, error=error)
+
     def _error(self, message: Any) -> None:
         text = message if isinstance(message, str) else "codex reported an error without a message"
+        self._emit("error", text)
         if USAGE_LIMIT.search(text):
             self._reading.evidence(VoidCause.PLAN_LIMIT, text, stated=True, answered=True)
             return

@@ -26,6 +26,7 @@ class KimiHarness:
     name = "kimi"
     api_host = command.API_HOST
     provider_hosts = (api_host,)  # Moonshot's API, nothing else
+    provider_name = "moonshot"  # gen_ai.provider.name in its Session traces
     reports_tokens = False  # its stream carries no usage
     stored_logins = (credentials.KIMI_KEY,)  # the credentials.toml entry its login is read from
 

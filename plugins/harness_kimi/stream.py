@@ -35,8 +35,10 @@ class KimiDecoder(EventDecoder):
             r.progress()
             if isinstance(event.get("content"), str) and not event.get("tool_calls"):
                 r.final_message = event["content"]
+            self._said(event)
         elif role == "tool":
             r.progress()
+            self._emit("tool_result", event.get("content", ""), call_id=str(event.get("tool_call_id") or ""))
         elif kind == "system.version" and isinstance(event.get("version"), str):
             r.version = event["version"]
         elif kind == "turn.step.retrying":
@@ -47,6 +49,16 @@ class KimiDecoder(EventDecoder):
             if isinstance(event.get("session_id"), str):
                 r.session_id = event["session_id"]
             r.ended = True
+
+    def _said(self, event: dict[str, Any]) -> None:
+        """For the trace: an assistant message's text and the tool calls it asks for."""
+        if isinstance(event.get("content"), str) and event["content"].strip():
+            self._emit("message", event["content"])
+        for call in event.get("tool_calls") or ():
+            function = call.get("function") if isinstance(call, dict) and isinstance(call.get("function"), dict) else {}
+            if function:
+                self._emit("tool_call", function.get("arguments", ""), name=str(function.get("name") or "?"),
+                           call_id=str(call.get("id") or ""))
 
     def finish(self, process: ProcessResult) -> SessionOutcome:
         lines = [line for line in process.stderr_tail.splitlines() if line.strip()]
@@ -63,6 +75,7 @@ class KimiDecoder(EventDecoder):
     def _error(self, status: Any, message: str, *, connection: bool = False) -> None:
         """A provider error Kimi Code reported: its HTTP status when it has one, else its kind."""
         r = self._reading
+        self._emit("error", f"{message} (status {status})" if status is not None else message)
         if isinstance(status, int) and not isinstance(status, bool):
             cause = (VoidCause.PLAN_LIMIT if status == 429 and QUOTA.search(message)
                      else VoidCause.LOGIN_FAILED if status == 401

@@ -31,15 +31,31 @@ class OpenCodeDecoder(EventDecoder):
         part = event.get("part") if isinstance(event.get("part"), dict) else {}
         if kind in ("step_start", "tool_use", "reasoning"):
             r.progress()
+            self._traced(kind, part)
         elif kind == "text" and isinstance(part.get("text"), str):
             r.progress()
             r.final_message = part["text"]
+            self._emit("message", part["text"], turn=str(part.get("messageID") or ""))
         elif kind == "step_finish":
             self._step(part)
         elif kind == "error":
             self._error(event.get("error"))
         elif kind == "retry":
             self._retry(event)
+
+    def _traced(self, kind: str, part: dict[str, Any]) -> None:
+        """For the trace: a reasoning part, or a tool call (OpenCode reports it once it ended, with its result)."""
+        turn = str(part.get("messageID") or "")
+        if kind == "reasoning" and isinstance(part.get("text"), str):
+            self._emit("message", part["text"], name="reasoning", turn=turn)
+        elif kind == "tool_use":
+            state = part.get("state") if isinstance(part.get("state"), dict) else {}
+            call = str(part.get("callID") or "")
+            self._emit("tool_call", state.get("input"), name=str(part.get("tool") or "?"), call_id=call, turn=turn)
+            if state.get("status") in ("completed", "error"):
+                meta = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
+                self._emit("tool_result", state.get("output", state.get("error", "")), call_id=call,
+                           error=state.get("status") == "error" or meta.get("exit") not in (0, None))
 
     def _step(self, part: dict[str, Any]) -> None:
         r = self._reading
@@ -65,6 +81,7 @@ class OpenCodeDecoder(EventDecoder):
         data = error.get("data") if isinstance(error, dict) and isinstance(error.get("data"), dict) else {}
         name = error.get("name") if isinstance(error, dict) else None
         message = str(data.get("message") or name or "opencode reported an error without a message")
+        self._emit("error", f"{name}: {message}")
         status = data.get("statusCode")
         if isinstance(status, int) and not isinstance(status, bool):
             limit = status == 429 and cause_in_text(message) is VoidCause.PLAN_LIMIT
@@ -85,6 +102,7 @@ class OpenCodeDecoder(EventDecoder):
         cause = cause_in_text(message)
         wait = _seconds(event.get("next"), event.get("timestamp"))
         note = f"OpenCode retry {event.get('attempt')}: {message}" + (f" (next try in {wait:.0f} s)" if wait else "")
+        self._emit("error", note)
         if wait is not None and wait >= LONG_WAIT:
             # Told to come back much later: a plan or quota limit, however worded; waiting it out
             # would only end at the Trial's timeout.

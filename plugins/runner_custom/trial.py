@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
 
 import attrs
 from assay.hooks.protocols import Invocation, ProcessResult, SessionOutcome, TrialContext
@@ -15,7 +14,7 @@ from assay.plugins.runner_custom.freeze import verify
 from assay.sessions.leftovers import Changed, Job, LeftoversError, Status, run_job
 from assay.storage import files
 from assay.storage.git import git
-from assay.storage.untrusted import MIB, UntrustedFileError, read_bytes
+from assay.storage.untrusted import MIB, UntrustedFileError, json_object, read_text
 from assay.storage.records import CLAIMED_VOID_CAUSES, Outcome, VoidCause
 
 REQUEST_VERSION = 1
@@ -109,29 +108,39 @@ def read_result(process: ProcessResult, path: Path, root: Path) -> SessionOutcom
     if process.timed_out:
         return SessionOutcome(Outcome.TIMEOUT, diagnostic=f"timed out ({exit_note})")
     try:
-        result: Any = json.loads(read_bytes(path, root=root, limit=RESULT_LIMIT))
-        version, outcome = result["version"], result["outcome"]
+        text = read_text(path, root=root, limit=RESULT_LIMIT)
     except FileNotFoundError:
         return SessionOutcome(Outcome.FAILED, diagnostic=f"the runner wrote no result.json ({exit_note})")
     except UntrustedFileError as e:
         return SessionOutcome(Outcome.FAILED, diagnostic=f"result.json can't be read: {e} ({exit_note})")
-    except (ValueError, KeyError, TypeError) as e:
-        return SessionOutcome(Outcome.FAILED, diagnostic=f"unreadable result.json ({type(e).__name__}: {e}; {exit_note})")
-    summary = str(result.get("summary", ""))
-    if version != RESULT_VERSION:
-        return SessionOutcome(Outcome.FAILED, diagnostic=f"result.json version {version!r} is not {RESULT_VERSION} ({exit_note})")
+    try:
+        result = json_object(text, limit=RESULT_LIMIT, what="its text")
+    except UntrustedFileError as e:
+        return SessionOutcome(Outcome.FAILED, diagnostic=f"unreadable result.json ({e}; {exit_note})")
+    # Any JSON value may stand at each field (a list 990 deep is too deep to print): only strings are used.
+    version, outcome, cause, summary = (result.get(k) for k in ("version", "outcome", "void_cause", "summary"))
+    summary = summary if isinstance(summary, str) else ""
+    if version != RESULT_VERSION or isinstance(version, bool):
+        return SessionOutcome(Outcome.FAILED, diagnostic=f"result.json version {_shown(version)} is not {RESULT_VERSION} ({exit_note})")
     if outcome == "void":
-        cause = result.get("void_cause")
-        if cause not in {c.value for c in CLAIMED_VOID_CAUSES}:
+        if not isinstance(cause, str) or cause not in {c.value for c in CLAIMED_VOID_CAUSES}:
             return SessionOutcome(Outcome.FAILED, diagnostic=(
-                f"the runner claimed the void cause {cause!r}; a runner may claim only "
+                f"the runner claimed the void cause {_shown(cause)}; a runner may claim only "
                 f"{', '.join(sorted(c.value for c in CLAIMED_VOID_CAUSES))} ({exit_note})"))
         return SessionOutcome(Outcome.VOID, VoidCause(cause), diagnostic=summary)
-    if outcome not in OUTCOMES:
-        return SessionOutcome(Outcome.FAILED, diagnostic=f"result.json outcome {outcome!r} is not one of {', '.join([*OUTCOMES, 'void'])}")
+    if not isinstance(outcome, str) or outcome not in OUTCOMES:
+        return SessionOutcome(Outcome.FAILED, diagnostic=f"result.json outcome {_shown(outcome)} is not one of {', '.join([*OUTCOMES, 'void'])}")
     if process.exit_code != 0:
         return SessionOutcome(Outcome.FAILED, diagnostic=f"the runner exited non-zero without a void result ({exit_note})")
     return SessionOutcome(OUTCOMES[outcome], diagnostic=summary)
+
+
+def _shown(value: object) -> str:
+    """A field of result.json in a diagnostic: a scalar as written (cut to 80 characters), else its kind."""
+    if isinstance(value, (list, dict)):
+        return "an array" if isinstance(value, list) else "an object"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _exclude(repository: Path, patterns: list[str]) -> None:

@@ -1,25 +1,26 @@
 """The pass-through backend's first process: runs the session and reaps whatever it leaves.
 
-Run as ``python -S -I reaper.py LIFELINE ARGV…``. It makes itself a child subreaper, so anything
-the session starts and orphans — even a process that left for a session of its own a moment
-before the session exited — is re-parented here instead of to init; when the session ends it
-kills every such leftover and exits with the session's status. (bwrap's PID namespace gives the
-same guarantee, so only the pass-through backend needs this.)
+Run as ``python -S -I reaper.py LIFELINE ARGV…``, started as a child subreaper (the spawn's
+``become_subreaper``; the flag survives ``execve``): anything the session starts and orphans —
+even a process that left for a session of its own a moment before the session exited — is
+re-parented here instead of to init; when the session ends it kills every such leftover and exits
+with the session's status. (bwrap's PID namespace gives the same guarantee, so only the
+pass-through backend needs this.)
 
 ``LIFELINE`` is the read end of a pipe whose only write end the assay process holds: when that
 process dies, even by SIGKILL, the read sees end-of-file and the session is killed at once, so
 no session outlives the run that started it (a parent-death signal would not do: it fires when
-the *thread* that forked exits, and assay forks from worker threads). Standard library only, no
-imports from assay: it must start in milliseconds.
+the *thread* that forked exits, and assay forks from worker threads).
+
+It starts for every Trial, so it imports as little as it can: no assay, no ctypes, no threading
+(one ``poll`` watches the lifeline and the session's pidfd), and ``_signal``, the C module under
+``signal``, whose wrapper imports ``enum``; each of those cost more than the rest of its start.
 """
 
-import ctypes
+import _signal
 import os
-import signal
+import select
 import sys
-import threading
-
-PR_SET_CHILD_SUBREAPER = 36
 
 
 def _children() -> list[int]:
@@ -36,7 +37,7 @@ def _children() -> list[int]:
 def _kill(pid: int) -> None:
     for kill in (os.killpg, os.kill):
         try:
-            kill(pid, signal.SIGKILL)
+            kill(pid, _signal.SIGKILL)
         except OSError:
             pass
 
@@ -60,52 +61,56 @@ def _reap_leftovers() -> None:
                 pass
 
 
-def _watch_lifeline(fd: int, session: int, handle: int | None) -> None:
-    """Kill the session when the assay process that holds the pipe's write end is gone (through
-    its pidfd ``handle`` where the kernel has them, so a reaped session's reused pid is never hit);
-    the main thread then reaps it and kills what it leaves."""
+def _wait(session: int, lifeline: int) -> int:
+    """The session's wait status; it is killed first if the assay process holding the lifeline's
+    write end goes. Through its pidfd where the kernel has them (so a reaped session's reused pid
+    is never hit, and one ``poll`` sees either end), else by polling the lifeline between waits."""
     try:
-        while os.read(fd, 1):
-            pass
-    except OSError:
-        pass
-    try:
-        if handle is not None:
-            signal.pidfd_send_signal(handle, signal.SIGKILL)
-        else:
-            os.kill(session, signal.SIGKILL)
-    except OSError:
-        pass
+        handle = os.pidfd_open(session)  # before any wait, so it is the session's for sure
+    except (AttributeError, OSError):  # a kernel before 5.3
+        handle = None
+    watch = select.poll()
+    watch.register(lifeline, select.POLLIN | select.POLLHUP)
+    if handle is not None:
+        watch.register(handle, select.POLLIN)
+    orphaned = False
+    while True:
+        pid, status = os.waitpid(session, os.WNOHANG)
+        if pid == session:
+            return status
+        for fd, _ in watch.poll(None if handle is not None else 100):
+            if fd == lifeline and not orphaned and not os.read(lifeline, 1):
+                orphaned = True
+                watch.unregister(lifeline)
+                try:
+                    if handle is not None:
+                        _signal.pidfd_send_signal(handle, _signal.SIGKILL)
+                    else:
+                        os.kill(session, _signal.SIGKILL)
+                except OSError:
+                    pass
 
 
 def main(argv: list[str]) -> int:
     lifeline, argv = int(argv[0]), argv[1:]
-    ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, lambda *_: None)  # the session, in the same group, gets them too
+    stops = (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP)
+    for signum in stops:
+        _signal.signal(signum, lambda *_: None)  # the session, in the same group, gets them too
     session = os.fork()
     if session == 0:
         os.close(lifeline)
-        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(signum, signal.SIG_DFL)
+        for signum in stops:
+            _signal.signal(signum, _signal.SIG_DFL)
         try:
             os.execvp(argv[0], argv)
         except OSError as e:
             print(f"assay: could not start {argv[0]}: {e}", file=sys.stderr)
             os._exit(127)
-    try:
-        handle = os.pidfd_open(session)  # before any wait, so it is the session's for sure
-    except (AttributeError, OSError):  # a kernel before 5.3
-        handle = None
-    threading.Thread(target=_watch_lifeline, args=(lifeline, session, handle), daemon=True).start()
-    while True:
-        pid, status = os.waitpid(-1, 0)
-        if pid == session:
-            break
+    status = _wait(session, lifeline)
     _reap_leftovers()
     if os.WIFSIGNALED(status):  # end the same way, so the backend sees what the session saw
-        if os.WTERMSIG(status) != signal.SIGKILL:  # SIGKILL's handler can't be set (nor caught)
-            signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+        if os.WTERMSIG(status) != _signal.SIGKILL:  # SIGKILL's handler can't be set (nor caught)
+            _signal.signal(os.WTERMSIG(status), _signal.SIG_DFL)
         os.kill(os.getpid(), os.WTERMSIG(status))
     return os.waitstatus_to_exitcode(status)
 

@@ -8,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import cli_env, run_cli
 from tests.experiment_fixtures import PLUGINS, experiment, make_factory, make_suite, scenario
 from tests.terminal import on_terminal
@@ -15,6 +17,7 @@ from tests.terminal import on_terminal
 GREEN, RED, YELLOW, BOLD = "\x1b[1;32m", "\x1b[1;31m", "\x1b[1;33m", "\x1b[1m"
 
 
+@pytest.mark.slow
 def test_verdicts_are_coloured_on_a_terminal_only(assay_home: Path, tmp_path: Path):
     factory = make_factory(tmp_path)
     make_suite(assay_home, tasks=2)

@@ -35,6 +35,7 @@ def test_harnesses_lists_binary_version_and_login_and_a_missing_binary_as_not_in
     assert text.exit_code == 0 and "not installed: 'codex' is not on PATH" in text.output
 
 
+@pytest.mark.slow
 def test_setup_stores_the_claude_token_privately_and_keeps_other_credentials(assay_home: Path) -> None:
     (assay_home / "credentials.toml").write_text('[other]\nkey = "kept"\n')
     result = invoke("setup", input="sk-ant-oat01-secret\n")
@@ -48,6 +49,7 @@ def test_setup_stores_the_claude_token_privately_and_keeps_other_credentials(ass
     assert rows["claude"]["login"] is True
 
 
+@pytest.mark.slow
 def test_setup_stores_opencode_keys_per_provider_and_kimi_s_and_harnesses_names_them_only(assay_home: Path) -> None:
     """Issue 36: credentials.toml gains [opencode] api_key and [opencode.keys] by provider name,
     and [kimi]; `assay setup` and `assay harnesses` show them, never the secret (spec 1944 P25)."""

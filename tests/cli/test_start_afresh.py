@@ -11,11 +11,14 @@ import shlex
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import cli_env, run_cli
 from tests.experiment_fixtures import PLUGINS, experiment, make_factory, make_suite, scenario
 from tests.terminal import on_terminal
 
 
+@pytest.mark.slow
 def test_a_changed_margin_is_refused_with_the_command_that_starts_afresh(assay_home, tmp_path):
     factory = make_factory(tmp_path)
     make_suite(assay_home, tasks=2)
@@ -51,6 +54,7 @@ def test_a_changed_margin_is_refused_with_the_command_that_starts_afresh(assay_h
     assert both.returncode == 2 and both.stderr.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_the_estimate_is_printed_and_a_terminal_is_asked_before_the_first_trial(assay_home, tmp_path):
     factory = make_factory(tmp_path)
     make_suite(assay_home, tasks=2)

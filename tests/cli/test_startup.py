@@ -34,12 +34,27 @@ def heavy(modules: set[str]) -> set[str]:
     return {m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY)}
 
 
+def plugin_modules(modules: set[str]) -> set[str]:
+    """The plugin machinery and any plugin: pluggy, the loader, the plugins' own modules."""
+    return {m for m in modules if m.startswith(("assay.plugins.", "assay.hooks.", "pluggy"))}
+
+
 def test_help_imports_no_engine_trio_numpy_or_sandbox(assay_home: Path) -> None:
     modules, out = modules_loaded_by(assay_home, "--help")
     assert "experiment" in out and "verdict" in out  # every command is still listed
+    assert "demo" in out  # and so is a plugin's command (the demo plugin's)
     assert "assay.cli" in modules
     assert heavy(modules) == set()
     assert not any(m.startswith("assay.cli.") and m.endswith("_cmd") for m in modules)
+
+
+def test_version_loads_no_plugin_and_no_attrs(assay_home: Path) -> None:
+    """Issue 39: "the root command table, help and version load no plugin, no attrs/cattrs"."""
+    modules, out = modules_loaded_by(assay_home, "--version")
+    assert out.strip() == "assay 0.1.0"
+    assert plugin_modules(modules) == set()
+    assert not {m for m in modules if m.startswith(("attr", "cattrs"))}
+    assert heavy(modules) == set()
 
 
 def test_a_command_imports_only_its_own_module(assay_home: Path) -> None:
@@ -56,6 +71,7 @@ def test_verdict_needs_numpy_but_not_the_engine_or_trio(assay_home: Path, tmp_pa
     modules, out = modules_loaded_by(assay_home, "verdict", str(counts), *extra)
     assert "inconclusive" in out or "pass" in out
     assert "numpy" in modules
+    assert plugin_modules(modules) == set()  # issue 39: "plugins are loaded only by commands that use them"
     assert heavy(modules) - {m for m in modules if m == "numpy" or m.startswith(("numpy.", "cattrs"))} == set()
 
 
@@ -65,6 +81,7 @@ def test_a_mistyped_command_is_still_suggested(cli) -> None:
     assert "Did you mean 'experiment'" in done.stderr
 
 
+@pytest.mark.slow
 def test_every_listed_command_loads_and_helps(cli) -> None:
     from assay.cli import COMMANDS
 

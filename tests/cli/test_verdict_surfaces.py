@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from assay.console.app import make_app
 from assay.hooks import plugin_manager
 from assay.storage.home import AssayHome
@@ -42,6 +43,7 @@ def rechecks_pending(home: Path, tmp: Path):
                    plugins=PLUGINS, FAKE_SCENARIO=str(sc))
 
 
+@pytest.mark.slow
 def test_a_verdict_waiting_on_rechecks_is_not_final_on_every_surface(assay_home, tmp_path):
     """Finding: with Scores waiting on a recheck, `--json` printed a bare pass with exit 0, the list
     said `done pass`, the Inbox `Verdict pass`, the Console a large "Verdict: pass". Every surface
@@ -82,6 +84,7 @@ def test_a_verdict_waiting_on_rechecks_is_not_final_on_every_surface(assay_home,
     assert "not final" in c.get("/").text
 
 
+@pytest.mark.slow
 def test_a_verdict_waiting_on_people_says_so_with_the_real_command(assay_home, tmp_path):
     """Finding: while people's reviews were pending, the provisional Verdict said the tasks
     "dropped out as void … fix what made their Trials void" though every Trial delivered, and the
@@ -103,6 +106,7 @@ def test_a_verdict_waiting_on_people_says_so_with_the_real_command(assay_home, t
     assert verdict["pending_on_people"] == ["pairs/p1#0"] and verdict["final"] is False
 
 
+@pytest.mark.slow
 def test_a_running_experiment_is_in_the_inbox_with_its_stop(assay_home, tmp_path):
     """Finding (977 D1, 978 US5): running Commands weren't in the Inbox. They are listed, with
     `assay stop ID` in the CLI and a Stop button in the Console that stops it."""
@@ -136,6 +140,7 @@ def test_a_running_experiment_is_in_the_inbox_with_its_stop(assay_home, tmp_path
             proc.wait()
 
 
+@pytest.mark.slow
 def test_a_broken_arm_is_said_first_with_its_first_cause_and_needs_you(assay_home, tmp_path):
     """Finding: a Custom runner that failed every Trial gave "inconclusive, about 125 more Eval
     tasks would settle it", nothing warned, and the Trial table showed no reason. Now the Verdict
@@ -166,6 +171,7 @@ def test_a_broken_arm_is_said_first_with_its_first_cause_and_needs_you(assay_hom
     assert html.index("Broken Arm:") < html.index("Verdict")
 
 
+@pytest.mark.slow
 def test_how_many_more_shows_the_spec_figure_and_the_look_rules_each_labelled(assay_home, tmp_path):
     """Finding: on the same counts `assay verdict` said about 28 more Eval tasks (the spec's, 977
     D55) and the Experiment "about 127 more … at look 2" (the default look rule's). The Experiment

@@ -45,6 +45,7 @@ def write(crontab: dict[str, str], assay_home: Path) -> None:
     Path(crontab["FAKE_CRONTAB"]).write_text(CRONTAB.format(home=f"ASSAY_HOME={assay_home}"))
 
 
+@pytest.mark.slow
 def test_the_cli_lists_the_lines_that_run_assay_with_next_and_last_run(assay_home, finished, crontab):  # noqa: F811
     write(crontab, assay_home)
     shown = run_cli(assay_home, "cron-jobs", plugins=PLUGINS, **crontab)
@@ -72,6 +73,7 @@ def test_no_crontab_says_so(assay_home, crontab):
     assert "crontab -l: no crontab for" in shown.stdout and "No crontab line runs assay" in shown.stdout
 
 
+@pytest.mark.slow
 def test_a_scoring_run_that_stopped_running_is_marked_late(assay_home, world):  # noqa: F811
     """Late: a Scoring run line due 15 minutes or more ago with no Scoring run since one before. A
     line never run here is not late (it may have been added after it was last due), and an
@@ -112,6 +114,7 @@ ASSAY_HOME=$HOME/.assay
     assert [j.other_home for j in at_default] == [True, True, True, False]  # cron expands no $HOME itself
 
 
+@pytest.mark.slow
 def test_the_cron_jobs_page_shows_the_same_as_the_cli(assay_home, finished, crontab, monkeypatch):  # noqa: F811
     write(crontab, assay_home)
     for key, value in crontab.items():

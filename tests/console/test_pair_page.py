@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from assay.console.app import make_app
 from assay.hooks import plugin_manager
 from assay.storage.home import AssayHome
@@ -20,6 +21,7 @@ PAIR = "pairs__p1--0"
 LEAKS = ("opus-7", "gpt-9", "fake-agent", "baseline", "candidate", "trials/", "judge")
 
 
+@pytest.mark.slow
 def test_a_reader_seals_merge_calls_then_prefers_then_sees_the_reveal(assay_home, tmp_path, monkeypatch):
     make_paired_suite(assay_home)
     assert paired_experiment(assay_home, tmp_path, "--trials-per-task", "1", "--people-reader", "alice").returncode == 0

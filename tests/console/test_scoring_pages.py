@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 
+import pytest
 from assay.console.app import make_app
 from assay.hooks import plugin_manager
 from assay.scoring.github import GitHub
@@ -29,6 +30,7 @@ def csrf(c: TestClient, url: str) -> str:
     return re.search(r'name="csrf" value="([^"]+)"', c.get(url).text)[1]
 
 
+@pytest.mark.slow
 def test_the_scores_form_hides_the_models_until_all_five_then_shows_both(assay_home, world):  # noqa: F811
     assert score(assay_home, world, *RUN).returncode == 0
     c = console(assay_home, world)
@@ -48,6 +50,7 @@ def test_the_scores_form_hides_the_models_until_all_five_then_shows_both(assay_h
     assert c.get(url, headers=JSON).json() == json.loads(score(assay_home, world, "scores", "acme/app#9", "--json").stdout)
 
 
+@pytest.mark.slow
 def test_the_bug_origin_form_confirms_or_rejects_as_the_cli_does(assay_home, world):  # noqa: F811
     assert score(assay_home, world, *RUN).returncode == 0
     c = console(assay_home, world)
@@ -65,6 +68,7 @@ def test_the_bug_origin_form_confirms_or_rejects_as_the_cli_does(assay_home, wor
     assert c.get("/bug-origins/acme%2Fapp%23999").status_code == 404
 
 
+@pytest.mark.slow
 def test_a_confirmed_bug_origins_eval_task_is_approved_from_the_console(assay_home, world):  # noqa: F811
     """`assay proposals` and `assay approve` from the Console: listed with their problems, approved
     only once valid (a missing suite is refused, nothing moved)."""
@@ -112,6 +116,7 @@ def test_a_scoring_run_page_shows_it_live_and_its_stop_stops_it(assay_home, worl
     assert c.get("/scoring-runs/s-nope").status_code == 404
 
 
+@pytest.mark.slow
 def test_a_finished_scoring_run_shows_what_became_of_each_pull_request(assay_home, world):  # noqa: F811
     data = world["data"]
     for p in data["pulls"]:

@@ -60,6 +60,7 @@ def git_log_authors(repo: Path) -> set[str]:
     return {line[1:] for line in text.splitlines() if line.startswith("+") and not line.startswith("+++")}
 
 
+@pytest.mark.slow
 def test_a_killed_runs_sessions_die_with_it_and_the_resume_uses_fresh_folders(world, assay_home: Path, tmp_path: Path):
     """Finding 1: after kill -9 of assay (pass-through backend), no session of the killed run keeps
     running, and the resume never writes into a folder the killed run used."""
@@ -114,6 +115,7 @@ def test_a_stale_record_whose_pid_went_to_a_stranger_is_not_running(world, assay
         stranger.wait()
 
 
+@pytest.mark.slow
 def test_a_score_counts_only_for_the_attempt_it_graded(world, assay_home: Path, tmp_path: Path):
     """Finding 3: a run killed before its Verdict, a Trial's folder removed and run again with
     another outcome - the old Score (pass) must not outlive its attempt: the new one is graded."""
@@ -174,6 +176,7 @@ def test_the_next_run_cleans_what_a_killed_run_left_and_only_that(assay_home: Pa
                 folder.rmdir()
 
 
+@pytest.mark.slow
 def test_a_killed_demo_installs_half_built_suite_is_removed_by_the_next_install(assay_home: Path, finished_demo: Path):
     """Finding 4: a kill during the demo's install leaves .assay-demo.build-<tag>; the next
     `assay demo` removes it. (Its Experiment has finished already: the install is what runs again;
@@ -198,6 +201,7 @@ def shim(folder: Path, name: str, when: str, marker: Path) -> None:
     (folder / name).chmod(0o755)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, when", [("git", "archive"), ("cp", "--reflink")],
                          ids=["git-before-the-trials", "cp-of-a-trial-repository"])
 def test_ctrl_c_on_a_child_process_is_a_stop(world, assay_home: Path, tmp_path: Path, name: str, when: str):
@@ -225,6 +229,31 @@ def test_ctrl_c_on_a_child_process_is_a_stop(world, assay_home: Path, tmp_path: 
     assert resumed.returncode == 0, resumed.stderr
 
 
+@pytest.mark.slow
+def test_assay_stop_while_the_arms_are_prepared_is_a_stop(world, assay_home: Path, tmp_path: Path):
+    """The Console offers Stop as soon as the Command is recorded running, before the run watches for
+    SIGTERM itself (while the Factory is built): ``assay stop`` then is a Stop as later (exit 3,
+    "stopped", the record says so), not a kill that leaves the record saying "running"."""
+    factory, _ = world
+    marker = tmp_path / "child-started"
+    shim(tmp_path / "bin", "git", "archive", marker)
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "bad": {"*": "right"}})
+    env = cli_env(assay_home, PLUGINS, FAKE_SCENARIO=str(sc), PATH=f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "assay", "experiment", "change", "--factory", str(factory), "--suite", "fixture",
+         "--sandbox", "none", "--candidate-model", "bad", "--json"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(marker.exists)
+    [record] = (assay_home / "logs" / "experiment").glob("*.json")
+    stopped = run_cli(assay_home, "stop", record.stem, plugins=PLUGINS)
+    assert stopped.returncode == 0, stopped.stderr
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, err
+    assert json.loads(out.splitlines()[-1])["outcome"] == "stopped" and "Traceback" not in err, err
+    assert json.loads(record.read_text())["state"] == "stopped"
+
+
+@pytest.mark.slow
 def test_a_stray_attempt_folder_and_a_folder_at_the_lock_are_named_in_one_line(world, assay_home: Path, tmp_path: Path):
     """Finding 5: a stray attempt-0.bak folder, or a folder where the lock file belongs, is one line
     naming the path - not "invalid literal for int()" or a traceback."""
@@ -246,6 +275,7 @@ def test_a_stray_attempt_folder_and_a_folder_at_the_lock_are_named_in_one_line(w
     assert refused.stderr.count("\n") == 1 and str(exp / "lock") in refused.stderr, refused.stderr
 
 
+@pytest.mark.slow
 def test_one_unreadable_experiment_does_not_hide_the_others(world, assay_home: Path, tmp_path: Path):
     """Finding 5: one unreadable Command record or setup.json: `assay experiments` lists the others
     and names the broken one."""
@@ -267,6 +297,7 @@ def test_one_unreadable_experiment_does_not_hide_the_others(world, assay_home: P
         broken.write_text(kept)
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_one_line_and_the_run_resumes_to_the_same_verdict(tmp_path: Path):
     """Finding 5 and the acceptance's full disk: ASSAY_HOME on a small tmpfs that a session fills -
     one line and exit 1, the record not left "running"; with space freed, the resume gives the
@@ -402,6 +433,7 @@ def test_a_ctrl_c_that_trio_wraps_in_exception_groups_still_reads_as_a_stop():
         assert _interrupted(caught.value) is stop
 
 
+@pytest.mark.slow
 def test_an_unwritable_command_log_is_one_line_and_the_record_says_errored(world, assay_home: Path, tmp_path: Path):
     """Finding 5: a Command log that can't be written (here a folder at its path) is one line and
     exit 1, and the Command record says "errored", not "running"."""

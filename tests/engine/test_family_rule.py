@@ -44,6 +44,7 @@ def test_a_claude_model_behind_another_harness_never_grades_claude_arms(assay_ho
     assert {s["grader"] for s in scores(assay_home).values()} == {"model:fake-judge:gpt-judge"}
 
 
+@pytest.mark.slow
 def test_standing_seats_and_families_come_from_the_user_config(assay_home, tmp_path, factory):
     """Spec: 'Standing Grader seats live in the user config, so review suites don't need --model-grader';
     the seats are recorded in the Bar, and a family the user config defines is honoured."""
@@ -81,7 +82,8 @@ def test_with_no_third_family_seated_the_best_seat_grades_and_every_surface_says
     assert "Graded by a claude model Grader, the family an Arm runs on: no seat from a third family" in shown.stdout
     page = console(assay_home).get(f"/experiments/{exp_path(assay_home).name}").text
     assert "Graded by a claude model Grader, the family an Arm runs on" in page
-    assert "<dt>model_grader_shared_family</dt><dd>claude</dd>" in page
+    assert ("<td data-label=\"Setting\">The Arms' family the model Grader shares (no third family)</td>"
+            "<td data-label=\"Value\"><strong>claude</strong></td>") in page.replace("&#39;", "'")
 
 
 def test_seats_that_are_all_an_arm_s_own_model_are_refused_before_any_trial(assay_home, tmp_path, factory):

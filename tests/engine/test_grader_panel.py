@@ -28,6 +28,7 @@ def run(home: Path, tmp: Path, *args: str):
     return verdict
 
 
+@pytest.mark.slow
 def test_both_orders_are_asked_blind_and_a_flip_is_a_tie(assay_home, tmp_path):
     """Spec: each seat reads every finished pair in a fresh session per presentation order (A/B then
     B/A), sides drawn from the Bar's seed; 'a call that flips with the order is a tie'; arm-family
@@ -66,6 +67,7 @@ def test_both_orders_are_asked_blind_and_a_flip_is_a_tie(assay_home, tmp_path):
     assert len(shown_first) == 1, "side A is drawn once per pair, the same for every seat"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("vote, models, rule, expected", [
     ("family", ("kimi-a-contrary", "kimi-b-contrary", "kimi-c-contrary", "gemini-fixed", "qwen-fixed"), "on", True),
     ("model", ("kimi-a-contrary", "kimi-b-contrary", "kimi-c-contrary", "gemini-fixed", "qwen-fixed"), "on", False),
@@ -85,6 +87,7 @@ def test_family_and_model_votes_and_the_arm_family_rule(assay_home, tmp_path, vo
     assert [s["model"] for s in bar["panel_seats"]] == list(models)
 
 
+@pytest.mark.slow
 def test_a_resume_asks_only_for_the_missing_calls(assay_home, tmp_path):
     """Spec: 'Calls are saved so a resume asks only for missing ones'; until then the Verdict is not final."""
     make_paired_suite(assay_home)
@@ -122,6 +125,7 @@ def test_a_panel_that_could_never_sit_is_refused_before_any_trial(assay_home, tm
         (assay_home / "evals" / "experiments").glob("*/trials"))
 
 
+@pytest.mark.slow
 def test_the_panel_flags_are_part_of_the_bar(assay_home, tmp_path):
     """Spec: 'All of it is part of the Bar: recorded before the first Trial and refused if changed.'"""
     make_paired_suite(assay_home)
@@ -143,6 +147,7 @@ def test_a_blind_diff_drops_the_lines_that_name_an_author():
     assert blind_diff(patch, words).splitlines() == ["+x = 1", REMOVED, REMOVED, REMOVED, REMOVED, "+y = 2"]
 
 
+@pytest.mark.slow
 def test_every_prompt_in_force_is_listed_and_each_grader_prompt_is_overridden_by_name(assay_home, tmp_path):
     """1944 P28: the docs name 'the Panel Grader prompt'; issue 38: '`assay prompts` listing every
     prompt in force — the Grader panel's and the Scoring run's included — each overridable by name

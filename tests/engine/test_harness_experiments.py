@@ -13,20 +13,14 @@ import pytest
 from tests.plugins import test_harness_claude as claude
 from tests.plugins import test_harness_codex as codex
 from tests.conftest import run_cli
-from tests.experiment_fixtures import PLUGINS, git, make_suite
+from tests.experiment_fixtures import PLUGINS, make_claude_factory, make_suite
 from tests.fakes.fake_cli import install
 
 
 @pytest.fixture
 def factory(tmp_path: Path) -> Path:
     """A Factory whose Arms are Claude (Baseline, main) and, by flag, Claude or Codex (Candidate)."""
-    root = tmp_path / "factory"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    (root / "assay.toml").write_text('[defaults]\nharness = "claude"\nmodel = "opus"\n')
-    git(root, "add", ".")
-    git(root, "commit", "-qm", "factory")
-    return root
+    return make_claude_factory(tmp_path)
 
 
 @pytest.fixture(autouse=True)
@@ -85,6 +79,7 @@ def test_success_records_cost_tokens_and_the_real_version(assay_home, tmp_path, 
     assert json.loads(log.read_text().splitlines()[0])["subtype"] == "init"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("harness, stream", [
     ("claude", claude.PLAN_LIMITS["rate_limit_event rejected"]),
     ("claude", claude.PLAN_LIMITS["usage_limit_reached 429"]),
@@ -136,6 +131,7 @@ def test_malformed_and_interleaved_lines_still_decode(assay_home, tmp_path, fact
     assert {(r["outcome"], r["cost_usd"]) for r in records(assay_home)} == {("delivered", 0.0123)}
 
 
+@pytest.mark.slow
 def test_a_hang_is_killed_at_the_timeout_and_is_a_fail(assay_home, tmp_path, factory):
     bin_dir = tmp_path / "bin"
     install(bin_dir, "claude", {"version": "2.1.197 (Claude Code)", "steps": steps(claude.SUCCESS)})
@@ -170,6 +166,7 @@ def test_a_background_process_the_session_leaves_is_gone_when_its_trial_ends(ass
     assert not _alive(int(pidfile.read_text()))
 
 
+@pytest.mark.slow
 def test_a_harness_that_updates_itself_midway_does_not_reach_a_resumed_experiment(assay_home, tmp_path, factory):
     from tests.fakes.fake_cli import calls
 
@@ -203,6 +200,7 @@ TEXT_LIMITS = {
 VERSIONS = {"claude": "2.1.197 (Claude Code)", "codex": "codex-cli 0.171.0"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", TEXT_LIMITS)
 def test_a_plan_limit_read_only_from_text_pauses_and_never_reruns_past_three(
         assay_home, tmp_path, factory, shape):
@@ -281,6 +279,7 @@ SHAPES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", SHAPES)
 def test_each_stream_shape_gives_its_outcome(assay_home, tmp_path, factory, shape):
     """Issue 15 (the acceptance table in docs/harnesses.md): each stream shape, played by a fake
@@ -305,6 +304,7 @@ def test_each_stream_shape_gives_its_outcome(assay_home, tmp_path, factory, shap
         assert sorted(r["attempt"] for r in mine if r["arm"] == "candidate") == [0, 1, 2]
 
 
+@pytest.mark.slow
 def test_a_failing_provider_s_reruns_back_off(assay_home, tmp_path, factory):
     """Issue 15 finding 5: a Trial the provider failed (server error before any work) is re-run
     only after the Bar's backoff, doubled each time (1 s, then 2 s)."""

@@ -142,8 +142,17 @@ def test_any_report_is_checked_records_or_a_leftovers_error(lines: list[str], co
                 pass
 
 
+# result.json's fields, any JSON value at each, the expected ones among them; and arrays too deep to print.
+FIELD = VALUES | st.sampled_from([1, True, "delivered", "void", "failed", "stopped_to_ask", "usage_limit", "memory_cap"])
+RESULTS = st.fixed_dictionaries({}, optional={k: FIELD for k in ("version", "outcome", "void_cause", "summary")})
+DEEP = st.builds(lambda key, depth: (f'{{"version": 1, "outcome": "void", "void_cause": "usage_limit", "{key}": '
+                                     + "[" * depth + "]" * depth + "}").encode(),
+                 st.sampled_from(["version", "outcome", "void_cause", "summary"]), st.sampled_from([900, 980, 5000]))
+
+
 @QUICK
-@given(data=st.binary(max_size=2000) | VALUES.map(lambda v: json.dumps(v).encode()),
+@given(data=st.binary(max_size=2000) | VALUES.map(lambda v: json.dumps(v).encode())
+       | RESULTS.map(lambda v: json.dumps(v).encode()) | DEEP,
        code=st.none() | st.integers(-9, 3), timed_out=st.booleans())
 def test_any_result_json_is_an_outcome(tmp_path_factory, data: bytes, code, timed_out: bool) -> None:
     """A Custom runner's result.json, any bytes at all: a SessionOutcome, never an exception."""
@@ -158,6 +167,7 @@ def test_any_result_json_is_an_outcome(tmp_path_factory, data: bytes, code, time
 # --- trees and repositories -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @QUICK
 @given(tree=TREES)
 def test_any_tree_is_walked_defused_and_removed(tmp_path_factory, tree: list[dict]) -> None:
@@ -193,6 +203,7 @@ def trial_view(tmp: Path, tree: list[dict], commit: bool) -> tuple[EvalTask, Tri
     return task, TrialView(TrialRecord(task.id, "candidate", 0, 0, Outcome.DELIVERED, now, now, "none"), folder)
 
 
+@pytest.mark.slow
 @settings(derandomize=True, database=None, deadline=None, max_examples=12,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(tree=TREES, commit=st.booleans())

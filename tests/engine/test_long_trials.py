@@ -69,6 +69,7 @@ def runner_experiment(home: Path, tmp_path: Path, backend: str, behaviour: dict,
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["bwrap", "none"])
 def test_trials_and_a_test_command_longer_than_ten_seconds_are_delivered_and_graded(
     backend: str, assay_home: Path, tmp_path: Path
@@ -101,6 +102,7 @@ def test_trials_and_a_test_command_longer_than_ten_seconds_are_delivered_and_gra
     print(f"{backend}: Experiment with two overlapping {LONG:g}s Trials and {SLOW_TEST:g}s test commands: {took:.1f}s")
 
 
+@pytest.mark.slow
 def test_stop_during_a_long_bwrap_trial_stops_it_and_leaves_nothing(assay_home: Path, tmp_path: Path) -> None:
     """Finding 1: a Stop (SIGTERM) 15 s into a long bwrap Trial ends the Experiment as stopped, with no
     Trial recorded and no session left running; resuming runs the Trials again."""
@@ -145,6 +147,7 @@ def _grading_times(home: Path) -> dict[str, list[tuple[float, float]]]:
     return runs
 
 
+@pytest.mark.slow
 def test_each_task_is_graded_as_soon_as_its_trials_finish_workers_at_a_time(assay_home: Path, tmp_path: Path) -> None:
     """Finding 3: a task is graded while other tasks' Trials still run, and up to --workers tasks are
     graded at once (before: every Trial first, then one test command at a time)."""

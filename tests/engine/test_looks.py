@@ -53,6 +53,7 @@ def documented(data: dict) -> object:
                            sequence_from=bar.sequence_from)
 
 
+@pytest.mark.slow
 def test_an_inconclusive_experiment_extended_twice_with_a_kill_between_looks(world, assay_home: Path):
     """Acceptance: extended twice, killed (-9) during the second look and resumed by the same
     command, the Experiment ends with the documented Verdict; every look is recorded (when, how
@@ -121,6 +122,7 @@ def test_an_inconclusive_experiment_extended_twice_with_a_kill_between_looks(wor
     assert "ended in a fail at look 3: only an inconclusive Experiment can be extended" in final.stderr
 
 
+@pytest.mark.slow
 def test_a_changed_look_rule_is_refused_like_any_changed_bar(world, assay_home: Path):
     """Acceptance: the rule is part of the Bar, recorded before the first Trial; changing it is
     refused, by the starting command or by --add-tasks, and a one-look Bar can't be extended."""
@@ -138,12 +140,14 @@ def test_a_changed_look_rule_is_refused_like_any_changed_bar(world, assay_home: 
     refused = extend(assay_home, sc, exp_id, more[:2])
     assert refused.returncode == 2 and "look rule is one-look, so it can't be extended" in refused.stderr
     text = run_cli(assay_home, "experiments", exp_id, plugins=PLUGINS).stdout  # its advice plans a new one
-    assert "this Experiment's Bar allows one look, so plan a new Experiment with them." in text
+    assert "this Experiment's Bar allows one look, so plan a new Experiment with them (" in text
+    assert "under a look rule that can extend (--look-rule confidence-sequence, the default)" in text
     assert "--add-tasks" not in text and "at look 2" not in text
     looks = json.loads((assay_home / "evals" / "experiments" / exp_id / "looks.json").read_text())["looks"]
     assert [look["number"] for look in looks] == [1]
 
 
+@pytest.mark.slow
 def test_under_confidence_sequence_only_every_look_says_the_sequence_decided(world, assay_home: Path):
     """The look rule ``confidence-sequence-only`` (docs/verdict.md): the first look is judged by the
     interval valid at every look too, and the output and the --json line say so from look 1."""
@@ -169,6 +173,7 @@ def test_under_confidence_sequence_only_every_look_says_the_sequence_decided(wor
     assert (last_json(second.stdout)["look"], last_json(second.stdout)["decided_by"]) == (2, "confidence sequence")
 
 
+@pytest.mark.slow
 def test_bad_extensions_are_one_line_and_write_nothing(world, assay_home: Path):
     factory, more, sc = world
     first = experiment(assay_home, factory, sc, "--candidate-model", "bad", "--json")
@@ -187,6 +192,7 @@ def test_bad_extensions_are_one_line_and_write_nothing(world, assay_home: Path):
     assert no_id.returncode == 2 and "name it" in no_id.stderr
 
 
+@pytest.mark.slow
 def test_the_output_says_when_more_looks_cannot_help(tmp_path: Path, assay_home: Path):
     """With no margin, equal Arms can never pass (the interval would have to clear zero) nor fail:
     the advice says more looks are unlikely to settle it instead of giving a number."""

@@ -15,6 +15,7 @@ from tests.pair_fixtures import (CANDIDATE, SCENARIO, experiment_folder, make_pa
                                  paired_experiment)
 
 
+@pytest.mark.slow
 def test_each_arm_s_new_tests_run_on_the_base_and_across(assay_home, tmp_path):
     """Spec: 'each Arm's new test files … run on the unchanged base and against the other Arm's final
     commit'; results are evidence, never Scores; each side's diff is kept in pairs/<pair>.json."""
@@ -48,6 +49,7 @@ def test_each_arm_s_new_tests_run_on_the_base_and_across(assay_home, tmp_path):
     assert {p: p.stat().st_mtime_ns for p in before} == before, "a resume keeps the evidence it has"
 
 
+@pytest.mark.slow
 def test_a_run_that_times_out_is_null_never_a_failure(assay_home, tmp_path):
     """Spec: 'a run that timed out or couldn't be prepared is null, never a failure' (under the Bar's timeout)."""
     make_paired_suite(assay_home)
@@ -62,6 +64,7 @@ def test_a_run_that_times_out_is_null_never_a_failure(assay_home, tmp_path):
     assert cand["test_new_c1.py"] == (False, True)
 
 
+@pytest.mark.slow
 def test_a_task_without_process_grading_has_no_pairs(assay_home, tmp_path):
     """Spec ('Merge danger'): without process_grading an Experiment runs as before: no pairs folder."""
     make_paired_suite(assay_home, grading="")
@@ -84,6 +87,7 @@ def test_a_malformed_process_grading_is_refused_naming_the_field(assay_home, tmp
     assert not (assay_home / "evals" / "experiments").exists()
 
 
+@pytest.mark.slow
 def test_evidence_and_the_panel_run_in_the_bwrap_sandbox_offline(assay_home, tmp_path):
     """Spec: the new tests run 'offline in the code-Grader sandbox', and each panel seat's session is
     sandboxed: under bwrap a new test that reaches for the network finds none, and the panel's calls
@@ -112,6 +116,7 @@ def test_evidence_and_the_panel_run_in_the_bwrap_sandbox_offline(assay_home, tmp
     assert verdict["panel"][0]["call"]["ready"] == {"baseline": True, "candidate": False}
 
 
+@pytest.mark.slow
 def test_a_side_that_can_t_be_read_leaves_null_evidence_and_names_no_path(assay_home, tmp_path):
     """Spec: a run that 'couldn't be prepared is null, never a failure'; review fix P1: the error
     text of evidence that could not run names no Trial path (the blind page says only that)."""

@@ -23,6 +23,7 @@ def tallies(home) -> tuple[int, int]:
     return task["baseline"], task["candidate"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, expected", [
     ((), (1, 0)),
     (("--panel", "beside", *seats("kimi-contrary", "gemini-contrary")), (1, 0)),
@@ -43,6 +44,7 @@ def test_each_decider_mode_gives_the_documented_verdict(assay_home, tmp_path, ar
     assert [p["counted"] for p in verdict["panel"]] == ([] if not args else [args[1] == "counted"])
 
 
+@pytest.mark.slow
 def test_a_counted_panel_with_calls_missing_leaves_the_verdict_waiting(assay_home, tmp_path):
     """Spec: the decider's call is needed before a counted Trial is judged: its task stays pending
     (the Verdict not final) until a resume has every call."""
@@ -55,6 +57,7 @@ def test_a_counted_panel_with_calls_missing_leaves_the_verdict_waiting(assay_hom
     assert verdict["panel_missing"] == ["pairs__p1--0"]
 
 
+@pytest.mark.slow
 def test_the_text_view_shows_the_panel_beside_the_verdict(assay_home, tmp_path):
     """Spec: the panel's calls are reported in the text view, saying whether they counted."""
     make_paired_suite(assay_home)

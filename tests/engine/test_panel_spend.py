@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.conftest import run_cli
 from tests.engine.test_grader_panel import seats
 from tests.experiment_fixtures import PLUGINS
@@ -17,6 +19,7 @@ from tests.pair_fixtures import experiment_folder, make_paired_suite, paired_exp
 EXIT_PAUSED = 3
 
 
+@pytest.mark.slow
 def test_the_spending_limit_pauses_and_a_resume_goes_on(assay_home, tmp_path):
     """Spec: '--panel-spending-limit pauses grading once reached; panel spend is reported apart from
     the Arms'; the resume asks only the calls still missing."""
@@ -39,6 +42,7 @@ def test_the_spending_limit_pauses_and_a_resume_goes_on(assay_home, tmp_path):
     assert shown["cost_usd"] == {"baseline": 0.01, "candidate": 0.01}, "the Arms' cost leaves the panel's out"
 
 
+@pytest.mark.slow
 def test_the_estimate_comes_before_the_first_trial(assay_home, tmp_path):
     """Spec: 'an estimate: each Arm's expected sessions and cost (from the per-Arm history of earlier
     Experiments, keyed by Harness/model …) and each seat's sessions × a frozen price table; shown,
@@ -64,6 +68,7 @@ def test_the_estimate_comes_before_the_first_trial(assay_home, tmp_path):
     assert est["panel"]["fake-judge-kimi-fixed"]["sessions"] == 8, "two tasks, two pairs each, two orders"
 
 
+@pytest.mark.slow
 def test_without_a_panel_the_output_is_as_before(assay_home, tmp_path):
     """Spec: without the panel flags an Experiment runs exactly as before: no estimate line."""
     make_paired_suite(assay_home)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_cli
 from tests.engine.test_grader_panel import seats
 from tests.experiment_fixtures import PLUGINS
@@ -42,6 +44,7 @@ def review(home: Path, reader: str, *args: str):
     return cli(home, "review", experiment_folder(home).name, PAIR, "--reader", reader, "--json", *args)
 
 
+@pytest.mark.slow
 def test_the_blind_page_names_no_arm(assay_home, tmp_path):
     """Spec: the pair page shows the Ticket, a numbered acceptance checklist, both changes (code
     before tests) and their evidence — no Arm, no model call, no path that names an Arm."""
@@ -66,6 +69,7 @@ def test_the_blind_page_names_no_arm(assay_home, tmp_path):
     assert other.returncode == 2 and "'mallory' is not a reader" in other.stderr
 
 
+@pytest.mark.slow
 def test_sealed_calls_reveal_append_only_records_and_a_verdict_waiting_on_people(assay_home, tmp_path):
     """Spec: merge calls sealed per side, then a preference, only then the reveal; append-only,
     attributed reviews; one begun after a reveal is not blind; a counted pair is ready only if every
@@ -111,6 +115,7 @@ def test_sealed_calls_reveal_append_only_records_and_a_verdict_waiting_on_people
     assert [(t["task"], t["baseline"], t["candidate"]) for t in shown["tasks"]] == [("pairs/p1#0", 1, 0)]
 
 
+@pytest.mark.slow
 def test_low_people_panel_agreement_makes_the_verdict_inconclusive(assay_home, tmp_path):
     """Spec: 'with both counted, people–panel agreement below --panel-agreement makes the Verdict
     inconclusive, saying why'. The panel (contrary seats) calls the opposite of the reader."""
@@ -126,6 +131,7 @@ def test_low_people_panel_agreement_makes_the_verdict_inconclusive(assay_home, t
     assert done["people"]["agreement"]["people_panel"] == 0.0
 
 
+@pytest.mark.slow
 def test_people_beside_leave_the_verdict_alone(assay_home, tmp_path):
     """Spec: beside, people's calls are reported but the Verdict is the Graders' (and final)."""
     make_paired_suite(assay_home)
@@ -136,6 +142,7 @@ def test_people_beside_leave_the_verdict_alone(assay_home, tmp_path):
     assert first["waiting_on_people"] == [f"{PAIR} (alice)"]
 
 
+@pytest.mark.slow
 def test_a_people_only_sample_decides_on_its_sampled_pairs_alone(assay_home, tmp_path):
     """Spec: seeded queues per reader (--people-sample, --people-overlap); 'a people-only sample
     decides on its sampled pairs alone', each sampled pair one unit; an unsampled pair is left out."""
@@ -167,6 +174,7 @@ def test_a_people_only_sample_decides_on_its_sampled_pairs_alone(assay_home, tmp
     assert all((t["trials"], t["baseline"], t["candidate"]) == (1, 1, 0) for t in shown["tasks"])
 
 
+@pytest.mark.slow
 def test_a_merge_call_reveals_nothing_before_the_preference(assay_home, tmp_path):
     """Spec 1944 P12: nothing is revealed before the preference. `assay review … --merge` printed
     the Grader panel's call on that very pair, by Arm, with the Verdict; the Console's flow showed

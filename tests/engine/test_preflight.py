@@ -88,3 +88,27 @@ def test_what_a_session_said_on_stderr_before_it_died_is_kept_and_shown(assay_ho
     shown = json.loads(run_cli(assay_home, "experiments", exp_id, "--json", plugins=PLUGINS).stdout)
     assert [t["diagnostic"] for t in shown["trials"] if t["arm"] == "candidate"] == [f"exit 1; stderr: {why}"]
 
+
+
+def test_a_harness_whose_binary_has_no_version_flag_probes_with_its_own_args(tmp_path: Path) -> None:
+    """Issue 39: the pre-flight ran `BINARY --version`, which dash refuses, so a Harness whose binary is
+    `sh` could never start an Experiment; a Harness's `probe_args` replace `--version`."""
+    import shutil
+    import sys
+
+    from assay.engine.preflight import ArmCannotStart, probe_arms
+    from assay.plugins.sandbox_none.backend import NoneBackend
+    from assay.storage.records import ARMS, ArmSetup
+
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    try:
+        from instant_plugin import InstantHarness
+    finally:
+        sys.path.pop(0)
+    sh = InstantHarness().locate().path
+    setups = {arm: ArmSetup(harness="instant", harness_path=sh, harness_version="instant 1") for arm in ARMS}
+    probe_arms(dict.fromkeys(ARMS, InstantHarness()), setups, NoneBackend(), tmp_path)  # starts: no refusal
+    if "dash" in Path(shutil.which("sh") or "").resolve().name:  # where sh is dash, --version itself is refused
+        no_args = type("NoProbeArgs", (InstantHarness,), {"probe_args": ("--version",)})()
+        with pytest.raises(ArmCannotStart, match="Illegal option"):
+            probe_arms(dict.fromkeys(ARMS, no_args), setups, NoneBackend(), tmp_path)

@@ -42,6 +42,7 @@ def release_experiment(home: Path, factory: Path, sc: Path, *args: str):
                    plugins=PLUGINS, cwd=factory, FAKE_SCENARIO=str(sc))
 
 
+@pytest.mark.slow
 def test_release_mode_compares_the_last_tag_with_head_on_the_suites_touched_since(released, assay_home, tmp_path):
     """Story 5 / the release mode: "Its Baseline is the last release's tag, and its suites come from
     the changes since that tag"; recorded with the tag and commit, shown in `assay experiments` and
@@ -87,6 +88,7 @@ def test_a_release_that_touches_no_suite_needs_no_experiment(released, assay_hom
     assert not (assay_home / "logs").exists()
 
 
+@pytest.mark.slow
 def test_the_tag_pattern_comes_from_the_user_config(released, assay_home, tmp_path):
     """The release tag pattern is configurable ([release] tag_pattern in $ASSAY_HOME/config.toml):
     with "build-*" the last release is build-7, so only the HEAD commit's changes count."""
@@ -144,6 +146,7 @@ def experiment_folders(home: Path) -> list[Path]:
     return sorted((home / "evals" / "experiments").iterdir())
 
 
+@pytest.mark.slow
 def test_release_check_passes_with_exit_0_printing_progress(released, assay_home, tmp_path):
     """Stories 50-52: release-check starts the release's Experiment itself, waits printing progress,
     and a pass carries on (exit 0)."""
@@ -156,6 +159,7 @@ def test_release_check_passes_with_exit_0_printing_progress(released, assay_home
     assert json.loads((folder / "setup.json").read_text())["release"]["tag"] == "v1.1"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("behaviour, verdict", [(FAILS, "fail"), (EQUAL, "inconclusive")])
 def test_a_fail_or_inconclusive_verdict_holds_the_release_without_a_terminal(released, assay_home, tmp_path,
                                                                             behaviour, verdict):
@@ -176,6 +180,7 @@ def on_terminal(home: Path, factory: Path, sc: Path, answer: str) -> tuple[int, 
                     [(b"Release anyway? [y/N]", answer)])
 
 
+@pytest.mark.slow
 def test_on_a_terminal_a_fail_asks_whether_to_release_anyway(released, assay_home, tmp_path):
     """Story 52 on a terminal: a fail shows the interval and asks; "n" holds it (exit 4), "y"
     releases it (exit 0); each answer is recorded in the Activity log. The finished Experiment is
@@ -212,6 +217,7 @@ def read_until(proc: subprocess.Popen, text: str, timeout: float = 120) -> str:
     return seen
 
 
+@pytest.mark.slow
 def test_scores_waiting_on_a_recheck_are_listed_and_waited_for(released, assay_home, tmp_path):
     """Story 53: the Scores waiting on a recheck are listed; --no-wait exits 5 instead of waiting;
     without it the command waits until every listed Score is rechecked, then carries on."""
@@ -242,6 +248,7 @@ def test_scores_waiting_on_a_recheck_are_listed_and_waited_for(released, assay_h
     assert "Every listed Score is rechecked." in out and "Verdict pass. It may ship." in out
 
 
+@pytest.mark.slow
 def test_an_interrupted_release_check_resumes_the_same_experiment(released, assay_home, tmp_path):
     """Story 54: release-check killed with SIGKILL mid-run, run again, picks up the same Experiment:
     finished Trials are kept, and it ends with the Verdict."""
@@ -270,6 +277,7 @@ def test_an_interrupted_release_check_resumes_the_same_experiment(released, assa
     assert json.loads((assay_home / "logs" / "experiment" / f"{folder.name}.json").read_text())["runs"] == 2
 
 
+@pytest.mark.slow
 def test_a_paused_release_says_when_it_can_resume_and_exits_3(released, assay_home, tmp_path):
     """A release Experiment paused at a plan limit says when it was hit and when the limit resets
     (as the Harness stated it), and exits with its own code, 3."""
@@ -288,6 +296,7 @@ def test_a_paused_release_says_when_it_can_resume_and_exits_3(released, assay_ho
     assert not (folder / "verdict.json").exists()
 
 
+@pytest.mark.slow
 def test_release_check_resumes_a_release_experiment_started_with_another_bar(released, assay_home, tmp_path):
     """Story 54: the release Experiment started by `assay experiment --release` with its own Bar
     (1 Trial per task, margin 0.2) is the one release-check picks up: it reports that Experiment's
@@ -305,6 +314,7 @@ def test_release_check_resumes_a_release_experiment_started_with_another_bar(rel
     assert json.loads((assay_home / "logs" / "experiment" / f"{folder.name}.json").read_text())["runs"] == 1
 
 
+@pytest.mark.slow
 def test_scores_a_grader_left_pending_end_the_check_with_exit_5(tmp_path, assay_home):
     """Story 53's other half: a release never rests on unscored Trials. A model Grader that
     can't answer leaves Scores pending: no final Verdict, exit 5, naming the tasks."""
@@ -323,6 +333,7 @@ def test_scores_a_grader_left_pending_end_the_check_with_exit_5(tmp_path, assay_
                                       plugins=PLUGINS).stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stopped", [False, True, "ctrl-c"])
 def test_a_second_release_check_waits_for_the_run_in_another_process(released, assay_home, tmp_path, stopped):
     """Two CI jobs for the same commit: the second says the release Experiment runs in another
@@ -371,6 +382,7 @@ def test_a_second_release_check_waits_for_the_run_in_another_process(released, a
     assert attempts and all(a.name == "attempt-0" for a in attempts)  # nothing ran twice
 
 
+@pytest.mark.slow
 def test_two_release_checks_started_together_both_report_the_one_verdict(released, assay_home, tmp_path):
     """Two CI jobs started in the same instant: whichever loses the race to the Experiment's lock
     waits for the other (never exit 2), and both say the release may ship; one Experiment."""

@@ -47,6 +47,7 @@ REVIEWS = {
 }
 
 
+@pytest.mark.slow
 def test_packets_are_blind_and_scores_come_from_another_family(assay_home, tmp_path, factory):
     tasks = make_code_review_suite(assay_home, tasks=3)
     sc = scenario(tmp_path / "s.json", REVIEWS)
@@ -81,6 +82,7 @@ def test_packets_are_blind_and_scores_come_from_another_family(assay_home, tmp_p
     assert verdict["groups"][0]["baseline"]["pass_k"] == 1.0 and verdict["groups"][0]["candidate"]["pass_k"] == 0.0
 
 
+@pytest.mark.slow
 def test_the_grader_never_runs_on_an_arm_s_model_when_another_is_configured(assay_home, tmp_path, factory):
     make_code_review_suite(assay_home, tasks=1)
     sc = scenario(tmp_path / "s.json", REVIEWS)
@@ -91,6 +93,7 @@ def test_the_grader_never_runs_on_an_arm_s_model_when_another_is_configured(assa
     assert {s["grader"] for s in scores(assay_home).values()} == {"model:fake-judge:judge-2"}
 
 
+@pytest.mark.slow
 def test_a_review_that_changes_its_repository_fails_and_one_without_report_fails(assay_home, tmp_path, factory):
     """Issue 29, rule 5: "A Trial that changes its repository on a review task ... can't drop a task
     for both Arms." Editing it is the Arm's doing: its Trial fails, once, and the task counts (it
@@ -120,6 +123,7 @@ def test_a_review_that_changes_its_repository_fails_and_one_without_report_fails
     assert got[f"{tasks[0]}:baseline-0"]["grader"] == "model:fake-judge:judge-1"
 
 
+@pytest.mark.slow
 def test_an_invalid_answer_is_asked_again_once_then_left_pending(assay_home, tmp_path, factory):
     make_code_review_suite(assay_home, tasks=1)
     sc = scenario(tmp_path / "s.json", REVIEWS)
@@ -140,6 +144,7 @@ def test_an_invalid_answer_is_asked_again_once_then_left_pending(assay_home, tmp
     assert [[(w["on"], w["items"]) for w in r["waiting"]] for r in inbox["needs_you"]] == [[("grading", ["reviews/bug-1"])]]
 
 
+@pytest.mark.slow
 def test_a_recheck_of_a_decisive_score_moves_the_verdict_and_makes_it_final(assay_home, tmp_path, factory):
     make_code_review_suite(assay_home, tasks=3)
     sc = scenario(tmp_path / "s.json", {"opus-7": {"*": "report:FOUND it"}, "sonnet-9": {"*": "report:MAYBE nothing"}})
@@ -177,6 +182,7 @@ def test_a_recheck_of_a_decisive_score_moves_the_verdict_and_makes_it_final(assa
     assert bad.returncode == 2 and "has no Trial 'reviews/nope:baseline-0'" in bad.stderr
 
 
+@pytest.mark.slow
 def test_spec_review_pushes_findings_to_its_origin_and_they_are_graded(assay_home, tmp_path, factory):
     make_spec_review_suite(assay_home, tasks=2)
     sc = scenario(tmp_path / "s.json", {"opus-7": {"*": "push:- FOUND nightly and hourly contradict"},
@@ -211,6 +217,7 @@ def test_prompts_are_listed_and_render_with_their_inputs(assay_home, tmp_path):
     assert overridden["process.md"]["overridden"] is True and overridden["process.md"]["file"].startswith(str(factory))
 
 
+@pytest.mark.slow
 def test_a_resume_grades_again_the_scores_left_pending(assay_home, tmp_path, factory):
     make_code_review_suite(assay_home, tasks=1)
     sc = scenario(tmp_path / "s.json", REVIEWS)
@@ -237,6 +244,7 @@ def test_a_recheck_before_there_is_a_verdict_is_refused(assay_home, tmp_path, fa
     assert refused.returncode == 2 and "has no Verdict yet" in refused.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["credentials.toml", "a-fifo"])
 def test_a_report_linking_to_a_host_secret_fails_its_arm_and_the_packet_holds_no_host_text(assay_home, tmp_path, factory,
                                                                                             target):
@@ -290,6 +298,7 @@ def test_a_model_grader_under_sandbox_none_needs_explicit_consent(assay_home, tm
     assert not (assay_home / "evals" / "experiments").exists() or not any((assay_home / "evals" / "experiments").iterdir())
 
 
+@pytest.mark.slow
 def test_under_bwrap_a_hostile_trial_leaks_nothing_and_the_grader_sees_only_its_packet(assay_home, tmp_path, factory):
     """Issue 23, the whole Experiment under bwrap (findings 1, 2 and 6): a Trial that links its report to
     the user's credentials fails with why; a forged report stays inside its frame; the Grader session

@@ -38,6 +38,7 @@ def experiment(home: Path, tmp_path: Path, backend: str, candidate: dict,
     )
 
 
+@pytest.mark.slow
 @OOM_KILLS
 @pytest.mark.parametrize("backend", ["bwrap", "none"])
 def test_a_runner_that_kills_itself_fails_once_and_is_never_void(
@@ -62,6 +63,7 @@ def _relays_of(home: Path) -> list[int]:
     # (the pre-flight probe names runner.py too, as a path it checks exists)
 
 
+@pytest.mark.slow
 def test_a_sandbox_killed_from_outside_is_void_host_kill_and_rerun(assay_home: Path, tmp_path: Path) -> None:
     """A kill from outside the sandbox (here: its PID 1 SIGKILLed from the host) is void host_kill, re-run."""
     sandbox("bwrap")

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_cli
 from tests.experiment_fixtures import (
     PLUGINS,
@@ -37,6 +39,7 @@ def shown(home: Path, result) -> dict:
     return json.loads(run_cli(home, "experiments", exp, "--json", plugins=PLUGINS).stdout)
 
 
+@pytest.mark.slow
 def test_a_grader_that_raises_on_one_trials_leftovers_fails_that_trial_alone(assay_home: Path, tmp_path: Path) -> None:
     """Rule 3: the fixture Grader raises on the Candidate's answer.txt; those Trials fail saying so,
     the Baseline's are graded as ever, and the Experiment ends (a resume too)."""
@@ -56,6 +59,7 @@ def test_a_grader_that_raises_on_one_trials_leftovers_fails_that_trial_alone(ass
     assert again.returncode == 0, again.stderr
 
 
+@pytest.mark.slow
 def test_a_decoder_that_raises_on_a_trials_output_fails_that_trial_alone(assay_home: Path, tmp_path: Path) -> None:
     """Rule 3: a Harness decoder that raises on a line the session printed fails that Trial with
     why (it errored the Experiment, and every resume re-ran into it)."""
@@ -71,6 +75,7 @@ def test_a_decoder_that_raises_on_a_trials_output_fails_that_trial_alone(assay_h
     assert scores(assay_home)[f"{task}:baseline-0"]["passed"] is True
 
 
+@pytest.mark.slow
 def test_a_runner_that_claims_a_void_on_every_attempt_fails_and_drops_no_task(assay_home: Path, tmp_path: Path) -> None:
     """Rule 5: "Nothing the Arm can cause is a void ... a runner that claims a void cause can't drop
     a task for both Arms." Its claims still re-run the Trial (the spec lets a runner claim

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_cli
 from tests.experiment_fixtures import PLUGINS, make_factory, make_suite
 
@@ -16,6 +18,7 @@ def cli(home: Path, *args: str, **kw):
     return run_cli(home, *args, plugins=PLUGINS, **kw)
 
 
+@pytest.mark.slow
 def test_a_wrongly_typed_suite_kind_is_one_line_on_every_command(assay_home, tmp_path):
     factory = make_factory(tmp_path)
     make_suite(assay_home)

@@ -7,6 +7,7 @@ import datetime as dt
 import json
 from pathlib import Path
 
+import pytest
 from assay.evaltasks.proposals import Approval
 from assay.storage import formats
 
@@ -33,6 +34,7 @@ def snapshot(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if ".git" not in p.parts)
 
 
+@pytest.mark.slow
 def test_a_valid_proposal_moves_into_its_suite_with_its_approval(cli, assay_home: Path):
     make_process_suite(assay_home, tasks=1)
     folder = propose(assay_home, "pager-bug")
@@ -79,7 +81,7 @@ def test_an_invalid_proposal_reports_every_problem_and_moves_nothing(cli, assay_
     assert lines == [
         f"{proposal_toml}: severity: unknown field (expected one of: origin, suite)",
         f"{proposal_toml}: origin: required: a non-empty string",
-        f"{task_toml}: basis: unknown field (expected one of: base, change, criteria, description, inputs, process_grading, repository)",
+        f"{task_toml}: basis: unknown field (expected one of: base, change, criteria, description, inputs, issue_url, process_grading, repository)",
         f"{task_toml}: base: required",
         f"{task_toml}: inputs.issue: no such file: {(folder / 'missing.md').resolve()}",
         f"{task_toml}: criteria.test_command: required for process tasks",

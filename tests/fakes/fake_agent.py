@@ -26,6 +26,11 @@ behaviour is a comma-separated list of steps, e.g. "sleep:0.2,right":
   commit:PATH=TEXT write PATH in the repository ("|" becomes a new line, "^" a comma) and commit it
   explode:WHAT    print an event the fake decoder raises KeyError(WHAT) on (a decoder with a bug)
   connect:HOST    ask the sandbox's proxy ($HTTPS_PROXY) for a tunnel to HOST:443 and print its answer
+  say:TEXT        print a message event ("|" becomes a new line)
+  hostile         print a message and tool results with markup, terminal escapes and a 1 MB output
+
+Each commit is also told as a tool call (``tool_call`` / ``tool_result`` events), after a
+``message``, as an agent's stream would (fake_agent_plugin's decoder reads them for the trace).
 """
 
 import json
@@ -38,6 +43,23 @@ import time
 from pathlib import Path
 
 
+CALLS = iter(range(1, 1_000_000))
+LAST_CALL = [0]
+
+
+def say(text: str) -> None:
+    print(json.dumps({"type": "message", "text": text}), flush=True)
+
+
+def tool(name: str, arguments: dict) -> None:
+    LAST_CALL[0] = next(CALLS)
+    print(json.dumps({"type": "tool_call", "id": f"call-{LAST_CALL[0]}", "name": name, "input": arguments}), flush=True)
+
+
+def result(output: str, error: bool = False) -> None:
+    print(json.dumps({"type": "tool_result", "id": f"call-{LAST_CALL[0]}", "output": output, "error": error}), flush=True)
+
+
 def main() -> int:
     model, prompt = sys.argv[2], sys.argv[3]
     task = prompt.split("\n", 1)[0].removeprefix("task=")
@@ -48,6 +70,7 @@ def main() -> int:
     with open(f"{scenario_path}.pids", "a") as f:
         f.write(f"{os.getpid()}\n")
     print(json.dumps({"type": "start", "task": task, "model": model, "at": time.time()}), flush=True)
+    say(f"Working on {task}.")
     for step in steps:
         name, _, arg = step.partition(":")
         if name == "sleep":
@@ -70,10 +93,21 @@ def main() -> int:
                 subprocess.run([*git, "commit", "-qm", "churn"], check=True)
                 time.sleep(0.1)
         elif name in ("right", "wrong"):
+            say(f"The answer is {name}; committing it.")
+            tool("bash", {"command": f"echo {name} > answer.txt && git commit -m answer"})
             Path("answer.txt").write_text(name + "\n")
             git = ["git", "-c", "user.name=agent", "-c", "user.email=agent@fake"]
             subprocess.run([*git, "add", "answer.txt"], check=True)
-            subprocess.run([*git, "commit", "-qm", "answer"], check=True)
+            done = subprocess.run([*git, "commit", "-qm", "answer"], check=True, capture_output=True, text=True)
+            result(f"[main] answer\n 1 file changed{done.stdout}")
+        elif name == "say":
+            say(arg.replace("|", "\n"))
+        elif name == "hostile":
+            say("<script>alert('owned')</script><img src=x onerror=alert(1)> \x1b[31mred\x1b[0m \u202eevil")
+            tool("bash", {"command": "<b>cat</b> huge.txt"})
+            result("<iframe src='https://example.invalid'></iframe>\n" + "\x1b]0;title\x07" + "y" * (1 << 20))
+            tool("bash", {"command": "false"})
+            result("</pre></details><script>document.title='owned'</script>", error=True)
         elif name == "void":
             print(json.dumps({"type": "void", "cause": arg}), flush=True)
             return 1

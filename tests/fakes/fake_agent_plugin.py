@@ -1,7 +1,9 @@
 """A fake Harness, suite kind and Grader, loaded through ASSAY_PLUGINS by the Experiment tests.
 
-The Harness runs ``fake_agent.py`` as a real subprocess; what it does per Model and task comes
-from the scenario file named by ``FAKE_SCENARIO`` (see fake_agent.py).
+The Harness runs ``fake_agent.py`` as a real subprocess (``python -S``: the fakes need only the
+standard library, and the site-packages of the Python they run on can cost more to start than all
+they do); what it does per Model and task comes from the scenario file named by ``FAKE_SCENARIO``
+(see fake_agent.py).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import sys
 from pathlib import Path
 
 from assay import hookimpl
-from assay.hooks.protocols import HarnessBinary, Invocation, SessionOutcome
+from assay.hooks.protocols import HarnessBinary, Invocation, SessionEvent, SessionOutcome
 from assay.storage.records import Outcome, Score, VoidCause
 
 AGENT = Path(__file__).with_name("fake_agent.py")
@@ -27,13 +29,29 @@ class FakeDecoder:
         self.void: str | None = None
         self.plan_limit = False
         self.limit_message = ""
+        self._events: list[SessionEvent] = []
+        self._turns = 0
+
+    def events(self) -> list[SessionEvent]:
+        """The trace's events (fake_agent's message / tool_call / tool_result lines)."""
+        taken, self._events = self._events, []
+        return taken
 
     def feed(self, line: str) -> None:
         try:
             event = json.loads(line)
         except ValueError:
             return
-        if event.get("type") == "plan_limit":
+        if event.get("type") == "message":  # each message a model response; a tool call belongs to the last
+            self._turns += 1
+            self._events.append(SessionEvent("message", event["text"], turn=f"turn-{self._turns}",
+                                             model="fake-model", tokens={"input_tokens": 7, "output_tokens": 3}))
+        elif event.get("type") == "tool_call":
+            self._events.append(SessionEvent("tool_call", json.dumps(event["input"]), name=event["name"],
+                                             call_id=event["id"], turn=f"turn-{self._turns}", model="fake-model"))
+        elif event.get("type") == "tool_result":
+            self._events.append(SessionEvent("tool_result", event["output"], call_id=event["id"], error=event["error"]))
+        elif event.get("type") == "plan_limit":
             self.plan_limit = True
             self.limit_message = event.get("message") or ""
         elif event.get("type") == "void":
@@ -53,12 +71,13 @@ class FakeDecoder:
         if self.result is None or process.exit_code != 0:
             return SessionOutcome(Outcome.FAILED, diagnostic=f"exit {process.exit_code}")
         return SessionOutcome(Outcome.DELIVERED, session_id=self.result.get("session"), turns=1,
-                              tokens={"input": 10, "output": 5}, cost_usd=0.01)
+                              tokens={"input": 10, "output": 5}, cost_usd=0.01, final_message="Done.")
 
 
 class FakeAgentHarness:
     name = "fake-agent"
     provider_hosts = ("fake.invalid",)
+    provider_name = "fake-provider"
 
     def locate(self) -> HarnessBinary:
         """This Python, or ``FAKE_AGENT_BINARY`` (a binary the sandbox may not see)."""
@@ -71,7 +90,7 @@ class FakeAgentHarness:
         scenario = os.environ.get("FAKE_SCENARIO", "")
         env = {"PATH": os.environ.get("PATH", ""), "HOME": str(request.home), "FAKE_SCENARIO": scenario}
         return Invocation(
-            argv=(request.binary.path, str(AGENT), "--model", request.model or "", request.prompt),
+            argv=(request.binary.path, "-S", str(AGENT), "--model", request.model or "", request.prompt),
             cwd=request.repository, env=env, read_only=(AGENT,),
             # the scenario's folder too: the agent reads it and leaves its markers beside it
             read_write=(request.repository, request.home, *([Path(scenario).parent] if scenario else [])),
@@ -99,7 +118,7 @@ class FakeJudgeHarness(FakeAgentHarness):
 
     def invocation(self, request) -> Invocation:
         return Invocation(
-            argv=(request.binary.path, str(JUDGE), request.model or "", request.prompt), cwd=request.repository,
+            argv=(request.binary.path, "-S", str(JUDGE), request.model or "", request.prompt), cwd=request.repository,
             env={"PATH": os.environ.get("PATH", ""), "HOME": str(request.home)}, read_only=(JUDGE,),
             read_write=(request.repository, request.home), hosts=self.provider_hosts,
         )
@@ -112,7 +131,7 @@ class FakeScorerHarness(FakeJudgeHarness):
 
     def invocation(self, request) -> Invocation:
         return Invocation(
-            argv=(request.binary.path, str(SCORER), request.model or ""), cwd=request.repository,
+            argv=(request.binary.path, "-S", str(SCORER), request.model or ""), cwd=request.repository,
             env={"PATH": os.environ.get("PATH", ""), "HOME": str(request.home)}, read_only=(SCORER,),
             read_write=(request.repository, request.home), hosts=self.provider_hosts,
         )

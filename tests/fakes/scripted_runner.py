@@ -4,7 +4,8 @@
 Modes: fix, nofix (delivers without a fix), noresult, garbage, exit3, outer_void (claims
 memory_cap), usage_limit and rate_limit (runner voids), commit_scratch (fixes, but commits an excluded file),
 uncommitted (fixes on disk only), ask (stopped_to_ask), sleep (hangs), fix_after:SECONDS (works that
-long, as a real agent does, then fixes), sigkill (kills itself, as an agent's ``kill -9 $$`` would).
+long, as a real agent does, then fixes), sigkill (kills itself, as an agent's ``kill -9 $$`` would),
+or ``{"write": {path: text}}`` (writes those files, commits them and delivers).
 """
 
 import json
@@ -28,6 +29,12 @@ def main() -> int:
     here = Path(request["runner_dir"])
     behaviour = json.loads((here / "behaviour.json").read_text())
     mode = behaviour.get(request["task"], behaviour.get("*", "fix"))
+    if isinstance(mode, dict):
+        for path, text in mode["write"].items():
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(text)
+        commit(*mode["write"])
+        mode = "written"
     if mode.startswith("fix_after:"):
         time.sleep(float(mode.split(":")[1]))
         mode = "fix"
@@ -47,7 +54,7 @@ def main() -> int:
             Path("notes.scratch").write_text("thinking\n")  # excluded, left behind: fine
             commit("calc.py")
         result("delivered")
-    elif mode == "nofix":
+    elif mode in ("nofix", "written"):
         result("delivered", summary="I looked and found nothing")
     elif mode == "garbage":
         out.write_text("{not json")

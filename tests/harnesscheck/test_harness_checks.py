@@ -76,6 +76,7 @@ def statuses(checks: dict[str, dict]) -> dict[str, str]:
     return {name: c["status"] for name, c in checks.items()}
 
 
+@pytest.mark.slow
 def test_both_real_clis_pass_every_check(assay_home: Path) -> None:
     """Issue 30: '`assay harnesses check` passes every check for both CLIs with the broker on': each
     check session's login (the route's key) reached the provider on every request, while the
@@ -137,6 +138,7 @@ BROKEN = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("real", "how", "matching", "reason", "failing"), BROKEN, ids=[b[1] for b in BROKEN])
 def test_a_broken_setup_fails_the_check_it_breaks(
     assay_home: Path, tmp_path: Path, real: str, how: str, matching: str, reason: str, failing: set[str]

@@ -42,6 +42,7 @@ def npm_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return commands
 
 
+@pytest.mark.slow
 def test_clis_installed_into_a_folder_bind_their_hoisted_native_packages(npm_folder: Path) -> None:
     """The hoisted native package is among the paths a session of the CLI gets bound."""
     codex = os.path.realpath(npm_folder / "codex")

@@ -114,6 +114,7 @@ def probed(session: Session) -> dict:
     return found
 
 
+@pytest.mark.slow
 def test_claude_runs_a_whole_trial_through_the_broker_and_never_holds_its_token(user: Path) -> None:
     real = "sk-ant-oat01-" + secrets.token_urlsafe(70)
     credentials.put(user / "assay-home" / "credentials.toml", credentials.CLAUDE_TOKEN, real)
@@ -126,6 +127,7 @@ def test_claude_runs_a_whole_trial_through_the_broker_and_never_holds_its_token(
     assert real not in (session.folder / "session.log").read_text()
 
 
+@pytest.mark.slow
 def test_codex_refreshes_through_the_broker_the_user_keeps_the_new_tokens_the_trial_stand_ins(user: Path) -> None:
     auth = user / "user-home" / ".codex" / "auth.json"
     login = oauth.chatgpt_login(refreshed_days_ago=9)

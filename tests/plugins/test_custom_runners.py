@@ -40,6 +40,7 @@ def suite(assay_home: Path) -> list[str]:
     return make_process_suite(assay_home)
 
 
+@pytest.mark.slow
 def test_runner_vs_runner_needs_no_factory_and_grades_committed_head(assay_home, tmp_path, suite):
     good = make_runner(tmp_path / "good", "good", {"*": "fix"}, git_exclude=("*.scratch",))
     lazy = make_runner(tmp_path / "lazy", "lazy", {"*": "nofix"})
@@ -61,6 +62,7 @@ def test_runner_vs_runner_needs_no_factory_and_grades_committed_head(assay_home,
     assert setup["factory"] is None
 
 
+@pytest.mark.slow
 def test_factory_arm_vs_custom_runner(assay_home, tmp_path, suite):
     factory = make_factory(tmp_path)
     good = make_runner(tmp_path / "good", "good", {"*": "fix"})
@@ -76,6 +78,7 @@ def test_factory_arm_vs_custom_runner(assay_home, tmp_path, suite):
         "baseline": False, "candidate": True}
 
 
+@pytest.mark.slow
 def test_runner_failure_modes_give_the_right_trial_records_and_the_experiment_finishes(assay_home, tmp_path):
     modes = ["noresult", "garbage", "exit3", "outer_void", "commit_scratch", "uncommitted", "ask"]
     tasks = make_process_suite(assay_home, tasks=len(modes))
@@ -122,6 +125,7 @@ def test_a_runner_that_claims_its_usage_limit_pauses_the_experiment(assay_home, 
     assert len(list(assay_home.glob("evals/experiments/*/trials/*/*/attempt-*/trial.json"))) < 2 * len(tasks)
 
 
+@pytest.mark.slow
 def test_tampering_with_a_frozen_file_between_trials_aborts(assay_home, tmp_path, suite):
     good = make_runner(tmp_path / "good", "good", {"*": "fix"})
     lazy = make_runner(tmp_path / "lazy", "lazy", {"*": "nofix"})
@@ -158,6 +162,7 @@ def test_provenance_records_a_dirty_git_worktree(assay_home, tmp_path, suite):
     assert provenance["behaviour.json"]["dirty"] is False
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extra, message", [
     (["--candidate-runner", "R", "--candidate-model", "m"], "--candidate-runner can't be combined with a commit, Harness, Model or Effort"),
     (["--candidate-runner", "R", "HEAD"], "--candidate-runner can't be combined"),
@@ -202,6 +207,7 @@ def test_named_runner_from_assay_home(assay_home, tmp_path, suite):
     assert json.loads(prepared.stdout)["arms"]["candidate"]["runner"] == "tidy"
 
 
+@pytest.mark.slow
 def test_a_branch_base_is_resolved_so_the_git_exclude_check_still_runs(assay_home, tmp_path):
     """Issue 17: a task `base = "main"` (a ref, as docs/eval-tasks.md allows) reaches the runner's
     request.json and the git_exclude check as its commit; as a ref, `main..HEAD` in the Trial's copy
@@ -226,6 +232,7 @@ REQUEST_V1 = {"version", "repository", "issue_file", "issue_url", "base", "branc
               "record_command"}
 
 
+@pytest.mark.slow
 def test_request_json_carries_all_nine_version_1_fields(assay_home, tmp_path):
     """2188 W9: 'Pass version-1 request.json (version, repository, issue_file, issue_url, base, branch,
     runner_dir, output_dir, record_command).' ``issue_url`` is the task's issue link (null without

@@ -17,6 +17,7 @@ from assay.plugins.sandbox_bwrap.backend import BwrapBackend
 from tests.conftest import cli_env, run_cli, wait_for
 
 
+@pytest.mark.slow
 def test_demo_runs_end_to_end_and_its_results_are_listable(assay_home: Path):
     result = run_cli(assay_home, "demo")
     assert result.returncode == 0, result.stderr

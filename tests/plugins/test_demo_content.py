@@ -154,6 +154,7 @@ def test_task_history_ends_at_base_where_the_tests_fail(installed: Path, task: s
     assert not passes(folder, repo, tmp_path)
 
 
+@pytest.mark.slow
 def test_install_is_idempotent_and_reproducible(installed: Path, tmp_path: Path) -> None:
     bases = {t: tomllib.loads((installed / t / "task.toml").read_text())["base"] for t in TASKS}
     home = AssayHome(tmp_path)
@@ -203,6 +204,7 @@ def test_hasty_shortcuts_are_real_but_incomplete_fixes(task: str, installed: Pat
     assert not passes(installed / task, repo, tmp_path)
 
 
+@pytest.mark.slow
 def test_hasty_runner_is_clearly_worse_over_the_suite(run_agent: RunAgent, installed: Path, tmp_path: Path) -> None:
     outcomes: dict[str, list[tuple[str, bool]]] = {}
     for task in TASKS:
@@ -234,18 +236,13 @@ def test_runners_refuse_tasks_they_do_not_know(run_agent: RunAgent, installed: P
         assert git(repo, "status", "--porcelain") == ""
 
 
-def test_wheel_carries_every_demo_file(tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_wheel_carries_every_demo_file(assay_wheel: Path) -> None:
     """The demo's task snapshots and runner bundles are package data: a wheel must hold them all."""
-    import sys
     import zipfile
 
     plugin = Path(demo.__file__).parent
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path), str(plugin.parent.parent)],
-        check=True, capture_output=True,
-    )
-    [wheel] = tmp_path.glob("assay-*.whl")
-    names = set(zipfile.ZipFile(wheel).namelist())
+    names = set(zipfile.ZipFile(assay_wheel).namelist())
     expected = {
         f"assay/plugins/demo/{p.relative_to(plugin).as_posix()}"
         for p in plugin.rglob("*") if p.is_file() and "__pycache__" not in p.parts

@@ -338,6 +338,7 @@ def test_a_hang_is_killed_at_the_timeout_and_is_a_fail(tmp_path: Path, fake_clau
 # --- the real binary -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_real_claude_with_an_empty_home_and_no_network_is_void_login_failed(
     tmp_path: Path, clean_env: Path
 ) -> None:

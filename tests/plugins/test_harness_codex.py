@@ -160,7 +160,10 @@ def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return stray_home(tmp_path, monkeypatch, STRAYS)
 
 
-def test_the_command_line_and_environment_for_an_arm(tmp_path: Path, user_home: Path) -> None:
+def test_the_command_line_and_environment_for_an_arm(
+    tmp_path: Path, user_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # the system's node: nothing beyond the package to bind
     req = request(tmp_path, BINARY, model="gpt-6.1-sol", effort="xhigh")
     inv = CodexHarness().invocation(req)
     assert inv.argv == (

@@ -79,6 +79,7 @@ def score(home: Path, arm: str) -> dict:
     return json.loads(path.read_text())
 
 
+@pytest.mark.slow
 def test_git_config_left_by_a_trial_runs_nothing_on_the_host(assay_home: Path, tmp_path: Path, task: Path) -> None:
     """14.1: core.fsmonitor, a core.hooksPath hook, a clean filter and diff.external set in the
     Trial's repository never run on the host, though the host reads that repository (the
@@ -92,6 +93,7 @@ def test_git_config_left_by_a_trial_runs_nothing_on_the_host(assay_home: Path, t
     assert score(assay_home, "candidate")["passed"] is True  # its committed fix is still graded
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["gitdir_source", "gitdir_other"])
 def test_a_gitdir_swap_earns_no_pass(assay_home: Path, tmp_path: Path, task: Path, mode: str) -> None:
     """14.2: `.git` replaced by `gitdir:` pointing at the task's source repository (whose later
@@ -154,6 +156,7 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, done.returncode, d
 """
 
 
+@pytest.mark.slow
 def test_a_300_mb_line_without_newline_keeps_the_host_small(assay_home: Path, tmp_path: Path, task: Path) -> None:
     """14.3 and 16.6: a session printing 300 MB with no newline (which took the host to 1.5 GiB)
     leaves the host process's peak RSS bounded; session.log keeps head and tail, the cut marked."""
@@ -169,6 +172,7 @@ def test_a_300_mb_line_without_newline_keeps_the_host_small(assay_home: Path, tm
     assert score(assay_home, "candidate")["passed"] is True
 
 
+@pytest.mark.slow
 def test_a_review_s_git_config_and_fifo_report_reach_nothing_on_the_host(assay_home: Path, tmp_path: Path) -> None:
     """14.1 and 14.3 for review kinds: the check that a review left its repository as it found it
     (host git status) runs none of its git config, and a FIFO among its reports (which blocked

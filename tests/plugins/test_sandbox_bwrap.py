@@ -416,6 +416,7 @@ def trial_records(home: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted(home.glob("evals/experiments/*/trials/*/*/attempt-*/trial.json"))]
 
 
+@pytest.mark.slow
 @OOM_KILLS
 def test_a_whole_experiment_runs_in_bwrap_and_goes_on_past_a_trial_killed_by_its_cap(
     bwrap: BwrapBackend, tmp_path: Path, assay_home: Path
@@ -444,6 +445,7 @@ def test_a_whole_experiment_runs_in_bwrap_and_goes_on_past_a_trial_killed_by_its
         "than a Trial allows (ASSAY_TRIAL_MEMORY)"]
 
 
+@pytest.mark.slow
 def test_a_refused_provider_host_is_a_void_at_once_and_a_finding_after_the_second(
     bwrap: BwrapBackend, tmp_path: Path, assay_home: Path
 ) -> None:
@@ -491,6 +493,7 @@ def test_a_refused_provider_host_is_a_void_at_once_and_a_finding_after_the_secon
     assert "in 2 Trials" in raised[0], "raised after the second, not at the end"
 
 
+@pytest.mark.slow
 def test_custom_runners_run_in_bwrap_end_to_end(bwrap: BwrapBackend, tmp_path: Path, assay_home: Path) -> None:
     suite = make_process_suite(assay_home, tasks=2)
     good = make_runner(tmp_path / "good", "good", {"*": "fix"})

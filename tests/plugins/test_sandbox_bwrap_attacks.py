@@ -150,6 +150,7 @@ with open(os.path.join(request["output_dir"], "result.json"), "w") as out:
 """
 
 
+@pytest.mark.slow
 def test_an_experiments_folder_is_private_and_holds_no_set_uid_file(
     bwrap: BwrapBackend, tmp_path: Path, assay_home: Path
 ) -> None:
@@ -455,6 +456,7 @@ def test_without_a_pids_cgroup_the_fallback_depends_on_the_user(
     assert caps.kind == kind and caps.in_force is not root
 
 
+@pytest.mark.slow
 def test_a_writable_folder_shared_by_two_sessions_is_not_wiped_when_one_ends(bwrap: BwrapBackend, tmp_path: Path) -> None:
     """Finding 6's disk cap moves a session's writable folders onto its own file system and back
     when it ends; a folder two sessions share (a Harness's, outside each Trial's folder) must not

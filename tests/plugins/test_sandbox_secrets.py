@@ -16,7 +16,7 @@ import pytest
 from assay.sessions import credentials
 
 from tests.conftest import run_cli
-from tests.experiment_fixtures import PLUGINS, git, make_suite
+from tests.experiment_fixtures import PLUGINS, make_claude_factory, make_suite
 from tests.fakes.fake_cli import install
 from tests.plugins import test_harness_claude as claude
 from tests.plugins import test_harness_codex as codex
@@ -48,13 +48,7 @@ def user(assay_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> d
 
 @pytest.fixture
 def factory(tmp_path: Path) -> Path:
-    root = tmp_path / "factory"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    (root / "assay.toml").write_text('[defaults]\nharness = "claude"\nmodel = "opus"\n')
-    git(root, "add", ".")
-    git(root, "commit", "-qm", "factory")
-    return root
+    return make_claude_factory(tmp_path)
 
 
 def experiment(home: Path, factory: Path, bin_dir: Path) -> None:

@@ -11,6 +11,8 @@ import subprocess
 import unicodedata
 from pathlib import Path
 
+import pytest
+
 from tests.experiment_fixtures import git
 from tests.scoring_fixtures import CLAUDE, RUN, score, stamp, world  # noqa: F401 - world is a fixture
 
@@ -75,6 +77,7 @@ def packets(assay_home: Path) -> dict[str, Path]:
             for p in assay_home.glob("evals/scoring/pulls/*/scores.json")}
 
 
+@pytest.mark.slow
 def test_a_packet_names_nothing_that_built_it_in_its_texts_history_or_objects(assay_home, world):
     """Issue 31, finding 1 and acceptance: the packet test reads everything the Grader can reach,
     `git log --all` and `git cat-file --batch-all-objects` of repo/ included. Spec 978 I9: "the
@@ -103,6 +106,7 @@ def test_a_packet_names_nothing_that_built_it_in_its_texts_history_or_objects(as
     assert oct(stat.S_IMODE((assay_home / "evals" / "scoring").stat().st_mode)) == "0o700"
 
 
+@pytest.mark.slow
 def test_the_packet_holds_the_issue_as_it_stood_when_the_pull_request_merged(assay_home, world):
     """Spec 978 I9: "the issue's title and body as they stood when the pull request merged, read from
     its edit history" (US14); an edit between the first commit and the merge is the one it holds."""

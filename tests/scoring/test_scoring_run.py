@@ -73,6 +73,7 @@ def test_a_run_samples_across_setups_grades_blind_from_another_family_and_lists_
     assert "Honest" in shown_one.stdout and "fail" in shown_one.stdout and "graded by fake-scorer:gpt-9" in shown_one.stdout
 
 
+@pytest.mark.slow
 def test_a_second_window_scores_nothing_twice(assay_home, world):
     assert score(assay_home, world, *RUN).returncode == 0
     again = score(assay_home, world, *RUN)
@@ -84,6 +85,7 @@ def test_a_second_window_scores_nothing_twice(assay_home, world):
     assert runs[1]["window_start"] == runs[0]["window_end"]  # no gap, no overlap
 
 
+@pytest.mark.slow
 def test_a_plan_limit_stops_the_run_and_the_rest_carries_over(assay_home, world):
     seats(assay_home, "fake-scorer:limit-claude-9", "fake-scorer:limit-gpt-9")
     stopped = score(assay_home, world, *RUN)
@@ -108,6 +110,7 @@ def test_a_plan_limit_stops_the_run_and_the_rest_carries_over(assay_home, world)
         f"Scoring run {shown['id']})")
 
 
+@pytest.mark.slow
 def test_a_pull_request_whose_packet_cant_be_built_is_left_and_the_others_are_scored(assay_home, world):
     data = world["data"]
     for p in data["pulls"]:
@@ -124,6 +127,7 @@ def test_a_pull_request_whose_packet_cant_be_built_is_left_and_the_others_are_sc
     assert result.returncode == 4 and shown["outcome"] == "incomplete" and sorted(shown["not_graded"]) == sorted(odd)
 
 
+@pytest.mark.slow
 def test_your_scores_hide_the_models_until_all_five_are_in(assay_home, world):
     """Scoring-run spec, stories 27-28: the first run marks past pull requests for you; the model's
     Scores stay hidden until you've entered all five of yours, then both show."""
@@ -153,6 +157,7 @@ def test_your_scores_hide_the_models_until_all_five_are_in(assay_home, world):
                  "--why", "Correct=x").returncode == 2
 
 
+@pytest.mark.slow
 def test_bug_origins_are_proposed_then_confirmed_corrected_or_rejected_and_a_confirmed_one_proposes_an_eval_task(
         assay_home, world):
     """Scoring-run spec, stories 32-39: every bug issue closed (all of them the first time; never a
@@ -190,6 +195,7 @@ def test_bug_origins_are_proposed_then_confirmed_corrected_or_rejected_and_a_con
     assert again["bug_origins_proposed"] == 0  # nothing traced twice
 
 
+@pytest.mark.slow
 def test_a_commit_the_history_does_not_show_is_never_proposed(assay_home, world):
     """Story 34: a session that names a commit outside the history before the fix proposes nothing."""
     seats(assay_home, "fake-scorer:guesser", "fake-scorer:gpt-9")
@@ -198,6 +204,7 @@ def test_a_commit_the_history_does_not_show_is_never_proposed(assay_home, world)
     assert bug["state"] == "proposed" and bug["proposed"] is None and "not a commit before the fix" in bug["why"]
 
 
+@pytest.mark.slow
 def test_a_killed_run_leaves_its_scores_and_the_next_run_scores_the_rest_once(assay_home, world):
     """Issue 20 acceptance, a killed run resumed: kill -9 while the second pull request is being
     graded; the next run scores what was left (nothing twice), and the killed Command isn't running."""
@@ -223,6 +230,7 @@ def test_a_killed_run_leaves_its_scores_and_the_next_run_scores_the_rest_once(as
     assert [r["state"] for r in inbox["needs_you"] if r["id"] == killed["id"]] == ["interrupted"]
 
 
+@pytest.mark.slow
 def test_assay_stop_stops_a_scoring_run_and_the_next_takes_up_the_rest(assay_home, world):
     """Issue 20: a Scoring run is a Command like an Experiment, so `assay stop` stops it (the session
     in flight is cut short); it lands in Needs you as stopped, and the next run scores the rest."""
@@ -242,6 +250,7 @@ def test_assay_stop_stops_a_scoring_run_and_the_next_takes_up_the_rest(assay_hom
     assert len(resumed["scored"]) == 4 and len(json.loads(score(assay_home, world, *RUN).stdout)["scored"]) == 1
 
 
+@pytest.mark.slow
 def test_on_a_terminal_mine_asks_for_each_criterion_then_shows_the_models(assay_home, world):
     """`assay scores PR --mine` alone, on a terminal, asks for each criterion and its reason; the
     model's Scores show only after the fifth."""
@@ -308,6 +317,7 @@ def gh_call(argv: list[str]) -> str:
     return f"gh api {path}" + (" -H 'Accept: application/vnd.github.diff'" if "-H" in argv else "")
 
 
+@pytest.mark.slow
 def test_docs_list_every_gh_call_a_run_makes(assay_home, world):
     """Issue 31: "docs/scoring.md doesn't say which `gh api` calls the Scoring run makes ... List the
     calls (they are its whole contract with GitHub)": the calls a whole run and settling its Bug

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.scoring_fixtures import RUN, score, seats, world  # noqa: F401 - world is a fixture
 
 
@@ -13,6 +15,7 @@ def security_issue(number: int) -> dict:
     return {"repo": "acme/app", "number": number, "title": "A hole", "body": "SECRET DETAILS", "labels": ["security-fix"]}
 
 
+@pytest.mark.slow
 def test_a_pull_request_closing_any_security_fix_is_never_sampled(assay_home, world):
     """Issue 31: "Only a PR's first `Fixes #N` is read, so a PR closing `#200, #201` (with #201
     labelled security-fix) was sampled and graded"; read every closing reference GitHub records for
@@ -31,6 +34,7 @@ def test_a_pull_request_closing_any_security_fix_is_never_sampled(assay_home, wo
         assert "SECRET DETAILS" not in packet.read_text()
 
 
+@pytest.mark.slow
 def test_a_bug_whose_fix_is_a_security_fix_never_reaches_a_session(assay_home, world):
     """Issue 31: "a Bug-origin session got the fix diff of a security-fix-labelled PR because only the
     bug issue's own label was checked"; bug #120 (labelled only bug) was closed by the merge commit
@@ -48,6 +52,7 @@ def test_a_bug_whose_fix_is_a_security_fix_never_reaches_a_session(assay_home, w
     assert "Bug origin of acme/app#120: a Security fix: " in log and "acme/app#7 closes acme/app#107" in log
 
 
+@pytest.mark.slow
 def test_a_pull_request_labelled_after_it_was_drawn_never_reaches_a_grader(assay_home, world):
     """Story 48 ("no Security fix in any packet"): a pull request carried over is checked again when
     it is graded; one whose issue is now labelled security-fix is dropped, and its packet removed."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.scoring_fixtures import CLAUDE, CODEX, RUN, pull, score, world  # noqa: F401 - world is a fixture
 
 
@@ -19,6 +21,7 @@ def needs_you(assay_home, world, run_id: str) -> dict:
     return next(r for r in inbox["needs_you"] if r["id"] == run_id)
 
 
+@pytest.mark.slow
 def test_a_pull_request_that_fails_twice_is_dropped_and_new_ones_are_drawn(assay_home, world):
     """Issue 31: "two PRs whose packet can never be built refilled a sample of two each week; new PRs
     were never drawn ...; the run still said `done`. A PR that fails to build twice is reported

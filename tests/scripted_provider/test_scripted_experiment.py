@@ -66,6 +66,7 @@ def scripted_setup(tmp_path: Path, assay_home: Path, monkeypatch: pytest.MonkeyP
     return make_factory(tmp_path), make_process_suite(assay_home, tasks=2)
 
 
+@pytest.mark.slow
 def test_claude_code_against_codex_scripted_end_to_end(
     sandbox: str, tmp_path: Path, assay_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -154,6 +154,7 @@ def test_a_bar_of_format_2_reads_with_the_void_rules_it_ran_under(tmp_path: Path
     assert (Bar().void_provider_errors, Bar().void_backoff_seconds) == (10, 30.0)
 
 
+@pytest.mark.slow
 def test_a_bar_of_format_3_reads_with_the_default_look_rule(tmp_path: Path):
     """Issue 22: Bar 4 records the look rule; an Experiment started under Bar 3 resumes under the
     default rule (which decides its one look exactly as before), so its Bar still matches."""

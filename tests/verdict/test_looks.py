@@ -31,7 +31,8 @@ def test_look_one_decides_exactly_as_the_spec_verdict() -> None:
         spec, first = compute_verdict(pairs, trials_per_task=3, bar=BAR), at_look(pairs, 1)
         advice = ("more_tasks", "more_tasks_over_cap", "more_tasks_chance")
         beside = {f"spec_{f}": getattr(spec, f"spec_{f}") for f in advice}
-        assert attrs.evolve(first, **{f: getattr(spec, f) for f in advice}, **beside) == spec
+        batch = {f: getattr(spec, f) for f in ("batch_size", "batch_looks", "batch_chance", "batch_tasks")}
+        assert attrs.evolve(first, **{f: getattr(spec, f) for f in advice}, **beside, **batch) == spec
         assert first.look == 1 and first.decided_by == "credible interval"
         # issue 37: the spec's "how many more" (977 D55) is kept beside the look rule's, the very figure
         # `assay verdict` gives (it disagreed between commands on the same counts)
@@ -39,6 +40,7 @@ def test_look_one_decides_exactly_as_the_spec_verdict() -> None:
             (spec.more_tasks, spec.more_tasks_over_cap, spec.more_tasks_chance)
 
 
+@pytest.mark.slow
 def test_the_sequence_covers_the_true_mean_at_every_task_count_at_once() -> None:
     """The property every later look rests on: over 400 streams of 300 tasks, the running
     interval ever excludes the true mean in at most 5% of them (each side at most 2.5%)."""
@@ -198,8 +200,10 @@ def test_following_the_advice_at_the_margin_keeps_the_first_looks_error_rate() -
     worth; and under ``confidence-sequence-only`` the issue's target holds: "≤ 2.5% at the
     margin, whatever the number of looks"."""
     bench = _workflow()
-    passes = {rule: sum(bench.follow(0.8, seed, rule, 30, 3)[0] == "pass" for seed in range(400))
-              for rule in bench.RULES}
+    passes = dict.fromkeys(bench.RULES, 0)
+    for seed in range(400):  # seed by seed: the two sequence rules share a suite's later looks
+        for rule in bench.RULES:
+            passes[rule] += bench.follow(bench.BASE, -0.10, seed, rule).verdict == "pass"
     assert passes["today"] >= 1.5 * passes["one look"]
     assert passes["looks rule"] <= passes["one look"] + 4
     assert passes["sequence only"] <= 0.025 * 400

@@ -230,7 +230,7 @@ def test_everything_that_shaped_it_is_recorded_and_reads_back() -> None:
     bar = Bar(seed=11, draws=5000, margin=0.05, level=0.9, prior_weight=2.0)
     v = judge(tasks((0, 10), (-1, 5), (1, 5)), bar=bar)
     data = json.loads(json.dumps(formats.unstructure(v)))
-    assert data["format"] == Verdict.FORMAT == 3  # 2: look, decided_by (issue 22); 3: spec_more_tasks (issue 37)
+    assert data["format"] == Verdict.FORMAT == 4  # 2: look, decided_by (issue 22); 3: spec_more_tasks (issue 37); 4: the batch plan, the caveat (issue 34)
     for name in ("seed", "draws", "margin", "level", "prior_weight", "max_dropped_share"):
         assert data[name] == getattr(bar, name)
     assert data["trials_per_task"] == 3 and data["counts"] == [0, 0, 5, 10, 5, 0, 0]
