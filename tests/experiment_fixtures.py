@@ -78,13 +78,13 @@ def scenario(path: Path, data: dict) -> Path:
     return path
 
 
-def start_experiment(home: Path, factory: Path, scenario_file: Path, *args: str) -> subprocess.Popen:
+def start_experiment(home: Path, factory: Path, scenario_file: Path, *args: str, **env: str) -> subprocess.Popen:
     """The fixture Experiment as a process of its own (--json, output piped), for a test that stops,
-    kills or watches it while it runs."""
+    kills or watches it while it runs; ``env`` is added to its environment."""
     return subprocess.Popen(
         [sys.executable, "-m", "assay", "experiment", "change", "--factory", str(factory), "--suite", "fixture",
          "--sandbox", "none", "--json", *args],
-        env=cli_env(home, PLUGINS, FAKE_SCENARIO=str(scenario_file)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=cli_env(home, PLUGINS, FAKE_SCENARIO=str(scenario_file), **env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True,
     )
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -29,6 +30,15 @@ from tests.conftest import cli_env
 from tests.experiment_fixtures import PLUGINS
 
 START_TIMEOUT = 90.0
+# No usage report; a lost node noticed within about two seconds, not Ray's default half a minute.
+RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_health_check_period_ms": "500", "RAY_health_check_timeout_ms": "1000",
+           "RAY_health_check_failure_threshold": "3"}
+
+
+def auth_env() -> dict[str, str]:
+    """Ray's token authentication with a token of this cluster's own, for its nodes and its
+    coordinator alike: never the machine's ``~/.ray/auth_token``, which another cluster may write."""
+    return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
 
 
 @attrs.define
@@ -56,10 +66,12 @@ class RayCluster:
 
     root: Path
     env: dict[str, str]
+    auth: dict[str, str] = attrs.field(factory=auth_env)  # the coordinator needs it too (``**cluster.auth``)
     nodes: list[Node] = attrs.field(factory=list)
     address: str = ""
 
-    def add(self, name: str, account: str | None = None, plugins: str = PLUGINS) -> Node:
+    def add(self, name: str, account: str | None = None, plugins: str = PLUGINS, **env: str) -> Node:
+        """Start a node (the head first) with its own ``ASSAY_HOME``; ``env`` is its own (``FAKE_LOGINS``)."""
         index = len(self.nodes)
         ip = f"127.0.0.{index + 2}"
         home = self.root / f"home-{name}"
@@ -71,7 +83,7 @@ class RayCluster:
             argv += ["--head", "--port", str(_free_port(ip)), "--temp-dir", str(self.root / "ray")]
         else:
             argv += ["--address", self.address]
-        env = {**cli_env(home, plugins), **self.env, "RAY_USAGE_STATS_ENABLED": "0"}
+        env = {**cli_env(home, plugins), **self.env, **env, **RAY_ENV, **self.auth}
         with open(output, "w") as out:
             process = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                                        cwd=self.root)

@@ -16,14 +16,15 @@ import importlib
 import importlib.util
 import ipaddress
 import os
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from assay.hooks.protocols import ExecutorCheck, ExecutorOptions, HostLost, RemoteWork
 
 RESOURCE = "assay-login:"
-CANCEL_GRACE = 30.0  # seconds a cancelled Trial has to stop its session before its worker is killed
+CANCEL_GRACE = 30.0
+CHECK_EVERY = 2.0  # seconds between checks that a waiting task's place is still on a live node  # seconds a cancelled Trial has to stop its session before its worker is killed
 
 
 def place_name(login: str, account: str) -> str:
@@ -51,13 +52,46 @@ class RayExecutor:
         with contextlib.suppress(ValueError):
             if ipaddress.ip_address(host).is_loopback:  # a head only this host can reach: the driver is its node
                 kwargs["_node_ip_address"] = host
-        await trio.to_thread.run_sync(lambda: ray.init(
-            address=address, log_to_driver=False, configure_logging=False, include_dashboard=False, **kwargs))
-        log(f"executor ray: connected to {address} ({len(ray.nodes())} node(s))")
-        try:
-            yield RayWorkers(log)
-        finally:
-            await trio.to_thread.run_sync(ray.shutdown)
+        with _ray_output_to(log):
+            # In a thread: Ray then leaves the SIGTERM handler alone, which is the engine's (a Stop).
+            await trio.to_thread.run_sync(lambda: ray.init(
+                address=address, log_to_driver=False, configure_logging=False, include_dashboard=False, **kwargs))
+            log(f"executor ray: connected to {address} ({len(ray.nodes())} node(s))")
+            try:
+                yield RayWorkers(log)
+            finally:
+                await trio.to_thread.run_sync(ray.shutdown)
+
+
+@contextlib.contextmanager
+def _ray_output_to(log: Callable[[str], None]) -> Iterator[None]:
+    """Ray's driver prints the cluster's messages (a node that died) on stdout and its own warnings
+    on stderr, which are the user's (``--json`` output); while the run is connected both go to the
+    Command log instead. Ray has no option for the first: its printer is swapped (left alone where
+    a Ray has none)."""
+    import logging
+
+    from ray._private import worker
+
+    class ToLog(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            log(f"ray: {record.getMessage()}")
+
+    def to_log(data: Mapping[str, Any], ignore_prefix: bool = False) -> None:
+        for line in data.get("lines", ()):
+            log(f"ray ({data.get('pid')}): {line}")
+
+    logger = logging.getLogger("ray")  # Ray gives it a handler of its own, to stderr
+    handlers, logger.handlers = logger.handlers, [ToLog(logging.WARNING)]
+    printer = getattr(worker, "print_to_stdstream", None)
+    if printer is not None:
+        worker.print_to_stdstream = to_log
+    try:
+        yield
+    finally:
+        if printer is not None:
+            worker.print_to_stdstream = printer
+        logger.handlers = handlers
 
 
 class RayWorkers:
@@ -65,10 +99,12 @@ class RayWorkers:
 
     def __init__(self, log: Callable[[str], None]):
         import ray
+        import trio
 
         self._log = log
         self._dropped: dict[str, str] = {}
         self._blobs: dict[str, Any] = {}  # blob name → its ObjectRef, put once per run
+        self._putting = trio.Lock()
         self._call = ray.remote(_call)
 
     def places(self, login: str) -> tuple[str, ...]:
@@ -90,7 +126,11 @@ class RayWorkers:
         ref = self._call.options(resources={work.place: 1}, num_cpus=0, max_retries=0, retry_exceptions=False,
                                  name=work.key).remote(work.call, work.payload, names, *refs)
         try:
-            return await _result(ref)
+            return await _result(ref, lambda: self._offered(work.place))
+        except PlaceGone:
+            with trio.CancelScope(shield=True):
+                await _cancel(ref)
+            raise HostLost(f"no live node holds {work.place} any more") from None
         except trio.Cancelled:
             with trio.CancelScope(shield=True):
                 await _cancel(ref)
@@ -99,13 +139,21 @@ class RayWorkers:
                 ray.exceptions.OwnerDiedError, ray.exceptions.LocalRayletDiedError) as e:
             raise HostLost(f"{type(e).__name__} on {work.place}") from None
 
+    async def _offered(self, place: str) -> bool:
+        """Whether a live node still holds ``place`` (a node's death takes its resources with it)."""
+        import ray
+        import trio
+
+        return place in await trio.to_thread.run_sync(ray.cluster_resources)
+
     async def _blob(self, name: str, path: Path) -> Any:
         import ray
         import trio
 
-        if name not in self._blobs:
-            data = await trio.to_thread.run_sync(path.read_bytes)
-            self._blobs[name] = await trio.to_thread.run_sync(ray.put, data)
+        async with self._putting:  # each blob put once, however many Trials ask at once
+            if name not in self._blobs:
+                data = await trio.to_thread.run_sync(path.read_bytes)
+                self._blobs[name] = await trio.to_thread.run_sync(ray.put, data)
         return self._blobs[name]
 
 
@@ -115,8 +163,14 @@ def _call(call: str, payload: bytes, names: list[str], *blobs: bytes) -> dict[st
     return getattr(importlib.import_module(module), function)(payload, dict(zip(names, blobs)))
 
 
-async def _result(ref: Any) -> Any:
-    """The task's value, awaited in trio without holding a thread."""
+class PlaceGone(Exception):
+    """No live node holds the place a task waits for: Ray would keep it pending for ever."""
+
+
+async def _result(ref: Any, offered: Callable[[], Awaitable[bool]]) -> Any:
+    """The task's value, awaited in trio without holding a thread; every :data:`CHECK_EVERY`
+    seconds, whether a live node still holds its place (a task sent to a node that died before
+    Ray marked it dead waits for that node's resources otherwise)."""
     import trio
 
     future = ref.future()
@@ -128,8 +182,12 @@ async def _result(ref: Any) -> Any:
             token.run_sync_soon(done.set)
 
     future.add_done_callback(wake)
-    await done.wait()
-    return future.result()
+    while True:
+        with trio.move_on_after(CHECK_EVERY):
+            await done.wait()
+            return future.result()
+        if not await offered():
+            raise PlaceGone()
 
 
 async def _cancel(ref: Any) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import socket
 import sys
@@ -78,7 +79,7 @@ def worker_commands(plugins: Plugins) -> typer.Typer:
         if not resources:
             typer.echo("warning: no Harness has a login on this host (`assay harnesses`); it will run no Trial", err=True)
         if dry_run:
-            typer.echo(" ".join(argv))
+            typer.echo(shlex.join(argv))
             return
         sys.stdout.flush()
         os.execvpe(argv[0], argv, {**os.environ, "ASSAY_HOME": str(home.root)})

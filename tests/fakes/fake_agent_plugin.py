@@ -84,7 +84,9 @@ class FakeAgentHarness:
         return HarnessBinary(os.environ.get("FAKE_AGENT_BINARY") or os.path.realpath(sys.executable), "fake-agent 1.0")
 
     def login_present(self, assay_home: Path) -> bool:
-        return True
+        """Always, unless ``FAKE_LOGINS`` lists the Harnesses with a login here (a host of a cluster)."""
+        listed = os.environ.get("FAKE_LOGINS")
+        return listed is None or self.name in listed.split(",")
 
     def invocation(self, request) -> Invocation:
         scenario = os.environ.get("FAKE_SCENARIO", "")
