@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import assay
 import typer
 from assay.cli import output
+from assay.sessions import interrupts
 from typer.core import TyperGroup
 
 if TYPE_CHECKING:
@@ -194,6 +195,7 @@ def _command_takes_ctrl_c() -> None:
     (one line, exit 130) takes, instead of ``assay.__main__``'s end at once."""
     if getattr(signal.getsignal(signal.SIGINT), "assay_start_up", False):
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    interrupts.keep()
 
 
 def _is_input_error(e: Exception) -> bool:

@@ -33,6 +33,7 @@ from assay.hooks.protocols import (
 from assay.pairs.evidence import pair_evidence
 from assay.pairs.panel import ORDERS, Panel, saved_calls
 from assay.pairs.spend import Budget
+from assay.sessions import interrupts
 from assay.sessions.leftovers import Job, LeftoversError, Opened, Status, run_job
 from assay.sessions.slots import arm_login, login_slot
 from assay.storage import files, formats
@@ -169,12 +170,12 @@ class ExperimentRun:
         return outcome
 
     async def _watch_signals(self, signals: AsyncIterator[int]) -> None:
-        """A Stop (SIGTERM from ``assay stop``, or Ctrl-C) cuts in-flight Trials short."""
-        async for signum in signals:
-            self.stopped = True
-            self.command.log(f"Stop received ({signal.Signals(signum).name}): cutting in-flight work short")
-            self._work.cancel()
-            return
+        """A Stop (SIGTERM from ``assay stop``, or Ctrl-C, also one Python dropped before the run
+        watched for it) cuts in-flight Trials short."""
+        why = await interrupts.next_stop(signals)
+        self.stopped = True
+        self.command.log(f"Stop received ({why}): cutting in-flight work short")
+        self._work.cancel()
 
     # --- Trials -------------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from assay.hooks.protocols import Harness, SandboxBackend
 from assay.scoring import builtwith, origins, packet, sample
 from assay.scoring.github import GitHub, GitHubError, Issue, PullRequest
 from assay.scoring.store import KIND, Failure, PullScores, SampledPull, ScoringRun, ScoringStore
+from assay.sessions import interrupts
 from assay.sessions.grader_session import grader_session
 from assay.storage import files
 from assay.storage.files import Locked, exclusive_lock
@@ -204,11 +205,10 @@ class ScoringRunner:
 
     async def _watch_signals(self, work: trio.CancelScope, command: Command, outcome: dict) -> None:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-            async for signum in signals:
-                command.log(f"Stop received ({signal.Signals(signum).name}): cutting the session in flight short")
-                outcome["stopped"] = STOPPED
-                work.cancel()
-                return
+            why = await interrupts.next_stop(signals)
+            command.log(f"Stop received ({why}): cutting the session in flight short")
+            outcome["stopped"] = STOPPED
+            work.cancel()
 
     async def grade_all(self, run: ScoringRun, command: Command, failed: dict[str, str]) -> str:
         """Grade every pull request of the sample not yet scored, recording in ``failed`` why one
