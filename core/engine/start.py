@@ -28,6 +28,7 @@ from assay.hooks.loaded import PluginError, Plugins
 from assay.hooks.protocols import (ArmKind, ArmRuntime, Harness, NotYetImplemented, SandboxBackend, SeatedGrader,
                                    SuiteKind)
 from assay.pairs.votes import voting_families
+from assay.sessions import interrupts
 from assay.sessions.harness_arm import HarnessArm
 from assay.storage import formats
 from assay.storage.commands import Command, now
@@ -427,7 +428,6 @@ def arms_summary(setup: Setup) -> dict[str, ArmSetup]:
 
 def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report) -> tuple[ExperimentDir, str]:
     """Run (or resume) the Experiment; returns its folder and outcome."""
-    import trio
     from assay.engine.runner import ExperimentRun
     from assay.sessions.slots import workers_refusal
 
@@ -462,7 +462,7 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
                     prompts=prompts, runtimes=runtimes, backend=plan.backend, workers=workers,
                     command=command, report=report, grader_harnesses=graders, grading_backend=grading_backend,
                 )
-                outcome = trio.run(run.run)
+                outcome = interrupts.run_trio(run.run)
             except Exception as e:
                 cause = _root_cause(e)
                 with contextlib.suppress(OSError):  # a full disk must not hide the error behind its own

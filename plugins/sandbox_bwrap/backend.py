@@ -29,7 +29,7 @@ from assay.plugins.sandbox_bwrap.handshake import Handshake
 from assay.plugins.sandbox_bwrap.limits import TrialLimits
 from assay.plugins.sandbox_bwrap.meter import ProxyMeter
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, private_hosts, resolver, upstream_table
-from assay.sessions import hostkills
+from assay.sessions import hostkills, interrupts
 from assay.sessions.proctree import ProcessTree
 from assay.sessions.supervise import Supervisor
 from assay.storage import owners
@@ -106,7 +106,7 @@ class BwrapBackend(Supervisor):
             invocation = Invocation(argv=("true",), cwd=Path(folder), env={"PATH": "/usr/bin:/bin"},
                                     read_write=(Path(folder),))
             try:
-                result = trio.run(functools.partial(self.run, invocation, timeout=30, on_line=lambda line: None))
+                result = interrupts.run_trio(functools.partial(self.run, invocation, timeout=30, on_line=lambda line: None))
             except OSError as e:
                 return SandboxCheck(False, f"{type(e).__name__}: {e}", described, limits_here)
         if result.exit_code == 0 and result.void_cause is None:
