@@ -1,11 +1,12 @@
-"""An OAuth token endpoint for the scripted provider: refreshes of a ChatGPT-style login.
+"""An OAuth token endpoint for the scripted provider: refreshes of a ChatGPT-style or Kimi Code login.
 
-``POST /oauth/token`` with ``grant_type=refresh_token`` (JSON or form) answers new tokens as an
-OAuth 2.0 token response (RFC 6749 section 5.1, plus OpenID's ``id_token``), each new: an id
-token and an access token shaped as JWTs (unsigned: a random signature) naming the scripted
-account, and an opaque refresh token. :func:`chatgpt_login` makes an ``auth.json`` for that
-account, so a test can give Codex a login whose refreshes this endpoint serves. The log keeps
-no token: only a fingerprint of each one (:func:`fingerprint`).
+``POST /oauth/token`` (or ``/api/oauth/token``, Kimi Code's) with ``grant_type=refresh_token``
+(JSON or form) answers new tokens as an OAuth 2.0 token response (RFC 6749 section 5.1, plus
+OpenID's ``id_token``), each new: an id token and an access token shaped as JWTs (unsigned: a
+random signature) naming the scripted account, and an opaque refresh token. :func:`chatgpt_login`
+makes an ``auth.json`` for that account, so a test can give Codex a login whose refreshes this
+endpoint serves; :func:`kimi_login` a Kimi Code token file, as ``kimi login`` writes one. The log
+keeps no token: only a fingerprint of each one (:func:`fingerprint`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from urllib.parse import parse_qs
 from assay.scripted_provider.wire import Answer
 
 PATH = "/oauth/token"
+PATHS = (PATH, "/api/oauth/token")  # Codex's (any host), Kimi Code's
 ACCOUNT = "acct-assay-scripted"
 EMAIL = "scripted@assay.invalid"
 TOKEN_FIELDS = ("id_token", "access_token", "refresh_token")
@@ -57,6 +59,15 @@ def chatgpt_login(refreshed_days_ago: float = 0) -> dict[str, Any]:
     stamp = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=refreshed_days_ago)
     return {"auth_mode": "chatgpt", "OPENAI_API_KEY": None, "tokens": {**tokens(), "account_id": ACCOUNT},
             "last_refresh": stamp.isoformat().replace("+00:00", "Z")}
+
+
+def kimi_login(expires_in: float = 900) -> dict[str, Any]:
+    """A Kimi Code token file for the scripted account, as ``kimi login`` writes one (its access token
+    expired when ``expires_in`` is negative: Kimi Code then refreshes it before it asks)."""
+    issued = tokens()
+    now = int(dt.datetime.now(dt.timezone.utc).timestamp())
+    return {"access_token": issued["access_token"], "refresh_token": issued["refresh_token"],
+            "expires_at": now + int(expires_in), "scope": "kimi-code", "token_type": "Bearer", "expires_in": 900}
 
 
 def refresh(raw: bytes) -> tuple[Answer, dict[str, Any]]:

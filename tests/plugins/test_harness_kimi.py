@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import tomllib
 from pathlib import Path
 
 import attrs
@@ -147,7 +148,7 @@ def test_the_fresh_home_disables_web_tools_and_leaves_the_user_s_logins_behind(t
     KimiHarness().invocation(req)
     home = req.home / ".kimi-code"
     assert sorted(p.name for p in home.iterdir()) == ["AGENTS.md", "config.toml", "tui.toml"]
-    assert 'disabled = ["WebSearch", "FetchURL"]' in (home / "config.toml").read_text()
+    assert tomllib.loads((home / "config.toml").read_text())["tools"] == {"disabled": ["WebSearch", "FetchURL"]}
     assert "sk-user" not in (home / "config.toml").read_text()
 
 
