@@ -45,6 +45,11 @@ class KimiHarness:
         :class:`credentials.CredentialsError` (one line naming the file and field)."""
         return command.login(assay_home) is not None
 
+    def describe_login(self, assay_home: Path) -> str | None:
+        """Which kind of login ``[kimi]`` holds, never its secret (``assay setup``)."""
+        login = command.login(assay_home)
+        return login.describe() if isinstance(login, LoginFile) else "a Moonshot API key" if login else None
+
     def decoder(self) -> KimiDecoder:
         return KimiDecoder()
 

@@ -18,37 +18,12 @@ import pytest
 from assay.hooks.protocols import HarnessBinary, ProviderRoute
 from assay.plugins.harness_kimi import KimiHarness
 from assay.plugins.harness_kimi.login import GLOBAL, MAINLAND, endpoint
-from assay.scripted_provider import oauth
 from assay.sessions import credentials
 
-from tests.harness_fixtures import request, stray_home
+from tests.harness_fixtures import KIMI_LOGIN_CONFIG as LOGIN_CONFIG
+from tests.harness_fixtures import kimi_login, request, stray_home
 
 BINARY = HarnessBinary("/usr/lib/node_modules/@moonshot-ai/kimi-code/dist/main.mjs", "2.1.0")
-# What `kimi login` wrote into config.toml for the default endpoint (its models table left out).
-LOGIN_CONFIG = '''default_model = "kimi-code/kimi-for-coding"
-
-[providers."managed:kimi-code"]
-type = "kimi"
-api_key = ""
-base_url = "https://api.kimi.com/coding/v1"
-
-[providers."managed:kimi-code".oauth]
-storage = "file"
-key = "oauth/kimi-code"
-'''
-
-
-def kimi_login(kimi_home: Path, *, name: str = "kimi-code", config: str = LOGIN_CONFIG,
-               expires_in: float = 900) -> Path:
-    """A user's ``kimi login`` in ``kimi_home``: its token file (returned) and config.toml."""
-    (kimi_home / "credentials").mkdir(parents=True, exist_ok=True)
-    (kimi_home / "config.toml").write_text(config)
-    token = kimi_home / "credentials" / f"{name}.json"
-    token.write_text(json.dumps(oauth.kimi_login(expires_in), indent=2) + "\n")
-    token.chmod(0o600)
-    return token
-
-
 @pytest.fixture
 def user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A user with a Kimi Code login in ~/.kimi-code and ``[kimi] login = true``; returns the token file."""

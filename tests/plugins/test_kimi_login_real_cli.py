@@ -27,8 +27,7 @@ from assay.scripted_provider.oauth import fingerprint
 from assay.scripted_provider.routing import ScriptedProviders
 from assay.sessions import credentials
 
-from tests.harness_fixtures import FAST
-from tests.plugins.test_harness_kimi_login import kimi_login
+from tests.harness_fixtures import FAST, kimi_login
 from tests.sandbox_fixtures import bwrap_unavailable
 
 pytestmark = pytest.mark.slow
