@@ -113,11 +113,12 @@ key = "oauth/kimi-code"
 
 
 def kimi_login(kimi_home: Path, *, name: str = "kimi-code", config: str = KIMI_LOGIN_CONFIG,
-               expires_in: float = 900) -> Path:
-    """A user's ``kimi login`` in ``kimi_home``: its token file (returned) and config.toml."""
+               expires_in: float = 900, revoked: bool = False) -> Path:
+    """A user's ``kimi login`` in ``kimi_home``: its token file (returned) and config.toml
+    (:func:`assay.scripted_provider.oauth.kimi_login`)."""
     (kimi_home / "credentials").mkdir(parents=True, exist_ok=True)
     (kimi_home / "config.toml").write_text(config)
     token = kimi_home / "credentials" / f"{name}.json"
-    token.write_text(json.dumps(oauth.kimi_login(expires_in), indent=2) + "\n")
+    token.write_text(json.dumps(oauth.kimi_login(expires_in, revoked=revoked), indent=2) + "\n")
     token.chmod(0o600)
     return token

@@ -26,6 +26,7 @@ from assay.scripted_provider import Script, Turn, oauth
 from assay.scripted_provider.oauth import fingerprint
 from assay.scripted_provider.routing import ScriptedProviders
 from assay.sessions import credentials
+from assay.storage.records import Outcome, VoidCause
 
 from tests.harness_fixtures import FAST, kimi_login
 from tests.sandbox_fixtures import bwrap_unavailable
@@ -51,8 +52,9 @@ def user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home / ".kimi-code"
 
 
-def trial(backend: SandboxBackend, folder: Path) -> Session:
-    """One whole Trial of the real ``kimi`` on the user's own login; its script: one answer."""
+def trial(backend: SandboxBackend, folder: Path, *, answered: bool = True) -> Session:
+    """One whole Trial of the real ``kimi`` on the user's own login; its script: one answer (which,
+    with ``answered``, it must have given)."""
     harness = KimiHarness()
 
     async def run() -> Session:
@@ -62,7 +64,8 @@ def trial(backend: SandboxBackend, folder: Path) -> Session:
             return await bench.run("login", Script(turns=(Turn(text="Logged in."),)), "Say so.")
 
     session = trio.run(run)
-    assert session.outcome is not None and session.outcome.final_message == "Logged in.", (
+    assert session.outcome is not None
+    assert session.outcome.final_message == "Logged in." or not answered, (
         session.outcome, (session.folder / "session.log").read_text()[-2000:])
     return session
 
@@ -126,3 +129,24 @@ def test_under_bwrap_a_refresh_goes_through_the_broker_the_user_keeps_the_new_to
     reals = {fingerprint(v) for v in (*(real[s] for s in TOKENS), *(after[s] for s in TOKENS))}
     assert not {fingerprint(inside[s]) for s in TOKENS} & reals
     assert inside["expires_at"] > real["expires_at"]  # Kimi Code wrote the refreshed copy itself
+
+
+@pytest.mark.parametrize("backend", ["none", "bwrap"])
+def test_a_refused_refresh_voids_the_trial_and_leaves_the_user_s_file_as_it_was(
+    user: Path, tmp_path: Path, backend: str
+) -> None:
+    """Spec 977: a login that failed is a void Trial. Kimi Code, refused a refresh, overwrites its
+    token file with an empty one (its "revoked" mark): the Trial's copy, never the user's file."""
+    if backend == "bwrap" and bwrap_unavailable():
+        pytest.skip(bwrap_unavailable())
+    token = kimi_login(user, expires_in=-60, revoked=True)
+    before = token.read_bytes()
+    session = trial(FAST if backend == "none" else BwrapBackend(), tmp_path, answered=False)
+    assert session.outcome is not None
+    assert (session.outcome.outcome, session.outcome.void_cause) == (Outcome.VOID, VoidCause.LOGIN_FAILED)
+    [refused] = [e for e in session.provider.entries() if e["path"] in oauth.PATHS]
+    assert refused["answer"] == {"status": 401, "step": "token_refused"}
+    assert not session.provider.model_requests()
+    [copy] = (session.home / ".kimi-code" / "credentials").iterdir()
+    assert json.loads(copy.read_text())["access_token"] == ""  # Kimi Code's mark of a revoked login
+    assert token.read_bytes() == before
