@@ -104,7 +104,8 @@ class ScriptedProvider:
         delay = 0.0
         if method == "POST" and route in oauth.PATHS:  # a login's refresh: the log keeps no token
             answer, kept = oauth.refresh(raw)
-            entry.update(body=kept["body"], issued=kept.get("issued"), answer={"status": answer.status, "step": kept["step"]})
+            entry.update(body=kept["body"], issued=kept.get("issued"),
+                         answer={"status": answer.status, "step": kept["step"]})
         elif method == "HEAD":  # Claude's connection warm-up: HEAD / (2.1.197) or HEAD /api/hello (later)
             answer, entry["answer"] = Answer(200), {"status": 200, "step": "warm-up"}
         elif api is None:

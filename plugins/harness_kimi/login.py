@@ -133,7 +133,8 @@ def _endpoint_of(path: Path) -> Endpoint | None:
         provider = _managed_provider(path.parent.parent)
         oauth = provider.get("oauth") if isinstance(provider.get("oauth"), dict) else {}
         if _storage_name(oauth.get("key")) == path.stem:
-            return endpoint(str(oauth.get("oauth_host") or MAINLAND.oauth_host), str(provider.get("base_url") or MAINLAND.base_url))
+            return endpoint(str(oauth.get("oauth_host") or MAINLAND.oauth_host),
+                            str(provider.get("base_url") or MAINLAND.base_url))
     return next((known for known in (MAINLAND, GLOBAL) if known.storage_name == path.stem), None)
 
 

@@ -142,7 +142,8 @@ def test_a_login_file_that_holds_no_tokens_or_no_known_endpoint_is_refused(tmp_p
         assert str(raised.value).endswith(f"[kimi] login: {stray} {says}")
 
 
-def test_the_user_s_own_login_follows_kimi_code_home(tmp_path: Path, user: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_user_s_own_login_follows_kimi_code_home(tmp_path: Path, user: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     elsewhere = tmp_path / "kimi-elsewhere"
     kimi_login(elsewhere)
     monkeypatch.setenv("KIMI_CODE_HOME", str(elsewhere))

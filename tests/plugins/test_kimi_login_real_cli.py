@@ -85,7 +85,8 @@ def test_pass_through_the_cli_takes_its_copy_of_the_login_and_the_user_s_file_is
     assert request["path"] == "/coding/v1/chat/completions"  # Kimi Code's managed API, not Moonshot's
     assert request["credentials"] == {"authorization": fingerprint(real["access_token"])}
     [copy] = (session.home / ".kimi-code" / "credentials").iterdir()  # named for the route's endpoint
-    assert copy.name.startswith("kimi-code-env-") and json.loads(copy.read_text())["refresh_token"] == real["refresh_token"]
+    assert copy.name.startswith("kimi-code-env-")
+    assert json.loads(copy.read_text())["refresh_token"] == real["refresh_token"]
     assert token.read_bytes() == before
 
 
