@@ -49,11 +49,14 @@ def test_the_endpoint_s_file_name_is_kimi_code_s_own() -> None:
 
 
 def test_the_user_s_login_reaches_the_trial_s_home_as_its_own_copy(tmp_path: Path, user: Path) -> None:
+    """Issue 30's rule: login state is copied per Trial by an allowlist of keys."""
+    user.write_text(json.dumps({**json.loads(user.read_text()), "note": "not a login field"}))
     before = user.read_bytes()
     inv = KimiHarness().invocation(login_request(tmp_path, effort="high"))
     home = tmp_path / "trial-home" / ".kimi-code"
     copy = home / "credentials" / "kimi-code.json"
-    assert not copy.is_symlink() and json.loads(copy.read_text()) == json.loads(before)
+    assert not copy.is_symlink() and json.loads(copy.read_text()) == {
+        k: v for k, v in json.loads(before).items() if k != "note"}
     assert oct(copy.stat().st_mode & 0o777) == "0o600"
     config = tomllib.loads((home / "config.toml").read_text())
     provider = config["providers"]["managed:kimi-code"]
