@@ -68,7 +68,7 @@ def login(assay_home: Path | None) -> Login | None:
     path = AssayHome(assay_home or AssayHome.from_env().root).credentials
     table = credentials.read(path).get(credentials.KIMI_KEY[0], {})
     fields = (credentials.KIMI_KEY[1], credentials.KIMI_LOGIN[1])
-    for field, value in table.items():
+    for field in table:
         if field not in fields:
             raise credentials.CredentialsError(f"{path}: [kimi] {field}: not a field of [kimi] (api_key or login)")
     key, named = table.get(fields[0]), table.get(fields[1], False)
