@@ -36,7 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "approve": ("proposals_cmd", "Validate a proposed Eval task and move it into its suite."),
     "prompts": ("prompts_cmd", "List the prompt files in force and where each comes from."),
     "harnesses": ("harnesses_cmd", "List the Harnesses (binary, version, login); check them live."),
-    "setup": ("harnesses_cmd", "Store the Claude Code login token for sessions."),
+    "setup": ("harnesses_cmd", "Store a Harness's login for sessions (a token, a key, or Kimi Code's own login)."),
     "sandbox": ("sandbox_cmd", "The sandbox Trials run in: which backends work here."),
     "evals": ("experiment_cmd", "Prepare what Experiments run on."),
     "experiment": ("experiment_cmd", "Compare the Baseline and the Candidate on Eval suites."),

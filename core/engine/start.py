@@ -29,6 +29,7 @@ from assay.hooks.protocols import (ArmKind, ArmRuntime, Harness, NotYetImplement
                                    SuiteKind)
 from assay.pairs.votes import voting_families
 from assay.sessions import interrupts
+from assay.sessions.credentials import CredentialsError
 from assay.sessions.harness_arm import HarnessArm
 from assay.storage import formats
 from assay.storage.commands import Command, now
@@ -221,7 +222,11 @@ def _logins_present(home: AssayHome, sources: Mapping[Arm, Harness | ArmKind], a
     """Refuse an Arm whose Harness has no login here: its every Trial would only be void."""
     for arm, setup in zip(ARMS, arms):
         source = sources[arm]
-        if hasattr(source, "login_present") and not source.login_present(home.root):
+        try:
+            present = not hasattr(source, "login_present") or source.login_present(home.root)
+        except CredentialsError as e:  # a login table it can't read: the one line naming file and field
+            raise PlanError(f"the {arm.title()}'s Harness '{setup.harness}': {e}") from None
+        if not present:
             raise PlanError(f"the {arm.title()}'s Harness '{setup.harness}' has no login on this machine "
                             f"(`assay harnesses` shows each; `assay setup` stores Claude Code's token)")
 
