@@ -8,6 +8,7 @@ import signal
 import trio
 from assay.console.app import LOOPBACK, make_app
 from assay.hooks.loaded import Plugins
+from assay.sessions import interrupts
 from assay.storage.home import AssayHome
 
 
@@ -20,8 +21,7 @@ async def _interrupted() -> None:
     connections get its graceful timeout), rather than a KeyboardInterrupt raised wherever the
     server happened to be, which could leave a browser's kept-alive connection holding it up."""
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
-        async for _ in received:
-            return
+        await interrupts.next_stop(received)
 
 
 def serve(home: AssayHome, plugins: Plugins, host: str, port: int, token: str | None) -> None:
@@ -35,7 +35,7 @@ def serve(home: AssayHome, plugins: Plugins, host: str, port: int, token: str | 
     config.errorlog = "-"
     app = make_app(home, plugins, token=token, loopback=is_loopback(host))
     try:
-        trio.run(functools.partial(hypercorn_serve, app, config, mode="asgi", shutdown_trigger=_interrupted))
+        interrupts.run_trio(functools.partial(hypercorn_serve, app, config, mode="asgi", shutdown_trigger=_interrupted))
     except BaseExceptionGroup as group:  # trio's nurseries wrap a failed bind
         failed = group.subgroup(OSError)
         while isinstance(failed, BaseExceptionGroup):

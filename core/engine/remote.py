@@ -272,7 +272,11 @@ def run_on_host(payload: bytes, blobs: Mapping[str, bytes]) -> dict[str, bytes]:
     if binary.version != work.arm.harness_version:
         return refused(f"its {harness.name} is version {binary.version!r}; the Experiment's Arms run "
                        f"{work.arm.harness_version!r}")
-    if not harness.login_present(home.root):
+    try:
+        present = harness.login_present(home.root)
+    except Exception as e:  # a login table it can't read (CredentialsError), or a broken plugin
+        return refused(f"the Harness '{harness.name}''s login here can't be read ({described(e)})")
+    if not present:
         return refused(f"no login for the Harness '{harness.name}' here")
     backend = plugins.sandbox_backends().get(work.sandbox)
     check = backend.check() if backend is not None else None

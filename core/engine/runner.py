@@ -25,6 +25,7 @@ from assay.hooks.protocols import ArmRuntime, GradingContext, Harness, ProcessRe
 from assay.pairs.evidence import pair_evidence
 from assay.pairs.panel import ORDERS, Panel, saved_calls
 from assay.pairs.spend import Budget
+from assay.sessions import interrupts
 from assay.sessions.slots import arm_login, login_slot
 from assay.storage import files, formats
 from assay.storage.commands import Command, now
@@ -163,12 +164,12 @@ class ExperimentRun:
         return outcome
 
     async def _watch_signals(self, signals: AsyncIterator[int]) -> None:
-        """A Stop (SIGTERM from ``assay stop``, or Ctrl-C) cuts in-flight Trials short."""
-        async for signum in signals:
-            self.stopped = True
-            self.command.log(f"Stop received ({signal.Signals(signum).name}): cutting in-flight work short")
-            self._work.cancel()
-            return
+        """A Stop (SIGTERM from ``assay stop``, or Ctrl-C, also one Python dropped before the run
+        watched for it) cuts in-flight Trials short."""
+        why = await interrupts.next_stop(signals)
+        self.stopped = True
+        self.command.log(f"Stop received ({why}): cutting in-flight work short")
+        self._work.cancel()
 
     # --- Trials -------------------------------------------------------------------------------
 
@@ -299,7 +300,8 @@ class ExperimentRun:
         """Start grading the task if every Trial of it has finished (and none was dropped)."""
         if task_id in self._graded or self._grading is None:
             return
-        states = [self.exp.slot_state(s, self.bar) for s in self.exp.slots(self.setup.tasks) if s.task == task_id]
+        tasks = [task for task in self.setup.tasks if task.id == task_id]  # its own Trials' states alone, not all
+        states = [self.exp.slot_state(s, self.bar) for s in self.exp.slots(tasks)]
         if any(s.void_final or s.last is None or s.next_attempt is not None for s in states):
             return  # dropped, or not finished
         self._graded.add(task_id)

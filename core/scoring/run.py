@@ -26,6 +26,7 @@ from assay.hooks.protocols import Harness, SandboxBackend
 from assay.scoring import builtwith, origins, packet, sample
 from assay.scoring.github import GitHub, GitHubError, Issue, PullRequest
 from assay.scoring.store import KIND, Failure, PullScores, SampledPull, ScoringRun, ScoringStore
+from assay.sessions import interrupts
 from assay.sessions.grader_session import grader_session
 from assay.storage import files
 from assay.storage.files import Locked, exclusive_lock
@@ -156,7 +157,7 @@ class ScoringRunner:
                     command.log(f"window {run.window_start.isoformat()} .. {run.window_end.isoformat()}, "
                                 f"seed {run.seed}: {len(run.sample)} pull requests")
                     self.report(f"sample: {len(run.sample)} pull requests ({len(run.carried)} carried over)")
-                    result = trio.run(self._work, run, command)
+                    result = interrupts.run_trio(self._work, run, command)
                 except BaseException as e:
                     why = "stopped" if isinstance(e, KeyboardInterrupt) else f"{type(e).__name__}: {e}"
                     state = "stopped" if isinstance(e, KeyboardInterrupt) else "errored"
@@ -204,11 +205,10 @@ class ScoringRunner:
 
     async def _watch_signals(self, work: trio.CancelScope, command: Command, outcome: dict) -> None:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-            async for signum in signals:
-                command.log(f"Stop received ({signal.Signals(signum).name}): cutting the session in flight short")
-                outcome["stopped"] = STOPPED
-                work.cancel()
-                return
+            why = await interrupts.next_stop(signals)
+            command.log(f"Stop received ({why}): cutting the session in flight short")
+            outcome["stopped"] = STOPPED
+            work.cancel()
 
     async def grade_all(self, run: ScoringRun, command: Command, failed: dict[str, str]) -> str:
         """Grade every pull request of the sample not yet scored, recording in ``failed`` why one

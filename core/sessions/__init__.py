@@ -7,5 +7,6 @@ thread (which outlives it); ``hostkills`` telling a kill from outside the sandbo
 inside; ``proctree`` finding and killing every process a session started; ``streams`` judging a
 session from its event stream (outcome, void cause, tokens, cost); ``leftovers`` work on what a
 Trial left (checkouts, test runs, diffs, status) as a job in a grading sandbox of its own, its report
-checked (``leftovers_inside`` is what runs in there).
+checked (``leftovers_inside`` is what runs in there); ``interrupts`` a Ctrl-C Python drops, kept
+for whatever takes Stop over.
 """

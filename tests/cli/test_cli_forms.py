@@ -105,3 +105,20 @@ def test_ctrl_c_in_the_first_seconds_exits_cleanly(assay_home, tmp_path, after):
     out, err = proc.communicate(timeout=60)
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert proc.returncode in (3, 130), (proc.returncode, err)  # 3: the run had begun and ended stopped
+
+
+def test_a_ctrl_c_python_drops_still_stops_the_run(assay_home, tmp_path):
+    """Finding (issue 37): about one Ctrl-C in twenty, pressed as the plan is announced, was lost:
+    Python raised it inside an at-fork hook or importlib's clean-up, printed "Exception ignored"
+    and carried on, and the Experiment ran to its end. docs/experiments.md: "Ctrl-C at any moment"
+    stops it. Here a plugin makes Python drop one as it loads (inside a ``__del__``): the run still
+    stops as it begins, says so in its Command log, and prints no traceback."""
+    factory = make_factory(tmp_path)
+    make_suite(assay_home, tasks=1)
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "sleep:1,right"}})
+    done = run_cli(assay_home, "experiment", "change", "--factory", str(factory), "--suite", "fixture",
+                   "--sandbox", "none", plugins=f"{PLUGINS},drop_ctrl_c_plugin", FAKE_SCENARIO=str(sc))
+    assert "Traceback" not in done.stderr and "KeyboardInterrupt" not in done.stderr, done.stderr
+    assert done.returncode == 3, (done.returncode, done.stdout, done.stderr)  # 3: stopped
+    [log] = [p.read_text() for p in assay_home.rglob("*.log") if "Stop received" in p.read_text()] or [""]
+    assert "Stop received (SIGINT, before the run watched for it)" in log, log
