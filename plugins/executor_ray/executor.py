@@ -52,10 +52,11 @@ class RayExecutor:
         with contextlib.suppress(ValueError):
             if ipaddress.ip_address(host).is_loopback:  # a head only this host can reach: the driver is its node
                 kwargs["_node_ip_address"] = host
-        with _ray_output_to(log):
+        with _ray_output_to(log) as after_init:
             # In a thread: Ray then leaves the SIGTERM handler alone, which is the engine's (a Stop).
             await trio.to_thread.run_sync(lambda: ray.init(
                 address=address, log_to_driver=False, configure_logging=False, include_dashboard=False, **kwargs))
+            after_init()
             log(f"executor ray: connected to {address} ({len(ray.nodes())} node(s))")
             try:
                 yield RayWorkers(log)
@@ -64,11 +65,11 @@ class RayExecutor:
 
 
 @contextlib.contextmanager
-def _ray_output_to(log: Callable[[str], None]) -> Iterator[None]:
+def _ray_output_to(log: Callable[[str], None]) -> Iterator[Callable[[], None]]:
     """Ray's driver prints the cluster's messages (a node that died) on stdout and its own warnings
     on stderr, which are the user's (``--json`` output); while the run is connected both go to the
     Command log instead. Ray has no option for the first: its printer is swapped (left alone where
-    a Ray has none)."""
+    a Ray has none). Yields what to call once ray.init has cleared the "ray" logger."""
     import logging
 
     from ray._private import worker
@@ -81,17 +82,22 @@ def _ray_output_to(log: Callable[[str], None]) -> Iterator[None]:
         for line in data.get("lines", ()):
             log(f"ray ({data.get('pid')}): {line}")
 
-    logger = logging.getLogger("ray")  # Ray gives it a handler of its own, to stderr
-    handlers, logger.handlers = logger.handlers, [ToLog(logging.WARNING)]
+    # Ray's own handler writes to stderr, and ray.init clears the "ray" logger's handlers (then
+    # Python's last resort writes to stderr): "ray" and ray.init's own logger both take ours.
+    loggers = [logging.getLogger("ray"), logging.getLogger(worker.__name__)]
+    saved = [(logger.handlers, logger.propagate) for logger in loggers]
+    for logger in loggers:
+        logger.handlers, logger.propagate = [ToLog(logging.WARNING)], False
     printer = getattr(worker, "print_to_stdstream", None)
     if printer is not None:
         worker.print_to_stdstream = to_log
     try:
-        yield
+        yield lambda: setattr(loggers[0], "handlers", [ToLog(logging.WARNING)])
     finally:
         if printer is not None:
             worker.print_to_stdstream = printer
-        logger.handlers = handlers
+        for logger, (handlers, propagate) in zip(loggers, saved):
+            logger.handlers, logger.propagate = handlers, propagate
 
 
 class RayWorkers:

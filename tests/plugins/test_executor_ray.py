@@ -105,6 +105,8 @@ def test_trials_run_only_where_their_login_is_two_at_once_and_give_the_local_ver
         there = experiment(remote, factory, sc, "--candidate-model", "bad", "--json", "--executor", "ray",
                            "--ray-address", cluster.address, **cluster.auth)
         assert there.returncode == 0, there.stderr
+    assert json.loads(there.stdout)["verdict"] == json.loads(here.stdout)["verdict"]  # Ray's own words stay out
+    assert "SIGTERM handler" not in there.stderr and "(raylet)" not in there.stdout
     assert _verdict(remote) == _verdict(local)
     assert len(_trials(remote)) == len(_trials(local)) == 16
     places = re.findall(r"ran on host \S+ \((\S+)\)", _log(remote))

@@ -1,0 +1,97 @@
+"""``--executor ray``: an Experiment's Trials stage on 1, 2 and 4 simulated hosts.
+
+Each host is a Ray node of its own on loopback (``assay worker start``, as tests/ray_fixtures.py
+starts them), holding one account of the fake Harness's login: two slots. Every session is the
+fake agent sleeping a fixed time, so the ideal Trials stage on ``n`` hosts is
+
+    ideal = Trials × session seconds / (2 × n)
+
+and the figures printed per host count are the Trials stage's wall time (from the Command
+record), its speed-up against one host as a share of linear, and Ray's added cost per Trial:
+
+    added cost per Trial = (wall × 2 × n − Trials × session seconds) / Trials
+
+(the slot-seconds each Trial held beyond its session: shipping, the host's checks and repository,
+the results' checks and writing). The issue's target: ≥ 0.85 of linear at 4 hosts.
+
+On one machine the hosts share its cores: the figures hold while the hosts' own work per Trial
+(a git copy, the session's start) fits in the session's seconds. Run:
+``python benchmarks/bench_distributed.py [--trials 200] [--seconds 2] [--hosts 1 2 4]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.conftest import cli_env  # noqa: E402
+from tests.experiment_fixtures import PLUGINS, make_factory, make_suite, scenario  # noqa: E402
+from tests.ray_fixtures import ray_cluster  # noqa: E402
+
+SLOTS = 2
+
+
+def trials_stage(home: Path) -> float:
+    """The Trials stage's wall seconds, from the Experiment's Command record."""
+    [record] = (home / "logs" / "experiment").glob("*.json")
+    [stage] = [s for s in json.loads(record.read_text())["stages"] if s["name"] == "trials"]
+    return (datetime.fromisoformat(stage["ended_at"]) - datetime.fromisoformat(stage["started_at"])).total_seconds()
+
+
+def run(root: Path, hosts: int, trials: int, seconds: float) -> float:
+    home = root / f"home-{hosts}"
+    home.mkdir()
+    make_suite(home, tasks=trials // 2)  # one Trial per Arm per task
+    factory = make_factory(root / f"factory-{hosts}")
+    sc = scenario(root / f"s-{hosts}.json", {"good": {"*": f"sleep:{seconds},right"}})
+    with ray_cluster(root / f"ray-{hosts}", FAKE_SCENARIO=str(sc)) as cluster:
+        for i in range(hosts):
+            cluster.add(f"host-{i}", account=f"account-{i}")
+        done = subprocess.run(
+            [sys.executable, "-m", "assay", "experiment", "change", "--factory", str(factory), "--suite", "fixture",
+             "--sandbox", "none", "--trials-per-task", "1", "--executor", "ray", "--ray-address", cluster.address,
+             "--json", "--yes"],
+            env=cli_env(home, PLUGINS, FAKE_SCENARIO=str(sc), **cluster.auth), capture_output=True, text=True)
+    if '"verdict"' not in done.stdout:  # a Verdict (or one that waits on a recheck: exit 5) ends it
+        raise SystemExit(f"the Experiment on {hosts} host(s) failed (exit {done.returncode}): {done.stdout[-1000:]} {done.stderr[-2000:]}")
+    return trials_stage(home)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--hosts", type=int, nargs="+", default=[1, 2, 4])
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="bench-distributed-"))
+    try:
+        walls = {}
+        for hosts in args.hosts:
+            (root / f"ray-{hosts}").mkdir()
+            try:
+                walls[hosts] = run(root, hosts, args.trials, args.seconds)
+            except pytest.skip.Exception as e:
+                raise SystemExit(f"Ray can't run here: {e}") from None
+        base_hosts = min(walls)
+        print(f"{args.trials} Trials of a {args.seconds:g} s session, {SLOTS} slots per host")
+        print(f"{'hosts':>5} {'wall s':>8} {'ideal s':>8} {'of linear':>10} {'added s/Trial':>14}")
+        for hosts, wall in walls.items():
+            ideal = args.trials * args.seconds / (SLOTS * hosts)
+            linear = (walls[base_hosts] / wall) / (hosts / base_hosts)
+            added = (wall * SLOTS * hosts - args.trials * args.seconds) / args.trials
+            print(f"{hosts:>5} {wall:>8.1f} {ideal:>8.1f} {linear:>10.2f} {added:>14.2f}")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
