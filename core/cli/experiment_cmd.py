@@ -15,18 +15,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
-import attrs
 import typer
 from assay.cli.experiment_records import command_record, find_experiment, shared_family_note, show_verdict
 from assay.cli.output import JsonOpt, emit_json, emit_json_line, fail, say, table
-from assay.engine.results import listing, read_verdict
-from assay.storage import commands
-from assay.storage.files import Locked, NotALockFile
 from assay.storage.home import AssayHome
-from assay.storage.records import ARMS, GRADERS, Bar, PanelSeat
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the records, the engine and the plugins load in the commands that use them (`--help` needs none)
     from assay.hooks import plugin_manager as plugin_loading  # loaded on first use (cli.PluginsOnUse)
+    from assay.storage.records import Bar
 
 EXIT_PAUSED = 3
 EXIT_NOT_FINAL = 5
@@ -52,6 +48,8 @@ def flag_message(text: str) -> str:
 
 
 def _bar(**overrides: Any) -> Bar:
+    from assay.storage.records import Bar
+
     given = {k: v for k, v in overrides.items() if v is not None}
     try:
         return Bar(**given)
@@ -232,6 +230,7 @@ def refuse_outside_release(**given: Any) -> None:
 def _extend(plugins: plugin_loading.Plugins, home: AssayHome, ref: str | None, add_tasks: list[str],
             given: dict[str, Any], *, workers: int, json_: bool) -> None:
     """``assay experiment ID --add-tasks …``: record the new look, then run it (docs/verdict.md)."""
+    import attrs
     from assay.engine import extend
     from assay.engine import start as experiments_core
     from assay.engine.folder import bar_differences
@@ -266,6 +265,8 @@ def _extend(plugins: plugin_loading.Plugins, home: AssayHome, ref: str | None, a
 def _panel_flags(mode: str | None, seats: list[str], vote: str | None, arm_family_rule: str | None,
                  families: int | None) -> dict[str, Any]:
     """The Bar's panel fields from the flags (None where a flag is absent: the Bar's default)."""
+    from assay.storage.records import PanelSeat
+
     if arm_family_rule not in (None, "on", "off"):
         fail(f"--panel-arm-family-rule must be on or off, got {arm_family_rule!r}")
     try:
@@ -280,6 +281,8 @@ def _panel_flags(mode: str | None, seats: list[str], vote: str | None, arm_famil
 def _arm_scripts(values: list[str]) -> dict[str, Path]:
     """``SCRIPT`` (both Arms), ``ARM=SCRIPT`` or ``grader=SCRIPT`` values as a script per Arm (and
     one for every Grader session)."""
+    from assay.storage.records import ARMS, GRADERS
+
     scripts: dict[str, Path] = {}
     for value in values:
         arm, named, path = value.partition("=")
@@ -375,6 +378,7 @@ def _evals_app(plugins: plugin_loading.Plugins) -> typer.Typer:
     ) -> None:
         """Resolve and freeze both Arms (Factory builds, Custom-runner manifests) without running a Trial."""
         from assay.engine.start import prepare_arms as prepare
+        from assay.storage.records import Bar
 
         home = AssayHome.from_env()
         plan = make_plan(plugins, home, Bar(), None, None, factory, suite, arm_flags(locals()), sandbox_fallback=True)
@@ -392,6 +396,7 @@ def _announce(plan: Any, bar: Bar, json_: bool) -> None:
     if json_:
         return
     from assay import verdict as verdicts
+    from assay.storage.records import ARMS
 
     setup = plan.setup
     say(f"Experiment {setup.id}" + (f" (label {setup.label}, beside the one these Arms name)" if setup.label else ""))
@@ -451,6 +456,8 @@ def _plural(n: int, noun: str) -> str:
 
 
 def _conclude(exp: Any, outcome: str, json_: bool) -> None:
+    from assay.engine.results import read_verdict
+
     verdict = read_verdict(exp)
     if json_:
         line = {"id": exp.id, "outcome": outcome,
@@ -502,7 +509,7 @@ def experiments(
     json_: bool = JsonOpt,
 ) -> None:
     """List Experiments, or show one: Arms, Bar, per-task pairs, every Trial, minutes, the Verdict."""
-    from assay.engine.results import describe
+    from assay.engine.results import describe, listing
     from assay.storage.userconfig import grading_config
 
     home = AssayHome.from_env()
@@ -544,6 +551,8 @@ def _when(iso: str) -> str:
 
 
 def _show(data: dict) -> None:
+    from assay.storage.records import ARMS
+
     say(f"Experiment {data['id']}" + (f" (label {data['label']})" if data["label"] else "")
         + f": {data['state']}" + (f" ({data['outcome']})" if data["outcome"] else ""))
     if data["release"]:
@@ -596,6 +605,7 @@ def _recheck_command(plugins: plugin_loading.Plugins):
     ) -> None:
         """Record your recheck of a Trial's Score beside the Grader's (--pass or --fail); the Verdict follows it."""
         from assay.engine import results
+        from assay.storage.files import Locked, NotALockFile
         from assay.storage.userconfig import grading_config
 
         if pass_ == fail_:
@@ -635,6 +645,8 @@ def stop(
 ) -> None:
     """Stop a running Experiment (in-flight Trials are cut short, and re-run on resume) or Scoring run
     (what it didn't score waits for the next)."""
+    from assay.storage import commands
+
     home = AssayHome.from_env()
     scoring = [r for r in commands.all_records(home) if r.kind == "scoring" and r.id == id]
     kind, found = ("scoring", id) if scoring else ("experiment", find_experiment(home, id).id)

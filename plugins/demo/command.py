@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import typer
-from assay import hookimpl
 from assay.cli.output import JsonOpt, fail, say
 from assay.hooks.loaded import Plugins
 from assay.storage import files
@@ -108,8 +107,8 @@ def scoring_command(plugins: Plugins):
     return scoring
 
 
-@hookimpl
-def assay_commands(app: typer.Typer, plugins: Plugins) -> None:
+def register(app: typer.Typer, plugins: Plugins) -> None:
+    """Run a complete Experiment offline on the bundled demo suite (scripted runners, not AI)."""
     group = typer.Typer(rich_markup_mode=None, invoke_without_command=True)
     group.callback()(demo_command(plugins))
     group.command("scoring")(scoring_command(plugins))
