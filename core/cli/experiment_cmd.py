@@ -504,6 +504,7 @@ def print_result(exp: Any, outcome: str, verdict: dict | None) -> None:
 
 def experiments(
     id: str = typer.Argument(None, help="Show one Experiment (an id or a unique prefix)."),
+    trial: str = typer.Argument(None, help="Show one Trial of it, every attempt: SUITE/TASK:ARM-N, as listed."),
     pair: str = typer.Option(None, "--pair", help="Show one pair of process Trials blind, as a reader sees it."),
     reader: str = typer.Option(None, "--reader", help="With --pair: the reader (default: $USER)."),
     json_: bool = JsonOpt,
@@ -519,6 +520,9 @@ def experiments(
         if not id:
             fail("--pair needs the Experiment: assay experiments ID --pair PAIR")
         show_pair(find_experiment(home, id), pair, reader, json_)
+        return
+    if trial:
+        _show_trial(find_experiment(home, id), trial, json_)
         return
     if id:
         exp = find_experiment(home, id)
@@ -541,6 +545,25 @@ def experiments(
          ",".join(r["suites"]), f"{r['release']['commit'][:10]} since {r['release']['tag']}" if r["release"] else "")
         for r in rows
     ], empty="No Experiments yet. Start one with `assay experiment`.")
+
+
+def _show_trial(exp: Any, key: str, json_: bool) -> None:
+    """``assay experiments ID TRIAL``: one Trial's attempts, read from its own files alone."""
+    from assay.engine.results import trial_rows
+
+    slot = exp.find_slot(exp.setup(), key)
+    if slot is None:
+        fail(f"no Trial {key} in Experiment {exp.id} (name it SUITE/TASK:ARM-N, as `assay experiments {exp.id}` lists it)")
+    rows = trial_rows(exp, slot)
+    if json_:
+        emit_json({"id": exp.id, "trial": key, "attempts": rows})
+        return
+    say(f"Trial {key} of Experiment {exp.id}")
+    table(["ATTEMPT", "OUTCOME", "VOID CAUSE", "ENDED", "SCORE", "WHY", "FOLDER"], [
+        (t["attempt"], t["outcome"], t["void_cause"] or "", _when(t["ended_at"]),
+         ("pass" if t["score"]["passed"] else "fail") if t["score"] else "", _why(t), t["folder"])
+        for t in rows
+    ], empty="No attempt has finished yet.")
 
 
 def _when(iso: str) -> str:

@@ -21,8 +21,9 @@ import datetime as dt
 import hashlib
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 from assay.pairs.evidence import PairEvidence, pair_name
@@ -275,3 +276,54 @@ class ExperimentDir:
     def find_slot(self, setup: Setup, key: str) -> Slot | None:
         """The Trial named ``SUITE/TASK:ARM-N`` (as listings print it)."""
         return next((s for s in self.slots(setup.tasks) if s.key == key), None)
+
+    def read_once(self) -> ExperimentRead:
+        """This folder as one description or page reads it: each part worked out once."""
+        return ExperimentRead(self.path)
+
+
+@attrs.frozen
+class ExperimentRead(ExperimentDir):
+    """An Experiment's folder read for one description or page: its Setup, Bar and looks, and each
+    slot's attempts, finished records, attempt in force, Score, recheck and Pair evidence worked out
+    once, however often the description asks (the Verdict's judgements, the findings, the Trials'
+    rows and the progress each go over every slot). It sees nothing written after it read a part:
+    a run's engine keeps a plain :class:`ExperimentDir`."""
+
+    _memo: dict[tuple[Any, ...], Any] = attrs.field(factory=dict, init=False, eq=False, repr=False)
+
+    def read_once(self) -> ExperimentRead:
+        return self
+
+    def _once(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
+
+    def setup(self) -> Setup:
+        return self._once(("setup",), super().setup)
+
+    def looks(self, started: Setup | None = None) -> tuple[Look, ...]:
+        return self._once(("looks",), lambda: super(ExperimentRead, self).looks(started))
+
+    def bar(self) -> Bar:
+        return self._once(("bar",), super().bar)
+
+    def attempts(self, slot: Slot) -> list[int]:
+        return list(self._once(("attempts", slot), lambda: super(ExperimentRead, self).attempts(slot)))
+
+    def slot_state(self, slot: Slot, bar: Bar) -> SlotState:
+        read, state = self._once(("state", slot), lambda: (bar, super(ExperimentRead, self).slot_state(slot, bar)))
+        return state if read == bar else super().slot_state(slot, bar)
+
+    def in_force(self, slot: Slot) -> str | None:
+        return self._once(("in force", slot), lambda: super(ExperimentRead, self).in_force(slot))
+
+    def score(self, slot: Slot) -> Score | None:
+        return self._once(("score", slot), lambda: super(ExperimentRead, self).score(slot))
+
+    def recheck(self, slot: Slot) -> Recheck | None:
+        return self._once(("recheck", slot), lambda: super(ExperimentRead, self).recheck(slot))
+
+    def pair(self, task: str, index: int) -> PairEvidence | None:
+        return self._once(("pair", task, index), lambda: super(ExperimentRead, self).pair(task, index))
