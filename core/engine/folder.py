@@ -285,8 +285,8 @@ class ExperimentDir:
 @attrs.frozen
 class ExperimentRead(ExperimentDir):
     """An Experiment's folder read for one description or page: its Setup, Bar and looks, and each
-    slot's attempts, finished records, attempt in force, Score, recheck and Pair evidence worked out
-    once, however often the description asks (the Verdict's judgements, the findings, the Trials'
+    slot's folders, attempts, finished records, attempt in force, Score, recheck and Pair evidence
+    worked out once, however often the description asks (the Verdict's judgements, the findings, the Trials'
     rows and the progress each go over every slot). It sees nothing written after it read a part:
     a run's engine keeps a plain :class:`ExperimentDir`."""
 
@@ -308,6 +308,15 @@ class ExperimentRead(ExperimentDir):
 
     def bar(self) -> Bar:
         return self._once(("bar",), super().bar)
+
+    def slot_folder(self, slot: Slot) -> Path:
+        return self._once(("folder", slot), lambda: super(ExperimentRead, self).slot_folder(slot))
+
+    def attempt_folder(self, slot: Slot, attempt: int) -> Path:
+        return self._once(("attempt", slot, attempt), lambda: super(ExperimentRead, self).attempt_folder(slot, attempt))
+
+    def score_file(self, slot: Slot) -> Path:
+        return self._once(("score file", slot), lambda: super(ExperimentRead, self).score_file(slot))
 
     def attempts(self, slot: Slot) -> list[int]:
         return list(self._once(("attempts", slot), lambda: super(ExperimentRead, self).attempts(slot)))

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 from assay.cli.output import JsonOpt, fail, say
-from assay.hooks.loaded import Plugins
-from assay.storage import files
-from assay.storage.home import AssayHome
-from assay.storage.records import Bar
+
+if TYPE_CHECKING:  # `assay demo --help` needs none of them
+    from assay.hooks.loaded import Plugins
 
 
 def demo_command(plugins: Plugins):
@@ -31,6 +32,8 @@ def demo_command(plugins: Plugins):
         from assay.engine.arms import ArmFlags
         from assay.plugins.demo import CAREFUL, HASTY
         from assay.plugins.demo.suite import install_demo_suite
+        from assay.storage.home import AssayHome
+        from assay.storage.records import Bar
 
         home = AssayHome.from_env()
         try:
@@ -66,6 +69,8 @@ def scoring_command(plugins: Plugins):
         from assay.plugins.demo.scoring import run_demo
         from assay.scoring import origins, yours
         from assay.scoring.store import CRITERIA, ScoringStore
+        from assay.storage import files
+        from assay.storage.home import AssayHome
 
         started = time.monotonic()
         backends = plugins.sandbox_backends()
