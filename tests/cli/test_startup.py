@@ -109,6 +109,14 @@ def test_a_command_with_parameters_loads_no_pydantic(assay_home: Path, args: lis
     assert "trio" not in modules and not {m for m in modules if m.startswith(("assay.plugins.", "pluggy"))}
 
 
+def test_a_path_argument_loads_no_pydantic(assay_home: Path, tmp_path: Path) -> None:
+    counts = tmp_path / "counts.json"
+    counts.write_text(json.dumps({"trials_per_task": 1, "tasks": [{"id": "t", "baseline": 1, "candidate": 0}]}))
+    modules, out = modules_loaded_by(assay_home, "verdict", str(counts), "--json")
+    assert json.loads(out)["verdict"]  # the file was read through the converted path
+    assert not {m for m in modules if m.startswith("pydantic")}
+
+
 def test_a_value_that_needs_converting_is_still_converted_and_refused(cli) -> None:
     bad = cli("stop", "nope", "--wait", "abc")
     assert bad.returncode == 2
