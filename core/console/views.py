@@ -81,9 +81,8 @@ def trial(home: AssayHome, plugins: Plugins, ref: str, task: str, arm_index: str
     setup = exp.setup()
     slot = exp.find_slot(setup, f"{task}:{arm_index}")
     found = [t for t in results.trial_rows(exp, slot) if t["attempt"] == attempt] if slot is not None else []
-    if not found:
+    if slot is None or not found:
         raise NotFound(f"no Trial {task} {arm_index} attempt {attempt} in Experiment {exp.id}")
-    assert slot is not None
     arm = slot.arm
     record, folder = found[0], Path(found[0]["folder"])
     recheck = exp.recheck(slot)

@@ -2,8 +2,8 @@
 
 A plugin declares each command in the entry-point group ``assay.commands``: the name is the
 command's, the value the ``module:function`` that registers it (called as ``function(app,
-plugins)``, like the ``assay_commands`` hook). ``assay --help`` lists the command with the first
-line of that function's docstring, read from its module's source, so listing the commands
+plugins)``, like the ``assay_commands`` hook). ``assay --help`` lists the command with the summary
+of that function's docstring, read from its module's source, so listing the commands
 imports no plugin, no pluggy and nothing a plugin imports; the plugin loads when its command
 runs (or its own ``--help`` is asked for). The entry points are scanned once per process.
 """
@@ -47,8 +47,8 @@ def commands() -> dict[str, EntryPoint]:
 
 @functools.cache
 def help_line(value: str) -> str:
-    """The first line of the docstring of ``module:function``, read from the module's source
-    without running it (or "" when it has none or the source can't be found)."""
+    """The summary (first paragraph, on one line) of the docstring of ``module:function``, read from
+    the module's source without running it (or "" when it has none or the source can't be found)."""
     module, _, function = value.partition(":")
     source = _source_of(module.strip())
     if source is None or not function:
