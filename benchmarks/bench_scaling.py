@@ -13,9 +13,10 @@ running Trials, then prints the median time of:
     Console: Experiment page           console.views.experiment (the description, progress, rows)
     Console: Trial page                console.views.trial (one Trial's record, session, logs)
 
-and each row's growth from its smallest size: nothing may grow faster than linearly (x50 and x200
-at most for the Experiments, x10 for the Trials), and a Trial's page and ``assay experiments ID
-TRIAL`` should stay near x1 (issue 39). Run: ``python benchmarks/bench_scaling.py [--runs N]``.
+(interleaved: each round runs every row at every size once) and each row's growth from its
+smallest size: nothing may grow faster than linearly (x50 and x200 at most for the Experiments,
+x10 for the Trials), and a Trial's page and ``assay experiments ID TRIAL`` should stay near x1
+(issue 39). It also prints how many folders the Experiment page's data globs and files it reads. Run: ``python benchmarks/bench_scaling.py [--runs N]``.
 """
 
 from __future__ import annotations
@@ -40,17 +41,26 @@ from assay.storage.records import ARMS
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.written_experiments import write_experiment  # noqa: E402  (the fixtures the tests use too)
 
-def timed(make: Callable[[], Any], runs: int) -> float:
+def once(make: Callable[[], Any]) -> float:
+    start = time.perf_counter()
     try:
-        make()  # warm the caches
+        make()
     except subprocess.CalledProcessError:
         return float("nan")  # a command this version doesn't have
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        make()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return time.perf_counter() - start
+
+
+def interleaved(rows: dict[str, list[Callable[[], Any]]], runs: int) -> dict[str, list[float]]:
+    """Each row's median per size; every round runs every row at every size once, in turn (after
+    one warm-up round), so a change in the machine's load touches all sizes alike."""
+    times: dict[str, list[list[float]]] = {name: [[] for _ in makes] for name, makes in rows.items()}
+    for round_ in range(runs + 1):
+        for name, makes in rows.items():
+            for i, make in enumerate(makes):
+                seconds = once(make)
+                if round_:
+                    times[name][i].append(seconds)
+    return {name: [statistics.median(t) for t in sizes] for name, sizes in times.items()}
 
 
 def process(home: AssayHome, *args: str) -> Callable[[], Any]:
@@ -94,38 +104,35 @@ def main() -> None:
     runs = parser.parse_args().runs
     plugins = plugin_manager.load()
     with tempfile.TemporaryDirectory() as tmp:
-        print(f"Median of {runs} runs; the last column is the growth from the smallest size.")
-        print("Experiments (24 Trials each):")
-        listing, page = [], []
-        made = 0
+        print(f"Median of {runs} interleaved runs; the last column is the growth from the smallest size.")
+        many = []
         for count in (1, 50, 200):
-            home = AssayHome(Path(tmp) / "many")
-            while made < count:
-                write_experiment(home, made, 24)
-                made += 1
-            listing.append(timed(process(home, "experiments"), runs))
-            page.append(timed(lambda: views.experiments(home), runs))
-        sizes = ["1", "50", "200"]
-        row("assay experiments", sizes, listing)
-        row("Console: Experiments page", sizes, page)
+            home = AssayHome(Path(tmp) / f"many-{count}")
+            for n in range(count):
+                write_experiment(home, n, 24)
+            many.append(home)
+        print("Experiments (24 Trials each):")
+        for name, seconds in interleaved({
+            "assay experiments": [process(home, "experiments") for home in many],
+            "Console: Experiments page": [lambda home=home: views.experiments(home) for home in many],
+        }, runs).items():
+            row(name, ["1", "50", "200"], seconds)
         print("Trials in one Experiment:")
-        figures: dict[str, list[float]] = {}
+        slot = Slot("written/task-0000", ARMS[0], 0)
+        ones = []
         for trials in (100, 1000):
             home = AssayHome(Path(tmp) / f"one-{trials}")
-            exp_id = write_experiment(home, 0, trials)
-            slot = Slot("written/task-0000", ARMS[0], 0)
-            globs, opened = counted(lambda: views.experiment(home, exp_id))
+            ones.append((home, write_experiment(home, 0, trials)))
+            globs, opened = counted(lambda: views.experiment(*ones[-1]))
             print(f"  {trials:,} Trials: the Experiment page's data globbed {globs:,} times and read {opened:,} files")
-            for name, make in (
-                ("assay experiments ID --json", process(home, "experiments", exp_id, "--json")),
-                ("assay experiments ID TRIAL --json", process(home, "experiments", exp_id, slot.key, "--json")),
-                ("Console: Experiment page", lambda: views.experiment(home, exp_id)),
-                ("Console: Trial page", lambda: views.trial(home, plugins, exp_id, slot.task, f"{slot.arm}-0", 0)),
-            ):
-                figures.setdefault(name, []).append(timed(make, runs))
-        for name, seconds in figures.items():
+        for name, seconds in interleaved({
+            "assay experiments ID --json": [process(home, "experiments", id, "--json") for home, id in ones],
+            "assay experiments ID TRIAL --json": [process(home, "experiments", id, slot.key, "--json") for home, id in ones],
+            "Console: Experiment page": [lambda home=home, id=id: views.experiment(home, id) for home, id in ones],
+            "Console: Trial page": [lambda home=home, id=id: views.trial(home, plugins, id, slot.task, f"{slot.arm}-0", 0)
+                                    for home, id in ones],
+        }, runs).items():
             row(name, ["100", "1,000"], seconds)
-
 
 if __name__ == "__main__":
     main()
