@@ -40,7 +40,7 @@ def inbox(home: AssayHome) -> dict[str, Any]:
     for row in data["running"]:
         with contextlib.suppress(ValueError, OSError):  # one unreadable Experiment hides no other
             if row["kind"] == "experiment":
-                exp = results.find(home, row["id"])
+                exp = results.find(home, row["id"]).read_once()  # progress asks for each slot's attempts twice
                 p = progress(exp, results.command_of(home, exp.id), commands.now())
                 data["progress"][row["id"]] = {"done": p["done"], "total": p["total"], "running": len(p["running"])}
     return data
