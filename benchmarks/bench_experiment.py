@@ -1,7 +1,7 @@
 """The Experiment Command's overhead per Trial: copy, launch, records, grading bookkeeping.
 
 Runs an Experiment of 500 instant Trials (125 Eval tasks × 2 Arms × 2 Trials, every session a
-`sh -c echo`) on a small repository with the pass-through backend, at 1 and at 2 workers (both
+`sh -c echo`) on a small repository with the pass-through backend (or ``--sandbox``), at 1 and at 2 workers (both
 Arms run on one login, whose sessions never run more than 2 at once), and prints the wall time per
 Trial beside the bare session's own time, measured in the same run, and the CPU per Trial (this
 process and every child it reaped: steadier than wall time on a busy machine).
@@ -10,7 +10,7 @@ process and every child it reaped: steadier than wall time on a busy machine).
 
 (the whole Experiment's wall time, shared out over its Trials, less what the session itself costs).
 
-Run: ``python benchmarks/bench_experiment.py [--tasks N]``.
+Run: ``python benchmarks/bench_experiment.py [--tasks N] [--sandbox bwrap]``.
 """
 
 from __future__ import annotations
@@ -80,14 +80,14 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def run(tasks: int, workers: int) -> tuple[float, float, int]:
+def run(tasks: int, workers: int, sandbox: str) -> tuple[float, float, int]:
     with tempfile.TemporaryDirectory() as tmp:
         home, factory = world(Path(tmp), tasks)
         sys.path.insert(0, str(HERE))
         plugins = plugin_manager.load(modules=["instant_plugin"])
         plan = start.plan(
             home, plugins, factory_path=factory, suites=["bench"], bar=attrs.evolve(Bar(), timeout_seconds=60),
-            candidate=ArmFlags("HEAD", model="b"), baseline=ArmFlags("HEAD"), sandbox="none",
+            candidate=ArmFlags("HEAD", model="b"), baseline=ArmFlags("HEAD"), sandbox=sandbox,
         )
         started, cpu = time.perf_counter(), _cpu()
         _, outcome = start.start(home, plugins, plan, workers=workers, report=lambda *a: None)
@@ -100,12 +100,13 @@ def run(tasks: int, workers: int) -> tuple[float, float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, default=125)
+    parser.add_argument("--sandbox", default="none", help="the sandbox backend (none, bwrap)")
     args = parser.parse_args()
     session = bare_session()
     print(f"bare session (sh -c echo), median: {session * 1000:.1f} ms   [{os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.1f}]")
     for workers in (1, 2):
-        wall, cpu, trials = run(args.tasks, workers)
+        wall, cpu, trials = run(args.tasks, workers, args.sandbox)
         per_trial = wall / trials
         overhead = per_trial - session
         print(f"workers {workers}: {trials} Trials in {wall:.1f} s = {per_trial * 1000:.1f} ms wall per Trial; "

@@ -22,6 +22,7 @@ from assay.hooks.protocols import (
     StreamDecoder,
 )
 from assay.plugins.sandbox_none.backend import NoneBackend
+from assay.scripted_provider import oauth
 
 STREAMS = Path(__file__).parent / "fixtures" / "streams"
 FAST = NoneBackend(grace=0.5, poll=0.05, drain=1.0)
@@ -95,3 +96,29 @@ def run_session(
 
     process = trio.run(partial(backend.run, invocation, timeout=timeout, on_line=on_line))
     return decoder.finish(process), process, seen
+
+
+# What `kimi login` wrote into config.toml for the default endpoint (its models table left out).
+KIMI_LOGIN_CONFIG = '''default_model = "kimi-code/kimi-for-coding"
+
+[providers."managed:kimi-code"]
+type = "kimi"
+api_key = ""
+base_url = "https://api.kimi.com/coding/v1"
+
+[providers."managed:kimi-code".oauth]
+storage = "file"
+key = "oauth/kimi-code"
+'''
+
+
+def kimi_login(kimi_home: Path, *, name: str = "kimi-code", config: str = KIMI_LOGIN_CONFIG,
+               expires_in: float = 900, revoked: bool = False) -> Path:
+    """A user's ``kimi login`` in ``kimi_home``: its token file (returned) and config.toml
+    (:func:`assay.scripted_provider.oauth.kimi_login`)."""
+    (kimi_home / "credentials").mkdir(parents=True, exist_ok=True)
+    (kimi_home / "config.toml").write_text(config)
+    token = kimi_home / "credentials" / f"{name}.json"
+    token.write_text(json.dumps(oauth.kimi_login(expires_in, revoked=revoked), indent=2) + "\n")
+    token.chmod(0o600)
+    return token

@@ -36,7 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "approve": ("proposals_cmd", "Validate a proposed Eval task and move it into its suite."),
     "prompts": ("prompts_cmd", "List the prompt files in force and where each comes from."),
     "harnesses": ("harnesses_cmd", "List the Harnesses (binary, version, login); check them live."),
-    "setup": ("harnesses_cmd", "Store the Claude Code login token for sessions."),
+    "setup": ("harnesses_cmd", "Store a Harness's login for sessions (a token, a key, or Kimi Code's own login)."),
     "sandbox": ("sandbox_cmd", "The sandbox Trials run in: which backends work here."),
     "evals": ("experiment_cmd", "Prepare what Experiments run on."),
     "experiment": ("experiment_cmd", "Compare the Baseline and the Candidate on Eval suites."),
@@ -214,11 +214,12 @@ def make_app(plugins: Plugins | PluginsOnUse) -> typer.Typer:
 
 def _command_takes_ctrl_c() -> None:
     """The command is about to begin (its module is imported, its name resolved): from here a
-    Ctrl-C is a KeyboardInterrupt again, which the command (the engine: a Stop) or :func:`main`
-    (one line, exit 130) takes, instead of ``assay.__main__``'s end at once."""
-    if getattr(signal.getsignal(signal.SIGINT), "assay_start_up", False):
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    interrupts.keep()
+    Ctrl-C is a KeyboardInterrupt again (noted first, so none is lost: :mod:`assay.sessions.interrupts`),
+    which the command (the engine: a Stop) or :func:`main` (one line, exit 130) takes, instead of
+    ``assay.__main__``'s end at once."""
+    handler = signal.getsignal(signal.SIGINT)
+    if getattr(handler, "assay_start_up", False) or handler is signal.default_int_handler:  # not if ignored
+        interrupts.keep()
 
 
 def _is_input_error(e: Exception) -> bool:

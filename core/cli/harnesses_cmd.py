@@ -4,13 +4,14 @@ checks of each real CLI against a scripted provider; ``assay setup``: store a Ha
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 from assay.cli.output import JsonOpt, emit_json, fail, say, table
 from assay.hooks.protocols import Harness
 from assay.sessions import credentials
-from assay.storage import formats
+from assay.storage import files, formats
 from assay.storage.home import AssayHome
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
             ["HARNESS", "VERSION", "LOGIN", "BINARY"],
             [
                 (r["name"], r["version"] or "-",
+                 f"no: {r['error']}" if r["installed"] and r["error"] else
                  ("yes" if r["login"] else "no") + (f" ({', '.join(r['logins'])})" if r["logins"] else ""),
                  r["path"] or f"not installed: {r['error']}")
                 for r in rows
@@ -82,14 +84,24 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
         harness: str = typer.Argument("claude", help="Whose login to store: claude, opencode or kimi."),
         provider: str = typer.Option(None, help="OpenCode only: the provider this key is for (e.g. fireworks-ai); "
                                                 "without it, the key for every provider without its own."),
+        login: bool = typer.Option(False, "--login", help="Kimi Code only: use your own `kimi login` "
+                                                          "(in KIMI_CODE_HOME, default ~/.kimi-code) instead of a key."),
+        login_file: Path = typer.Option(None, "--login-file", help="Kimi Code only: use this token file a "
+                                                                   "`kimi login` wrote instead of a key."),
     ) -> None:
         """Store a login in ASSAY_HOME/credentials.toml: Claude Code's token (from `claude setup-token`),
-        an OpenCode API key (per provider with --provider) or a Moonshot API key for Kimi Code."""
+        an OpenCode API key (per provider with --provider), a Moonshot API key for Kimi Code or Kimi
+        Code's own login (--login, --login-file)."""
         home = AssayHome.from_env()
         if harness not in LOGINS:
             fail(f"assay setup {harness}: no login to store for it (known: {', '.join(LOGINS)})")
         if provider is not None and harness != "opencode":
             fail(f"--provider: only OpenCode takes a key per provider, not {harness}")
+        if login or login_file is not None:
+            if harness != "kimi":
+                fail(f"--login: only Kimi Code's own login is read from its files, not {harness}'s")
+            _store_kimi_login(plugins, home, True if login_file is None else str(login_file.expanduser().absolute()))
+            return
         entry, what = LOGINS[harness]
         what = f"{what} for {provider}" if provider else what
         if sys.stdin.isatty():
@@ -98,8 +110,28 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
             token = sys.stdin.readline().strip()
         if not token:
             fail("no token given; nothing changed (without a terminal, pipe it in: `echo TOKEN | assay setup`)")
-        credentials.put(home.credentials, entry, token, provider=provider)
+        replacing = (credentials.KIMI_LOGIN[1],) if entry == credentials.KIMI_KEY else ()  # one of the two
+        credentials.put(home.credentials, entry, token, provider=provider, replacing=replacing)
         say(f"Saved the {what} to {home.credentials} (mode 0600).")
+
+
+def _store_kimi_login(plugins: plugin_loading.Plugins, home: AssayHome, setting: str | bool) -> None:
+    """``[kimi] login`` in place of the key, if the Harness takes it; else nothing changed."""
+    kept = home.credentials.read_text() if home.credentials.is_file() else None
+    credentials.put(home.credentials, credentials.KIMI_LOGIN, setting, replacing=(credentials.KIMI_KEY[1],))
+    harness = plugins.get("assay_harnesses", "kimi")
+    try:
+        harness.login_present(home.root)
+    except credentials.CredentialsError as e:
+        if kept is None:
+            home.credentials.unlink()
+        else:
+            files.write_text(home.credentials, kept, mode=0o600)
+        fail(f"{e}; nothing changed")
+    [named] = credentials.stored(home.credentials, (credentials.KIMI_LOGIN,))
+    described = getattr(harness, "describe_login", lambda root: None)(home.root)
+    say(f"Saved {named} to {home.credentials} (mode 0600)" + (f": {described}" if described else "") +
+        ". Each Trial gets its own copy of it.")
 
 
 def _show_checks(reports: list[Any]) -> None:

@@ -35,7 +35,7 @@ def serve(home: AssayHome, plugins: Plugins, host: str, port: int, token: str | 
     config.errorlog = "-"
     app = make_app(home, plugins, token=token, loopback=is_loopback(host))
     try:
-        trio.run(functools.partial(hypercorn_serve, app, config, mode="asgi", shutdown_trigger=_interrupted))
+        interrupts.run_trio(functools.partial(hypercorn_serve, app, config, mode="asgi", shutdown_trigger=_interrupted))
     except BaseExceptionGroup as group:  # trio's nurseries wrap a failed bind
         failed = group.subgroup(OSError)
         while isinstance(failed, BaseExceptionGroup):

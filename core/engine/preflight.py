@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from assay.hooks.protocols import ArmKind, ArmRuntime, Harness, ProcessResult, SandboxBackend
+from assay.sessions import interrupts
 from assay.sessions.harness_arm import HarnessArm
 from assay.storage.records import ARMS, Arm, ArmSetup
 
@@ -26,8 +27,6 @@ class ArmCannotStart(ValueError):
 def probe_arms(sources: Mapping[Arm, Harness | ArmKind], setups: Mapping[Arm, ArmSetup],
                backend: SandboxBackend, assay_home: Path) -> None:
     """Start each Arm's probe (:meth:`ArmRuntime.probe`) in ``backend``; raise for the first that fails."""
-    import trio
-
     for arm in ARMS:
         setup, source = setups[arm], sources[arm]
         runtime: ArmRuntime = (source.runtime(setup, assay_home=assay_home) if setup.runner  # type: ignore[union-attr]
@@ -39,7 +38,7 @@ def probe_arms(sources: Mapping[Arm, Harness | ArmKind], setups: Mapping[Arm, Ar
             invocation = probe(Path(folder))
             lines: list[str] = []
             try:
-                result = trio.run(functools.partial(backend.run, invocation, timeout=TIMEOUT, on_line=lines.append))
+                result = interrupts.run_trio(functools.partial(backend.run, invocation, timeout=TIMEOUT, on_line=lines.append))
             except OSError as e:
                 raise ArmCannotStart(_refusal(arm, setup, backend, f"{type(e).__name__}: {e}")) from None
         if result.exit_code != 0 or result.void_cause is not None or result.timed_out:

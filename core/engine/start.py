@@ -28,6 +28,8 @@ from assay.hooks.loaded import PluginError, Plugins
 from assay.hooks.protocols import (ArmKind, ArmRuntime, Harness, NotYetImplemented, SandboxBackend, SeatedGrader,
                                    SuiteKind)
 from assay.pairs.votes import voting_families
+from assay.sessions import interrupts
+from assay.sessions.credentials import CredentialsError
 from assay.sessions.harness_arm import HarnessArm
 from assay.storage import formats
 from assay.storage.commands import Command, now
@@ -220,7 +222,11 @@ def _logins_present(home: AssayHome, sources: Mapping[Arm, Harness | ArmKind], a
     """Refuse an Arm whose Harness has no login here: its every Trial would only be void."""
     for arm, setup in zip(ARMS, arms):
         source = sources[arm]
-        if hasattr(source, "login_present") and not source.login_present(home.root):
+        try:
+            present = not hasattr(source, "login_present") or source.login_present(home.root)
+        except CredentialsError as e:  # a login table it can't read: the one line naming file and field
+            raise PlanError(f"the {arm.title()}'s Harness '{setup.harness}': {e}") from None
+        if not present:
             raise PlanError(f"the {arm.title()}'s Harness '{setup.harness}' has no login on this machine "
                             f"(`assay harnesses` shows each; `assay setup` stores Claude Code's token)")
 
@@ -427,7 +433,6 @@ def arms_summary(setup: Setup) -> dict[str, ArmSetup]:
 
 def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report) -> tuple[ExperimentDir, str]:
     """Run (or resume) the Experiment; returns its folder and outcome."""
-    import trio
     from assay.engine.runner import ExperimentRun
     from assay.sessions.slots import workers_refusal
 
@@ -462,7 +467,7 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
                     prompts=prompts, runtimes=runtimes, backend=plan.backend, workers=workers,
                     command=command, report=report, grader_harnesses=graders, grading_backend=grading_backend,
                 )
-                outcome = trio.run(run.run)
+                outcome = interrupts.run_trio(run.run)
             except Exception as e:
                 cause = _root_cause(e)
                 with contextlib.suppress(OSError):  # a full disk must not hide the error behind its own

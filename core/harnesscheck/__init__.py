@@ -44,6 +44,7 @@ from assay.harnesscheck.checks import (
 from assay.hooks.loaded import Plugins
 from assay.hooks.protocols import HarnessBinary, RoutableHarness, SandboxBackend, UpstreamRouting
 from assay.scripted_provider.routing import ScriptedProviders
+from assay.sessions import interrupts
 from assay.storage import files, footprints
 from assay.storage.commands import now
 from assay.storage.home import AssayHome
@@ -109,7 +110,7 @@ def check_harnesses(plugins: Plugins, home: AssayHome, names: Sequence[str] = ()
                       report=report)
         peak = None
         try:
-            checks, peak = trio.run(run)
+            checks, peak = interrupts.run_trio(run)
         except Exception as e:  # one Harness breaking the check must not hide the others' reports
             why = f"the check itself broke: {type(e).__name__}: {e}"
             first, *rest = CHECKS

@@ -157,7 +157,7 @@ class ScoringRunner:
                     command.log(f"window {run.window_start.isoformat()} .. {run.window_end.isoformat()}, "
                                 f"seed {run.seed}: {len(run.sample)} pull requests")
                     self.report(f"sample: {len(run.sample)} pull requests ({len(run.carried)} carried over)")
-                    result = trio.run(self._work, run, command)
+                    result = interrupts.run_trio(self._work, run, command)
                 except BaseException as e:
                     why = "stopped" if isinstance(e, KeyboardInterrupt) else f"{type(e).__name__}: {e}"
                     state = "stopped" if isinstance(e, KeyboardInterrupt) else "errored"

@@ -16,7 +16,7 @@ from assay.scripted_provider.script import WINDOWS, RateLimit, ServerError, Turn
 from assay.scripted_provider.wire import Answer, list_field, new_id, pieces
 
 name = "anthropic"
-path = "/v1/messages"
+paths = ("/v1/messages",)
 
 
 def tool_results(body: Any) -> int:

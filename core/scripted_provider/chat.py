@@ -19,7 +19,7 @@ from assay.scripted_provider.script import RateLimit, ServerError, Turn, Usage
 from assay.scripted_provider.wire import Answer, list_field, new_id, pieces
 
 name = "chat"
-path = "/v1/chat/completions"
+paths = ("/v1/chat/completions", "/coding/v1/chat/completions")  # Moonshot's API, Kimi Code's managed one
 QUOTA_ERROR = "exceeded_current_quota_error"
 
 

@@ -17,7 +17,7 @@ from assay.scripted_provider.script import RateLimit, ServerError, Turn, Usage
 from assay.scripted_provider.wire import Answer, list_field, new_id, pieces
 
 name = "openai"
-path = "/v1/responses"
+paths = ("/v1/responses",)
 
 
 def tool_results(body: Any) -> int:

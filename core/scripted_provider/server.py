@@ -39,7 +39,7 @@ class ScriptedProvider:
     def __init__(self, script: Script, log: Path, apis: tuple[Api, ...] = (anthropic, openai, chat)) -> None:
         self.script = script
         self.log = log
-        self._apis = {api.path: api for api in apis}
+        self._apis = {path: api for api in apis for path in api.paths}
         self._writer = LogWriter(log)
         self._served: collections.Counter[tuple[str, int]] = collections.Counter()
         self._lock = threading.Lock()
@@ -102,9 +102,10 @@ class ScriptedProvider:
                                  "headers": redact(headers), "credentials": credentials(headers), "body": body,
                                  "api": api.name if api else None}
         delay = 0.0
-        if method == "POST" and route == oauth.PATH:  # a login's refresh: the log keeps no token
+        if method == "POST" and route in oauth.PATHS:  # a login's refresh: the log keeps no token
             answer, kept = oauth.refresh(raw)
-            entry.update(body=kept["body"], issued=kept.get("issued"), answer={"status": answer.status, "step": "token"})
+            entry.update(body=kept["body"], issued=kept.get("issued"),
+                         answer={"status": answer.status, "step": kept["step"]})
         elif method == "HEAD":  # Claude's connection warm-up: HEAD / (2.1.197) or HEAD /api/hello (later)
             answer, entry["answer"] = Answer(200), {"status": 200, "step": "warm-up"}
         elif api is None:

@@ -30,7 +30,7 @@ class Api(Protocol):
     """One wire protocol: where it is served, how to read a request, how to answer a step."""
 
     name: str
-    path: str
+    paths: tuple[str, ...]  # the POST paths it answers
 
     def tool_results(self, body: Any) -> int:
         """How many tool results the request's conversation carries."""

@@ -1,6 +1,7 @@
 """``ASSAY_HOME/credentials.toml``: the logins assay hands to sessions (mode 0600).
 
-One table per Harness, e.g. ``[claude] oauth_token = "…"``. ``assay setup`` writes it; a
+One table per Harness, e.g. ``[claude] oauth_token = "…"``; an entry may instead name a login
+the CLI keeps itself (``[kimi] login = true``). ``assay setup`` writes it; a
 Harness reads its own entry when it fills a Trial's fresh home. A Harness that reaches several
 providers keeps a key per provider in a sub-table (``[opencode.keys] fireworks-ai = "…"``), with
 the table's ``api_key`` for any provider without its own (:func:`provider_key`).
@@ -21,6 +22,8 @@ from assay.storage import files
 CLAUDE_TOKEN = ("claude", "oauth_token")
 OPENCODE_KEY = ("opencode", "api_key")
 KIMI_KEY = ("kimi", "api_key")
+KIMI_LOGIN = ("kimi", "login")  # Kimi Code's own login: true (the user's) or a token file's path
+NAMING = frozenset({KIMI_LOGIN})  # entries that name a login instead of holding a secret
 KEYS = "keys"  # the sub-table of keys by provider name
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -67,21 +70,29 @@ def provider_keys(path: Path, table: str) -> dict[str, str]:
 
 def stored(path: Path, entries: tuple[tuple[str, str], ...]) -> list[str]:
     """Which of a Harness's login ``entries`` are set, by name, never by value (``[opencode] api_key``,
-    ``[opencode.keys] fireworks-ai``), for ``assay harnesses`` to show."""
+    ``[opencode.keys] fireworks-ai``), for ``assay harnesses`` to show; an entry that only names a
+    login the CLI keeps (:data:`NAMING`) with its value, which is no secret (``[kimi] login = true``)."""
     names = []
     for table, key in entries:
+        value = read(path).get(table, {}).get(key)
         if key == KEYS:
             names += [f"[{table}.{KEYS}] {provider}" for provider in provider_keys(path, table)]
+        elif (table, key) in NAMING and value not in (None, False, ""):
+            names.append(f"[{table}] {key} = {_value(value)}")
         elif get(path, (table, key)):
             names.append(f"[{table}] {key}")
     return names
 
 
-def put(path: Path, entry: tuple[str, str], value: str, *, provider: str | None = None) -> None:
+def put(path: Path, entry: tuple[str, str], value: str | bool, *, provider: str | None = None,
+        replacing: tuple[str, ...] = ()) -> None:
     """Set one credential (with ``provider``: that provider's key in ``[TABLE.keys]``), keeping the
-    others; the file is rewritten atomically with mode 0600."""
+    others but the table's ``replacing`` keys (a login instead of a key); the file is rewritten
+    atomically with mode 0600."""
     data = read(path)
     table, key = entry
+    for other in replacing:
+        data.get(table, {}).pop(other, None)
     if provider is None:
         data.setdefault(table, {})[key] = value
     else:
@@ -94,13 +105,17 @@ def _dump(data: dict[str, dict[str, Any]]) -> str:
     out = []
     for table, values in data.items():
         out.append(f"[{_key(table)}]")
-        out.extend(f"{_key(k)} = {json.dumps(str(v))}" for k, v in values.items() if not isinstance(v, dict))
+        out.extend(f"{_key(k)} = {_value(v)}" for k, v in values.items() if not isinstance(v, dict))
         out.append("")
         for sub, inner in ((k, v) for k, v in values.items() if isinstance(v, dict)):
             out.append(f"[{_key(table)}.{_key(sub)}]")
             out.extend(f"{_key(k)} = {json.dumps(str(v))}" for k, v in inner.items())
             out.append("")
     return "\n".join(out)
+
+
+def _value(value: object) -> str:
+    return json.dumps(value) if isinstance(value, bool) else json.dumps(str(value))
 
 
 def _key(name: str) -> str:

@@ -6,7 +6,9 @@ retried provider error (with its ``status_code`` or ``error_name``), and ``meta`
 ``session.resume_hint`` (the session id) once a session has run to its end. The stream carries no
 tokens and no cost. A failed session prints nothing more here: its last line on stderr is
 ``error: failed to run prompt: provider.KIND: [STATUS ]MESSAGE``, which :meth:`finish` reads (the
-last line only: a tool's output on stderr comes before it). An exhausted quota is a 429 Kimi
+last line only: a tool's output on stderr comes before it), or, for a failure of Kimi Code's own
+login (a refresh its OAuth host refused, a revoked token), ``error: failed to run prompt: MESSAGE``
+with the OAuth host's ``error_description`` or Kimi Code's own words (:data:`LOGIN`). An exhausted quota is a 429 Kimi
 Code does not retry, worded "exceeded your current quota" or "insufficient balance".
 """
 
@@ -23,7 +25,12 @@ from assay.storage.records import VoidCause
 QUOTA = re.compile(r"exceeded your current (token )?quota|check your account balance|insufficient balance"
                    r"|recharge your account|please recharge|account (is )?in arrears|exceeded_current_quota",
                    re.IGNORECASE)
-FAILED = re.compile(r"^error: failed to run prompt: provider\.(?P<kind>\w+): (?:(?P<status>[1-5]\d\d) )?(?P<message>.*)$")
+FAILED = re.compile(r"^error: failed to run prompt: (?:provider\.(?P<kind>\w+): (?:(?P<status>[1-5]\d\d) )?)?"
+                    r"(?P<message>.*)$")
+# A login Kimi Code can't use: its OAuth manager's words (no token, a revoked one, a 401 on refresh
+# without a description), and a refused refresh's (RFC 6749's invalid_grant is about the refresh token).
+LOGIN = re.compile(r"re-login required|run /login|token refresh unauthorized|refresh token|invalid_grant",
+                   re.IGNORECASE)
 CONNECTION_ERRORS = ("APIConnectionError", "APIConnectionTimeoutError", "APITimeoutError")
 
 
@@ -67,9 +74,14 @@ class KimiDecoder(EventDecoder):
         if failed is not None and process.exit_code not in (0, None):
             r = self._reading
             r.ended, r.failed = True, True
-            status = int(failed["status"]) if failed["status"] else None
-            self._error(status, f"provider.{failed['kind']}: {failed['message']}",
-                        connection=failed["kind"] == "connection_error")
+            if failed["kind"] is None:  # not the provider's answer: Kimi Code's own (its login), read as prose
+                self._emit("error", failed["message"])
+                cause = VoidCause.LOGIN_FAILED if LOGIN.search(failed["message"]) else cause_in_text(failed["message"])
+                r.evidence(cause, failed["message"])
+            else:
+                status = int(failed["status"]) if failed["status"] else None
+                self._error(status, f"provider.{failed['kind']}: {failed['message']}",
+                            connection=failed["kind"] == "connection_error")
         return super().finish(process)
 
     def _error(self, status: Any, message: str, *, connection: bool = False) -> None:

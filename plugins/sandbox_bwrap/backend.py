@@ -29,7 +29,7 @@ from assay.plugins.sandbox_bwrap.handshake import Handshake
 from assay.plugins.sandbox_bwrap.limits import TrialLimits
 from assay.plugins.sandbox_bwrap.meter import ProxyMeter
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, private_hosts, resolver, upstream_table
-from assay.sessions import hostkills
+from assay.sessions import hostkills, interrupts
 from assay.sessions.proctree import ProcessTree
 from assay.sessions.supervise import Supervisor
 from assay.storage import owners
@@ -64,7 +64,8 @@ class BwrapBackend(Supervisor):
     ``upstream_ca`` signed); only :meth:`with_upstreams` sets it, for ``assay harnesses check`` and
     scripted Experiments, never a real Trial. ``ca`` is the credential broker's CA: one per
     backend, so one per Experiment (the engine takes one backend for an Experiment's run), its
-    key in this process's memory only.
+    key in this process's memory only; ``disk_pool`` likewise holds the Experiment's emptied
+    disk-cap file systems for its next Trials.
     """
 
     name = "bwrap"
@@ -82,6 +83,7 @@ class BwrapBackend(Supervisor):
     upstreams: Mapping[str, Path] = attrs.field(factory=dict)
     upstream_ca: Path | None = None
     ca: BrokerCA = attrs.field(factory=BrokerCA, eq=False, repr=False)
+    disk_pool: disk.Pool = attrs.field(factory=disk.Pool, eq=False, repr=False)  # emptied file systems for its next Trials
 
     def with_upstreams(self, upstreams: Mapping[str, Path], ca_file: Path | None = None) -> BwrapBackend:
         """This backend, its proxy sending each ``host[:port]`` named to its Unix socket, whose
@@ -106,7 +108,7 @@ class BwrapBackend(Supervisor):
             invocation = Invocation(argv=("true",), cwd=Path(folder), env={"PATH": "/usr/bin:/bin"},
                                     read_write=(Path(folder),))
             try:
-                result = trio.run(functools.partial(self.run, invocation, timeout=30, on_line=lambda line: None))
+                result = interrupts.run_trio(functools.partial(self.run, invocation, timeout=30, on_line=lambda line: None))
             except OSError as e:
                 return SandboxCheck(False, f"{type(e).__name__}: {e}", described, limits_here)
         if result.exit_code == 0 and result.void_cause is None:
@@ -125,7 +127,8 @@ class BwrapBackend(Supervisor):
         oom_before = hostkills.oom_kills()
         try:
             staged = await trio.to_thread.run_sync(
-                (self.disk_caps or disk.detect()).start, self.disk_limit or disk.default_limit(), own_folders(invocation))
+                (self.disk_caps or disk.detect()).start, self.disk_limit or disk.default_limit(), own_folders(invocation),
+                self.disk_pool)
             with tempfile.TemporaryDirectory(prefix=f"assay-proxy-{owners.tag()}-") as sockets:
                 broker, trust = self._broker(invocation, Path(sockets))
                 proxy = Proxy(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 import tomllib
 from pathlib import Path
@@ -13,6 +14,7 @@ from assay.hooks import plugin_manager
 from typer.testing import CliRunner
 
 from tests.fakes.fake_cli import install
+from tests.harness_fixtures import kimi_login
 
 
 def invoke(*args: str, input: str | None = None):
@@ -97,3 +99,51 @@ def test_setup_without_a_terminal_reads_the_token_from_stdin(cli, assay_home: Pa
     assert piped.returncode == 0, piped.stderr
     assert "Warning" not in piped.stderr and "sk-ant-oat01-piped" not in piped.stdout + piped.stderr
     assert tomllib.loads((assay_home / "credentials.toml").read_text()) == {"claude": {"oauth_token": "sk-ant-oat01-piped"}}
+
+
+def test_setup_kimi_login_stores_which_login_and_harnesses_shows_its_kind(
+    tmp_path: Path, assay_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 36: "`[kimi]` takes Kimi Code's login or key. `assay setup` and `assay harnesses` show
+    them (never the secret)." A login replaces the key (one of them), and a login that isn't there
+    is refused in one line with nothing changed."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KIMI_CODE_HOME", raising=False)
+    token = kimi_login(tmp_path / ".kimi-code")
+    secret = json.loads(token.read_text())["access_token"]
+    assert invoke("setup", "kimi", input="sk-moonshot\n").exit_code == 0
+    result = invoke("setup", "kimi", "--login")
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == (f"Saved [kimi] login = true to {assay_home / 'credentials.toml'} (mode 0600): "
+                                     f"your own Kimi Code login {token} (auth.kimi.com). Each Trial gets its own copy of it.")
+    assert tomllib.loads((assay_home / "credentials.toml").read_text()) == {"kimi": {"login": True}}
+    rows = {r["name"]: r for r in json.loads(invoke("harnesses", "--json").output)}
+    assert rows["kimi"]["logins"] == ["[kimi] login = true"] and rows["kimi"]["login"] is True
+    assert "[kimi] login = true" in invoke("harnesses").output
+    before = (assay_home / "credentials.toml").read_bytes()
+    refused = invoke("setup", "kimi", "--login-file", str(tmp_path / "nowhere.json"))
+    assert refused.exit_code != 0 and str(refused.exception) == (
+        f"{assay_home / 'credentials.toml'}: [kimi] login: no Kimi Code login at {tmp_path / 'nowhere.json'} "
+        "(run `kimi login`); nothing changed")
+    assert (assay_home / "credentials.toml").read_bytes() == before
+    named = invoke("setup", "kimi", "--login-file", str(token))
+    assert named.exit_code == 0 and f'[kimi] login = "{token}"' in named.output and "Kimi Code login file" in named.output
+    assert invoke("setup", "kimi", input="sk-moonshot\n").exit_code == 0  # a key replaces the login again
+    assert tomllib.loads((assay_home / "credentials.toml").read_text()) == {"kimi": {"api_key": "sk-moonshot"}}
+    every = " ".join(invoke(*a).output for a in (("harnesses",), ("harnesses", "--json")))
+    assert secret not in every + result.output + named.output
+    assert "--login: only Kimi Code" in str(invoke("setup", "claude", "--login").exception)
+
+
+def test_harnesses_shows_a_bad_kimi_table_as_its_one_line(
+    tmp_path: Path, assay_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = install(tmp_path / "bin", "kimi", {"version": "2.1.0"})
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    path = assay_home / "credentials.toml"
+    path.write_text('[kimi]\napi_key = "sk-moonshot"\nlogin = true\n')
+    line = f"{path}: [kimi]: set api_key or login, not both"
+    rows = {r["name"]: r for r in json.loads(invoke("harnesses", "--json").output)}
+    assert rows["kimi"]["login"] is False and rows["kimi"]["error"] == f"login check failed: {line}"
+    text = invoke("harnesses")
+    assert text.exit_code == 0 and f"no: login check failed: {line}" in " ".join(text.output.split())

@@ -46,6 +46,24 @@ def test_an_arm_whose_harness_has_no_login_is_refused_before_any_trial(assay_hom
     assert not (assay_home / "evals" / "experiments").exists()
 
 
+def test_an_arm_whose_harness_login_table_is_bad_is_refused_in_one_line_naming_file_and_field(
+    assay_home, tmp_path, factory
+):
+    """A bad input is one clear line naming the file and field, and nothing runs (issue 36: the
+    `[kimi]` table takes a key or Kimi Code's login, one of them)."""
+    bin_dir = tmp_path / "bin"
+    install(bin_dir, "claude", {"version": "2.1.197 (Claude Code)", "steps": steps(claude.SUCCESS)})
+    install(bin_dir, "kimi", {"version": "2.1.0"})
+    with (assay_home / "credentials.toml").open("a") as f:
+        f.write('[kimi]\napi_key = "sk-moonshot"\nlogin = true\n')
+    make_suite(assay_home, tasks=1)
+    refused = experiment(assay_home, factory, bin_dir, "--candidate-harness", "kimi")
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == (f"assay: error: the Candidate's Harness 'kimi': {assay_home / 'credentials.toml'}: "
+                                      "[kimi]: set api_key or login, not both")
+    assert not (assay_home / "evals" / "experiments").exists()
+
+
 def experiment(home: Path, factory: Path, bin_dir: Path, *args: str, **env: str):
     return run_cli(home, "experiment", "HEAD", "--factory", str(factory), "--suite", "fixture",
                    "--sandbox", "none", "--trials-per-task", "1", "--json", *args, plugins=PLUGINS,

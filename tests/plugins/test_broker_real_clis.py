@@ -9,7 +9,8 @@ updated outside and stand-ins inside.'
 Each session is a Trial as an Experiment runs one (:class:`assay.harnesscheck.bench.Bench`: the
 Harness's real login path, bwrap, the relay and the proxy), logged in with a user's login made
 here — a Claude token in ``ASSAY_HOME/credentials.toml``, a Codex ChatGPT ``auth.json`` whose
-access token has expired — and its scripted turn is the probe: it fingerprints every token-like
+access token has expired, a Kimi Code token file (``[kimi] login``, issue 36) likewise expired —
+and its scripted turn is the probe: it fingerprints every token-like
 string it can read inside, and the host looks for the real ones' fingerprints among them.
 """
 
@@ -18,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 from pathlib import Path
 
 import pytest
@@ -27,12 +27,15 @@ from assay.harnesscheck.bench import Bench, Session
 from assay.hooks.protocols import RoutableHarness
 from assay.plugins.harness_claude import ClaudeHarness
 from assay.plugins.harness_codex import CodexHarness
+from assay.plugins.harness_kimi import KimiHarness
 from assay.plugins.sandbox_bwrap.backend import BwrapBackend
 from assay.scripted_provider import Call, Script, Turn, oauth
 from assay.scripted_provider.oauth import fingerprint
 from assay.scripted_provider.routing import ScriptedProviders
 from assay.sessions import credentials
+from assay.sessions.harnesskit import HarnessNotInstalled
 
+from tests.harness_fixtures import kimi_login
 from tests.sandbox_fixtures import bwrap_unavailable
 
 pytestmark = pytest.mark.slow
@@ -73,7 +76,8 @@ json.dump({"read": read, "seen": sorted(seen), "env": {k: sorted(v) for k, v in 
 print("probed", read)
 EOF"""
 # Codex hands a command still running after its yield time (10 s) back to the model: wait for the probe.
-CALLS = {"claude": Call(shell=PROBE), "codex": Call(name="exec_command", input={"cmd": PROBE, "yield_time_ms": 120000})}
+CALLS = {"claude": Call(shell=PROBE), "codex": Call(name="exec_command", input={"cmd": PROBE, "yield_time_ms": 120000}),
+         "kimi": Call(shell=PROBE)}
 
 
 @pytest.fixture
@@ -86,15 +90,17 @@ def user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
+    monkeypatch.delenv("KIMI_CODE_HOME", raising=False)
     monkeypatch.setenv("ASSAY_HOME", str(tmp_path / "assay-home"))
     return tmp_path
 
 
 def trial(harness: RoutableHarness, folder: Path) -> Session:
     """One whole Trial of the real CLI, on the user's own login, its provider the probe script."""
-    binary = shutil.which(harness.name)
-    if binary is None:
-        pytest.skip(f"the real `{harness.name}` is not on PATH")
+    try:
+        harness.locate()
+    except HarnessNotInstalled as e:  # not on PATH, or (Kimi Code) the node on PATH is too old for it
+        pytest.skip(f"the real `{harness.name}` can't run here: {e}")
 
     async def run() -> Session:
         with ScriptedProviders(BwrapBackend(), api_key=None) as providers:
@@ -159,4 +165,27 @@ def test_codex_refreshes_through_the_broker_the_user_keeps_the_new_tokens_the_tr
     secret_parts |= {fingerprint(t.split(".")[2]) for t in (*before.values(), *after.values()) if t.count(".") == 2}
     secret_parts |= {fingerprint(t) for t in (*before.values(), *after.values()) if t != oauth.ACCOUNT}
     assert secret_parts.isdisjoint(found["seen"])
+    assert fingerprint(inside["refresh_token"]) in found["seen"]  # the probe read the Trial's own copy
+
+
+@pytest.mark.slow
+def test_kimi_code_s_own_login_refreshes_through_the_broker_and_neither_token_is_readable_inside(user: Path) -> None:
+    """Issue 36: `[kimi]` takes Kimi Code's login, provisioned by the rules above. Its access token
+    has expired, so Kimi Code refreshes it at auth.kimi.com before it asks api.kimi.com."""
+    token = kimi_login(user / "user-home" / ".kimi-code", expires_in=-60)
+    before = json.loads(token.read_text())
+    credentials.put(user / "assay-home" / "credentials.toml", credentials.KIMI_LOGIN, True)
+    session = trial(KimiHarness(), user)
+    [refresh] = [e for e in session.provider.entries() if e["path"] in oauth.PATHS]
+    assert refresh["answer"]["status"] == 200
+    assert refresh["body"]["refresh_token"] == fingerprint(before["refresh_token"])  # the real one went out
+    after = json.loads(token.read_text())  # the user's file holds what the provider issued
+    assert {k: fingerprint(after[k]) for k in ("access_token", "refresh_token")} == \
+        {k: refresh["issued"][k] for k in ("access_token", "refresh_token")}
+    assert session.provider.credentials() == {refresh["issued"]["access_token"]}
+    found = probed(session)
+    reals = [login[k] for login in (before, after) for k in ("access_token", "refresh_token")]
+    secret_parts = {fingerprint(t) for t in reals} | {fingerprint(t.split(".")[2]) for t in reals if t.count(".") == 2}
+    assert secret_parts.isdisjoint(found["seen"])
+    inside = json.loads((session.home / ".kimi-code" / "credentials" / "kimi-code.json").read_text())
     assert fingerprint(inside["refresh_token"]) in found["seen"]  # the probe read the Trial's own copy

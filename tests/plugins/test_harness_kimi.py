@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import tomllib
 from pathlib import Path
 
 import attrs
@@ -68,6 +69,28 @@ def test_the_recorded_server_error_and_unreachable_provider_before_work_are_void
                         ("real-kimi-2.1.0-unreachable", VoidCause.PROVIDER_UNREACHABLE)):
         outcome = decode(KimiDecoder(), *recorded_failure(name))
         assert (outcome.outcome, outcome.void_cause) == (Outcome.VOID, cause), name
+
+
+def test_the_recorded_refused_refresh_of_a_kimi_login_before_work_is_a_login_failure() -> None:
+    """Spec 977 (void causes): a login that failed is void. Kimi Code's own login whose refresh its
+    OAuth host refused (recorded against the scripted provider's revoked refresh token) ends with
+    the host's error_description on stderr, without the `provider.` kind of a model error."""
+    stream, process = recorded_failure("real-kimi-2.1.0-login-refused")
+    outcome = decode(KimiDecoder(), stream, process)
+    assert (outcome.outcome, outcome.void_cause) == (Outcome.VOID, VoidCause.LOGIN_FAILED)
+    assert outcome.diagnostic == "The refresh token has been revoked."
+
+
+def test_kimi_code_s_own_login_errors_void_only_before_work() -> None:
+    for stderr, expected in (
+        ('error: failed to run prompt: No token for "kimi-code". Run /login to authenticate.\n', VoidCause.LOGIN_FAILED),
+        ("error: failed to run prompt: Token refresh unauthorized.\n", VoidCause.LOGIN_FAILED),
+        ("error: failed to run prompt: unavailable\n", None),  # a 5xx of the OAuth host says only its error
+    ):
+        outcome = decode(KimiDecoder(), lines(VERSION), failed_with(stderr))
+        assert outcome.void_cause is expected and (outcome.outcome is Outcome.VOID) is (expected is not None), stderr
+        worked = decode(KimiDecoder(), lines(VERSION, CALL, RESULT), failed_with(stderr))
+        assert (worked.outcome, worked.void_cause) == (Outcome.FAILED, None), stderr
 
 
 def test_the_recorded_retries_of_a_500_stop_the_session_at_the_bar_s_limit() -> None:
@@ -147,7 +170,7 @@ def test_the_fresh_home_disables_web_tools_and_leaves_the_user_s_logins_behind(t
     KimiHarness().invocation(req)
     home = req.home / ".kimi-code"
     assert sorted(p.name for p in home.iterdir()) == ["AGENTS.md", "config.toml", "tui.toml"]
-    assert 'disabled = ["WebSearch", "FetchURL"]' in (home / "config.toml").read_text()
+    assert tomllib.loads((home / "config.toml").read_text())["tools"] == {"disabled": ["WebSearch", "FetchURL"]}
     assert "sk-user" not in (home / "config.toml").read_text()
 
 

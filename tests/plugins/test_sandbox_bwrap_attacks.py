@@ -400,6 +400,70 @@ def test_a_killed_runs_trial_disk_is_unmounted_by_the_next_trial(tmp_path: Path)
     assert not left.exists() and not finished.exists()
 
 
+def _caps_here(limit: int) -> disk.DiskCaps:
+    caps = disk.detect()
+    if not caps.in_force:
+        pytest.skip(caps.describe(limit))
+    return caps
+
+
+def test_the_next_trial_gets_the_same_file_system_emptied(tmp_path: Path) -> None:
+    """Issue 39: making and mounting a Trial's file system cost most of the disk cap; one
+    backend's next Trial now gets the last one's, emptied. The cap is the same, and nothing the
+    first Trial wrote there is left for the second (its work went back to its own folder)."""
+    caps, pool = _caps_here(16 << 20), disk.Pool()
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder in (first, second):
+        folder.mkdir()
+        (folder / "task.txt").write_text(folder.name)
+    staged = caps.start(16 << 20, [first], pool)
+    root = staged.root
+    [inside] = staged.sources.values()
+    (inside / "left-by-first").mkdir()
+    (inside / "left-by-first" / "secret").write_text("first's")
+    assert staged.finish() == ""
+    assert (first / "left-by-first" / "secret").read_text() == "first's"  # the work is the Trial's
+    assert pool.idle == {16 << 20: [root]}
+    again = caps.start(16 << 20, [second], pool)
+    assert again.root == root and pool.idle == {16 << 20: []}
+    [inside] = again.sources.values()
+    assert [p.name for p in (root / "mnt").iterdir()] == [inside.name]
+    assert sorted(p.name for p in inside.iterdir()) == ["task.txt"]
+    assert os.statvfs(inside).f_blocks * os.statvfs(inside).f_frsize <= 16 << 20
+    again.finish()
+    pool.idle.clear()
+    disk.remove(root)
+
+
+def test_a_file_system_a_trial_filled_or_crowded_is_removed_not_reused(tmp_path: Path, monkeypatch) -> None:
+    """Emptying costs what the Trial wrote; past REUSE_FILES (or a filled cap) the file system
+    goes instead, which costs the same little whatever it holds."""
+    caps, pool = _caps_here(16 << 20), disk.Pool()
+    monkeypatch.setattr(disk, "REUSE_FILES", 50)
+    (tmp_path / "work").mkdir()
+    staged = caps.start(16 << 20, [tmp_path / "work"], pool)
+    root = staged.root
+    [inside] = staged.sources.values()
+    for i in range(60):
+        (inside / f"f{i}").write_text("x")
+    staged.finish()
+    assert pool.idle == {} and not root.exists()
+    assert len(list((tmp_path / "work").iterdir())) == 60
+
+
+def test_the_pool_goes_with_the_process(tmp_path: Path) -> None:
+    """What the pool holds is unmounted and removed as the process that made it ends."""
+    _caps_here(16 << 20)
+    (tmp_path / "work").mkdir()
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from pathlib import Path; from assay.plugins.sandbox_bwrap import disk; "
+         "pool = disk.Pool(); s = disk.DiskCaps('loop ext4').start(16 << 20, [Path(sys.argv[1])], pool); "
+         "s.finish(); print(pool.idle[16 << 20][0])", str(tmp_path / "work")],
+        capture_output=True, text=True, check=True)
+    root = Path(done.stdout.strip())
+    assert root.name.startswith(disk.PREFIX) and not root.exists()
+
+
 def test_a_disk_fill_in_one_file_stops_at_the_file_size_cap(bwrap: BwrapBackend, trial: Path) -> None:
     """Finding 6 (partly: the only disk limit so far is per file): writing past the Trial's file-size
     cap fails (EFBIG; a program that doesn't ignore SIGXFSZ, as Python does, is killed by it), so
