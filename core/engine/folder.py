@@ -23,10 +23,9 @@ import json
 import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-from assay.pairs.evidence import PairEvidence, pair_name
 from assay.storage import files, formats
 from assay.storage.records import (
     ARMS,
@@ -44,6 +43,9 @@ from assay.storage.records import (
     TrialRecord,
     TrialView,
 )
+
+if TYPE_CHECKING:  # read by the few pages that show pairs: the listings never import it (its graph is large)
+    from assay.pairs.evidence import PairEvidence
 
 _ATTEMPT = re.compile(r"attempt-(\d+)")
 
@@ -163,9 +165,13 @@ class ExperimentDir:
 
     def pair_file(self, task: str, index: int) -> Path:
         """Pair evidence of Baseline and Candidate Trial ``index`` of ``task`` (named for neither Arm)."""
+        from assay.pairs.evidence import pair_name
+
         return self.path / "pairs" / f"{pair_name(task_dirname(task), index)}.json"
 
     def pair(self, task: str, index: int) -> PairEvidence | None:
+        from assay.pairs.evidence import PairEvidence
+
         path = self.pair_file(task, index)
         return formats.read(path, PairEvidence) if path.exists() else None
 

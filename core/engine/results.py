@@ -14,20 +14,22 @@ import collections
 import datetime as dt
 import re
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 from assay.engine import efficiency
 from assay.engine.findings import findings
 from assay.engine.folder import ExperimentDir, Slot
 from assay.pairs import people
-from assay.pairs.panel import PairPanel, arms_families, pair_panel
 from assay.pairs.spend import spent
 from assay.pairs.votes import Call
 from assay.storage import commands, formats
 from assay.storage.files import exclusive_lock
 from assay.storage.home import AssayHome
 from assay.storage.records import ARMS, Bar, CommandRecord, Look, Looks, LookWarning, Outcome, Recheck, Setup
+
+if TYPE_CHECKING:  # the Grader panel is read only for a Bar that has one: the listings never import it
+    from assay.pairs.panel import PairPanel
 
 BROKEN_SHARE = 0.75  # of an Arm's Trials (2 or more) failing the same way: the Arm is broken, not measured
 
@@ -387,6 +389,8 @@ def _panels(exp: ExperimentDir, setup: Setup, bar: Bar, families: Mapping[str, S
     """The Grader panel on every pair with evidence (none while the Bar's panel is off)."""
     if bar.panel == "off":
         return []
+    from assay.pairs.panel import arms_families, pair_panel
+
     arm_families = arms_families([(setup.arm(a).harness, setup.arm(a).model) for a in ARMS], families)
     out = []
     for task in setup.tasks:
