@@ -109,6 +109,22 @@ def test_a_command_with_parameters_loads_no_pydantic(assay_home: Path, args: lis
     assert "trio" not in modules and not {m for m in modules if m.startswith(("assay.plugins.", "pluggy"))}
 
 
+@pytest.mark.parametrize("args", [["experiments"], ["inbox"]])
+def test_the_listings_import_no_trio_and_no_grader_panel(assay_home: Path, args: list[str]) -> None:
+    """Issue 39: "`assay experiments` imports trio (~100 ms) without running anything"; a listing
+    reads each Experiment's Setup, Command record and Verdict, nothing of pairs or sessions."""
+    from assay.storage.home import AssayHome
+
+    from tests.written_experiments import write_experiment
+
+    exp_id = write_experiment(AssayHome(assay_home), 0, 12)
+    modules, out = modules_loaded_by(assay_home, *args)
+    assert exp_id in out
+    assert not {m for m in modules if m.split(".")[0] in ("trio", "numpy", "pydantic", "pluggy")}
+    assert not {m for m in modules if m.startswith(("assay.pairs.panel", "assay.pairs.evidence", "assay.sessions.leftovers",
+                                                    "assay.sessions.grader_session", "assay.plugins."))}
+
+
 def test_a_path_argument_loads_no_pydantic(assay_home: Path, tmp_path: Path) -> None:
     counts = tmp_path / "counts.json"
     counts.write_text(json.dumps({"trials_per_task": 1, "tasks": [{"id": "t", "baseline": 1, "candidate": 0}]}))
