@@ -342,7 +342,8 @@ class ExperimentRun:
         """Start grading the task if every Trial of it has finished (and none was dropped)."""
         if task_id in self._graded or self._grading is None:
             return
-        states = [self.exp.slot_state(s, self.bar) for s in self.exp.slots(self.setup.tasks) if s.task == task_id]
+        tasks = [task for task in self.setup.tasks if task.id == task_id]  # its own Trials' states alone, not all
+        states = [self.exp.slot_state(s, self.bar) for s in self.exp.slots(tasks)]
         if any(s.void_final or s.last is None or s.next_attempt is not None for s in states):
             return  # dropped, or not finished
         self._graded.add(task_id)
