@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import assay
 import typer
-from assay.cli import output
+from assay.cli import output, params
 from assay.sessions import interrupts
 from typer.core import TyperGroup
 
@@ -101,9 +101,10 @@ def _carry_interrupts() -> Iterator[None]:
 
 class LazyGroup(TyperGroup):
     """The root group: built-in commands are listed from :data:`COMMANDS` and loaded on use;
-    plugins' commands are asked for only when a listing or a name outside COMMANDS needs them.
-    A Ctrl-C while it parses (``--help`` loads the plugins) or runs a command reaches
-    :func:`main` as :class:`Interrupted`."""
+    plugins' commands are listed from their declarations (:mod:`assay.hooks.declared`) and their
+    plugin imported only when one runs. The ``assay_commands`` hook is asked only for a name
+    neither knows, or for a listing when ``ASSAY_PLUGINS`` names modules (they declare nothing).
+    A Ctrl-C while it parses or runs a command reaches :func:`main` as :class:`Interrupted`."""
 
     plugins: Plugins  # set on the subclass that make_app builds
     _with_plugin_commands = False
@@ -117,18 +118,35 @@ class LazyGroup(TyperGroup):
             return super().invoke(ctx)
 
     def list_commands(self, ctx: typer.Context) -> list[str]:
-        self._add_plugin_commands()
-        return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]
+        from assay.hooks import declared
+
+        if declared.env_modules():  # not installed, so they declare no command: ask them
+            self._add_plugin_commands()
+        listed = [*COMMANDS, *(name for name in declared.commands() if name not in COMMANDS)]
+        return [*listed, *(name for name in self.commands if name not in listed)]
 
     def get_command(self, ctx: typer.Context, cmd_name: str) -> Any:
-        if cmd_name in COMMANDS and cmd_name not in self.commands:
+        if cmd_name in self.commands:
+            return self.commands[cmd_name]
+        if cmd_name in COMMANDS:
             module = importlib.import_module(f"assay.cli.{COMMANDS[cmd_name][0]}")
             self._add(lambda app: module.register(app, self.plugins))
-        elif cmd_name not in COMMANDS:
+            return self.commands.get(cmd_name)
+        from assay.hooks import declared
+
+        if cmd_name in declared.commands():
+            ep = declared.commands()[cmd_name]
+            try:
+                register = ep.load()
+            except Exception as e:  # a broken plugin: one line, as `assay plugins` reports it
+                output.fail(f"the command '{cmd_name}' ({ep.value}) failed to load: {type(e).__name__}: {e}", code=1)
+            self._add(lambda app: register(app, self.plugins))
+        else:
             self._add_plugin_commands()
         return self.commands.get(cmd_name)
 
     def _add_plugin_commands(self) -> None:
+        """Commands plugins add through the assay_commands hook instead of declaring them."""
         if not self._with_plugin_commands:
             self._with_plugin_commands = True
             self._add(lambda app: self.plugins.manager.hook.assay_commands(app=app, plugins=self.plugins))
@@ -149,10 +167,14 @@ class LazyGroup(TyperGroup):
         return super().resolve_command(ctx, args)
 
     def format_commands(self, ctx: typer.Context, formatter: Any) -> None:  # Typer's own (vendored) click
+        from assay.hooks import declared
+
         rows = []
         for name in self.list_commands(ctx):
             if name in COMMANDS:
                 rows.append((name, COMMANDS[name][1]))
+            elif name in declared.commands() and name not in self.commands:
+                rows.append((name, declared.help_line(declared.commands()[name].value)))
             elif not self.commands[name].hidden:
                 rows.append((name, self.commands[name].get_short_help_str(formatter.width)))
         with formatter.section("Commands"):
@@ -167,6 +189,7 @@ def _version(value: bool) -> None:
 
 def make_app(plugins: Plugins | PluginsOnUse) -> typer.Typer:
     """The root command: its table and ``--version`` need no plugin; commands get ``plugins``."""
+    params.install()
     app = typer.Typer(
         name="assay",
         cls=type("AssayGroup", (LazyGroup,), {"plugins": plugins}),

@@ -15,18 +15,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
-import attrs
 import typer
 from assay.cli.experiment_records import command_record, find_experiment, shared_family_note, show_verdict
 from assay.cli.output import JsonOpt, emit_json, emit_json_line, fail, say, table
-from assay.engine.results import listing, read_verdict
-from assay.storage import commands
-from assay.storage.files import Locked, NotALockFile
 from assay.storage.home import AssayHome
-from assay.storage.records import ARMS, GRADERS, Bar, PanelSeat
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the records, the engine and the plugins load in the commands that use them (`--help` needs none)
     from assay.hooks import plugin_manager as plugin_loading  # loaded on first use (cli.PluginsOnUse)
+    from assay.storage.records import Bar
 
 EXIT_PAUSED = 3
 EXIT_NOT_FINAL = 5
@@ -52,6 +48,8 @@ def flag_message(text: str) -> str:
 
 
 def _bar(**overrides: Any) -> Bar:
+    from assay.storage.records import Bar
+
     given = {k: v for k, v in overrides.items() if v is not None}
     try:
         return Bar(**given)
@@ -245,6 +243,7 @@ def refuse_outside_release(**given: Any) -> None:
 def _extend(plugins: plugin_loading.Plugins, home: AssayHome, ref: str | None, add_tasks: list[str],
             given: dict[str, Any], *, workers: int, json_: bool, executor: Any = None) -> None:
     """``assay experiment ID --add-tasks …``: record the new look, then run it (docs/verdict.md)."""
+    import attrs
     from assay.engine import extend
     from assay.engine import start as experiments_core
     from assay.engine.folder import bar_differences
@@ -279,6 +278,8 @@ def _extend(plugins: plugin_loading.Plugins, home: AssayHome, ref: str | None, a
 def _panel_flags(mode: str | None, seats: list[str], vote: str | None, arm_family_rule: str | None,
                  families: int | None) -> dict[str, Any]:
     """The Bar's panel fields from the flags (None where a flag is absent: the Bar's default)."""
+    from assay.storage.records import PanelSeat
+
     if arm_family_rule not in (None, "on", "off"):
         fail(f"--panel-arm-family-rule must be on or off, got {arm_family_rule!r}")
     try:
@@ -293,6 +294,8 @@ def _panel_flags(mode: str | None, seats: list[str], vote: str | None, arm_famil
 def _arm_scripts(values: list[str]) -> dict[str, Path]:
     """``SCRIPT`` (both Arms), ``ARM=SCRIPT`` or ``grader=SCRIPT`` values as a script per Arm (and
     one for every Grader session)."""
+    from assay.storage.records import ARMS, GRADERS
+
     scripts: dict[str, Path] = {}
     for value in values:
         arm, named, path = value.partition("=")
@@ -390,6 +393,7 @@ def _evals_app(plugins: plugin_loading.Plugins) -> typer.Typer:
     ) -> None:
         """Resolve and freeze both Arms (Factory builds, Custom-runner manifests) without running a Trial."""
         from assay.engine.start import prepare_arms as prepare
+        from assay.storage.records import Bar
 
         home = AssayHome.from_env()
         plan = make_plan(plugins, home, Bar(), None, None, factory, suite, arm_flags(locals()), sandbox_fallback=True)
@@ -407,6 +411,7 @@ def _announce(plan: Any, bar: Bar, json_: bool) -> None:
     if json_:
         return
     from assay import verdict as verdicts
+    from assay.storage.records import ARMS
 
     setup = plan.setup
     say(f"Experiment {setup.id}" + (f" (label {setup.label}, beside the one these Arms name)" if setup.label else ""))
@@ -466,6 +471,8 @@ def _plural(n: int, noun: str) -> str:
 
 
 def _conclude(exp: Any, outcome: str, json_: bool) -> None:
+    from assay.engine.results import read_verdict
+
     verdict = read_verdict(exp)
     if json_:
         line = {"id": exp.id, "outcome": outcome,
@@ -512,12 +519,13 @@ def print_result(exp: Any, outcome: str, verdict: dict | None) -> None:
 
 def experiments(
     id: str = typer.Argument(None, help="Show one Experiment (an id or a unique prefix)."),
+    trial: str = typer.Argument(None, help="Show one Trial of it, every attempt: SUITE/TASK:ARM-N, as listed."),
     pair: str = typer.Option(None, "--pair", help="Show one pair of process Trials blind, as a reader sees it."),
     reader: str = typer.Option(None, "--reader", help="With --pair: the reader (default: $USER)."),
     json_: bool = JsonOpt,
 ) -> None:
     """List Experiments, or show one: Arms, Bar, per-task pairs, every Trial, minutes, the Verdict."""
-    from assay.engine.results import describe
+    from assay.engine.results import describe, listing
     from assay.storage.userconfig import grading_config
 
     home = AssayHome.from_env()
@@ -527,6 +535,9 @@ def experiments(
         if not id:
             fail("--pair needs the Experiment: assay experiments ID --pair PAIR")
         show_pair(find_experiment(home, id), pair, reader, json_)
+        return
+    if trial:
+        _show_trial(find_experiment(home, id), trial, json_)
         return
     if id:
         exp = find_experiment(home, id)
@@ -551,6 +562,25 @@ def experiments(
     ], empty="No Experiments yet. Start one with `assay experiment`.")
 
 
+def _show_trial(exp: Any, key: str, json_: bool) -> None:
+    """``assay experiments ID TRIAL``: one Trial's attempts, read from its own files alone."""
+    from assay.engine.results import trial_rows
+
+    slot = exp.find_slot(exp.setup(), key)
+    if slot is None:
+        fail(f"no Trial {key} in Experiment {exp.id} (name it SUITE/TASK:ARM-N, as `assay experiments {exp.id}` lists it)")
+    rows = trial_rows(exp, slot)
+    if json_:
+        emit_json({"id": exp.id, "trial": key, "attempts": rows})
+        return
+    say(f"Trial {key} of Experiment {exp.id}")
+    table(["ATTEMPT", "OUTCOME", "VOID CAUSE", "ENDED", "SCORE", "WHY", "FOLDER"], [
+        (t["attempt"], t["outcome"], t["void_cause"] or "", _when(t["ended_at"]),
+         ("pass" if t["score"]["passed"] else "fail") if t["score"] else "", _why(t), t["folder"])
+        for t in rows
+    ], empty="No attempt has finished yet.")
+
+
 def _when(iso: str) -> str:
     """A recorded time as a person reads it: local, to the minute."""
     import datetime as dt
@@ -559,6 +589,8 @@ def _when(iso: str) -> str:
 
 
 def _show(data: dict) -> None:
+    from assay.storage.records import ARMS
+
     say(f"Experiment {data['id']}" + (f" (label {data['label']})" if data["label"] else "")
         + f": {data['state']}" + (f" ({data['outcome']})" if data["outcome"] else ""))
     if data["release"]:
@@ -611,6 +643,7 @@ def _recheck_command(plugins: plugin_loading.Plugins):
     ) -> None:
         """Record your recheck of a Trial's Score beside the Grader's (--pass or --fail); the Verdict follows it."""
         from assay.engine import results
+        from assay.storage.files import Locked, NotALockFile
         from assay.storage.userconfig import grading_config
 
         if pass_ == fail_:
@@ -650,6 +683,8 @@ def stop(
 ) -> None:
     """Stop a running Experiment (in-flight Trials are cut short, and re-run on resume) or Scoring run
     (what it didn't score waits for the next)."""
+    from assay.storage import commands
+
     home = AssayHome.from_env()
     scoring = [r for r in commands.all_records(home) if r.kind == "scoring" and r.id == id]
     kind, found = ("scoring", id) if scoring else ("experiment", find_experiment(home, id).id)

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.cli.output import fail, say
-from assay.hooks import plugin_manager as plugin_loading
-from assay.storage.home import AssayHome
+
+if TYPE_CHECKING:
+    from assay.hooks import plugin_manager as plugin_loading
+    from assay.storage.home import AssayHome
 
 
 def shared_family_note(family: str) -> str:

@@ -40,7 +40,7 @@ def inbox(home: AssayHome) -> dict[str, Any]:
     for row in data["running"]:
         with contextlib.suppress(ValueError, OSError):  # one unreadable Experiment hides no other
             if row["kind"] == "experiment":
-                exp = results.find(home, row["id"])
+                exp = results.find(home, row["id"]).read_once()  # progress asks for each slot's attempts twice
                 p = progress(exp, results.command_of(home, exp.id), commands.now())
                 data["progress"][row["id"]] = {"done": p["done"], "total": p["total"], "running": len(p["running"])}
     return data
@@ -56,7 +56,7 @@ def experiment(home: AssayHome, ref: str, sort: str = "task") -> dict[str, Any]:
     draws: how far it has got (:func:`assay.engine.progress.progress`), the Eval tasks' rows sorted
     by ``sort``, the Bar as settings."""
     try:
-        exp = results.find(home, ref)
+        exp = results.find(home, ref).read_once()  # the description and the progress read each slot once
     except ValueError as e:
         raise NotFound(str(e)) from None
     command = results.command_of(home, exp.id)
@@ -74,19 +74,20 @@ def trial(home: AssayHome, plugins: Plugins, ref: str, task: str, arm_index: str
     """One attempt of one Trial: its record and Score, its session as a transcript (from its Session
     trace), its evidence, stderr and sandbox log (the change it committed is read by the page, in a
     sandbox: :func:`assay.console.change.committed_change`)."""
-    data = experiment(home, ref)
-    arm, _, index = arm_index.rpartition("-")
-    found = [t for t in data["trials"] if t["task"] == task and t["arm"] == arm and str(t["index"]) == index
-             and t["attempt"] == attempt]
-    if not found:
-        raise NotFound(f"no Trial {task} {arm_index} attempt {attempt} in Experiment {data['id']}")
-    record, folder = found[0], Path(found[0]["folder"])
-    exp = results.find(home, data["id"])
-    slot = Slot(task, arm, int(index))
-    recheck = exp.recheck(slot)
+    try:
+        exp = results.find(home, ref).read_once()
+    except ValueError as e:
+        raise NotFound(str(e)) from None
     setup = exp.setup()
+    slot = exp.find_slot(setup, f"{task}:{arm_index}")
+    found = [t for t in results.trial_rows(exp, slot) if t["attempt"] == attempt] if slot is not None else []
+    if slot is None or not found:
+        raise NotFound(f"no Trial {task} {arm_index} attempt {attempt} in Experiment {exp.id}")
+    arm = slot.arm
+    record, folder = found[0], Path(found[0]["folder"])
+    recheck = exp.recheck(slot)
     base = next((t.change or t.base for t in setup.tasks if t.id == task), None)
-    return {"experiment": data["id"], "trial": record, "arm_label": setup.arm(arm).label(),
+    return {"experiment": exp.id, "trial": record, "arm_label": setup.arm(arm).label(),
             "recheck": {k: v for k, v in formats.unstructure(recheck).items() if k != "format"} if recheck else None,
             "session": _session(exp, slot, attempt, folder, plugins.harnesses().get(setup.arm(arm).harness or "")),
             "base": base, "sandbox": setup.sandbox,  # for its change (change.committed_change), read in a sandbox

@@ -21,11 +21,11 @@ import datetime as dt
 import hashlib
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import attrs
-from assay.pairs.evidence import PairEvidence, pair_name
 from assay.storage import files, formats
 from assay.storage.records import (
     ARMS,
@@ -43,6 +43,9 @@ from assay.storage.records import (
     TrialRecord,
     TrialView,
 )
+
+if TYPE_CHECKING:  # read by the few pages that show pairs: the listings never import it (its graph is large)
+    from assay.pairs.evidence import PairEvidence
 
 _ATTEMPT = re.compile(r"attempt-(\d+)")
 
@@ -162,9 +165,13 @@ class ExperimentDir:
 
     def pair_file(self, task: str, index: int) -> Path:
         """Pair evidence of Baseline and Candidate Trial ``index`` of ``task`` (named for neither Arm)."""
+        from assay.pairs.evidence import pair_name
+
         return self.path / "pairs" / f"{pair_name(task_dirname(task), index)}.json"
 
     def pair(self, task: str, index: int) -> PairEvidence | None:
+        from assay.pairs.evidence import PairEvidence
+
         path = self.pair_file(task, index)
         return formats.read(path, PairEvidence) if path.exists() else None
 
@@ -275,3 +282,63 @@ class ExperimentDir:
     def find_slot(self, setup: Setup, key: str) -> Slot | None:
         """The Trial named ``SUITE/TASK:ARM-N`` (as listings print it)."""
         return next((s for s in self.slots(setup.tasks) if s.key == key), None)
+
+    def read_once(self) -> ExperimentRead:
+        """This folder as one description or page reads it: each part worked out once."""
+        return ExperimentRead(self.path)
+
+
+@attrs.frozen
+class ExperimentRead(ExperimentDir):
+    """An Experiment's folder read for one description or page: its Setup, Bar and looks, and each
+    slot's folders, attempts, finished records, attempt in force, Score, recheck and Pair evidence
+    worked out once, however often the description asks (the Verdict's judgements, the findings, the Trials'
+    rows and the progress each go over every slot). It sees nothing written after it read a part:
+    a run's engine keeps a plain :class:`ExperimentDir`."""
+
+    _memo: dict[tuple[Any, ...], Any] = attrs.field(factory=dict, init=False, eq=False, repr=False)
+
+    def read_once(self) -> ExperimentRead:
+        return self
+
+    def _once(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
+
+    def setup(self) -> Setup:
+        return self._once(("setup",), super().setup)
+
+    def looks(self, started: Setup | None = None) -> tuple[Look, ...]:
+        return self._once(("looks",), lambda: super(ExperimentRead, self).looks(started))
+
+    def bar(self) -> Bar:
+        return self._once(("bar",), super().bar)
+
+    def slot_folder(self, slot: Slot) -> Path:
+        return self._once(("folder", slot), lambda: super(ExperimentRead, self).slot_folder(slot))
+
+    def attempt_folder(self, slot: Slot, attempt: int) -> Path:
+        return self._once(("attempt", slot, attempt), lambda: super(ExperimentRead, self).attempt_folder(slot, attempt))
+
+    def score_file(self, slot: Slot) -> Path:
+        return self._once(("score file", slot), lambda: super(ExperimentRead, self).score_file(slot))
+
+    def attempts(self, slot: Slot) -> list[int]:
+        return list(self._once(("attempts", slot), lambda: super(ExperimentRead, self).attempts(slot)))
+
+    def slot_state(self, slot: Slot, bar: Bar) -> SlotState:
+        read, state = self._once(("state", slot), lambda: (bar, super(ExperimentRead, self).slot_state(slot, bar)))
+        return state if read == bar else super().slot_state(slot, bar)
+
+    def in_force(self, slot: Slot) -> str | None:
+        return self._once(("in force", slot), lambda: super(ExperimentRead, self).in_force(slot))
+
+    def score(self, slot: Slot) -> Score | None:
+        return self._once(("score", slot), lambda: super(ExperimentRead, self).score(slot))
+
+    def recheck(self, slot: Slot) -> Recheck | None:
+        return self._once(("recheck", slot), lambda: super(ExperimentRead, self).recheck(slot))
+
+    def pair(self, task: str, index: int) -> PairEvidence | None:
+        return self._once(("pair", task, index), lambda: super(ExperimentRead, self).pair(task, index))

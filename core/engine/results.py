@@ -14,20 +14,22 @@ import collections
 import datetime as dt
 import re
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 from assay.engine import efficiency
 from assay.engine.findings import findings
 from assay.engine.folder import ExperimentDir, Slot
 from assay.pairs import people
-from assay.pairs.panel import PairPanel, arms_families, pair_panel
 from assay.pairs.spend import spent
 from assay.pairs.votes import Call
 from assay.storage import commands, formats
 from assay.storage.files import exclusive_lock
 from assay.storage.home import AssayHome
 from assay.storage.records import ARMS, Bar, CommandRecord, Look, Looks, LookWarning, Outcome, Recheck, Setup
+
+if TYPE_CHECKING:  # the Grader panel is read only for a Bar that has one: the listings never import it
+    from assay.pairs.panel import PairPanel
 
 BROKEN_SHARE = 0.75  # of an Arm's Trials (2 or more) failing the same way: the Arm is broken, not measured
 
@@ -387,6 +389,8 @@ def _panels(exp: ExperimentDir, setup: Setup, bar: Bar, families: Mapping[str, S
     """The Grader panel on every pair with evidence (none while the Bar's panel is off)."""
     if bar.panel == "off":
         return []
+    from assay.pairs.panel import arms_families, pair_panel
+
     arm_families = arms_families([(setup.arm(a).harness, setup.arm(a).model) for a in ARMS], families)
     out = []
     for task in setup.tasks:
@@ -580,6 +584,7 @@ def describe(exp: ExperimentDir, command: Any | None,
     the User config's, for the family rule of a counted Grader panel; ``home``: where ``command``, the
     Command record, is read again if its process has ended since (:func:`commands.as_it_stands`)."""
     command, command_state = commands.as_it_stands(command, home) if command else (None, "created")
+    exp = exp.read_once()  # every slot is asked for by the Trials' rows, the judgements and the findings
     setup, bar = exp.setup(), exp.bar()
     trials, minutes = [], {arm: 0.0 for arm in ARMS}
     voids: dict[str, dict[str, int]] = {arm: {} for arm in ARMS}
@@ -603,12 +608,7 @@ def describe(exp: ExperimentDir, command: Any | None,
             if record.void_cause:
                 cause = record.void_cause.value
                 voids[record.arm][cause] = voids[record.arm].get(cause, 0) + 1
-            trials.append({
-                **{k: v for k, v in formats.unstructure(record).items() if k != "format"},
-                "score": ({"passed": score.passed, "why": score.why, "grader": score.grader,
-                           "wrong_finding": score.wrong_finding} if score and record is state.last else None),
-                "folder": str(exp.attempt_folder(slot, record.attempt)),
-            })
+            trials.append(_trial_row(exp, slot, record, score if record is state.last else None))
     verdict = read_verdict(exp)
     return {
         "id": exp.id,
@@ -636,6 +636,25 @@ def describe(exp: ExperimentDir, command: Any | None,
         **({"panel_spend": spent(exp.path / "panel")} if bar.panel != "off" else {}),
         **({"pairs": pairs} if (pairs := _pairs_report(exp, setup)) else {}),
     }
+
+
+def _trial_row(exp: ExperimentDir, slot: Slot, record: Any, score: Any | None) -> dict[str, Any]:
+    """One attempt as ``assay experiments ID --json`` lists it: its record, the Score (on the slot's
+    last finished attempt only) and its folder."""
+    return {
+        **{k: v for k, v in formats.unstructure(record).items() if k != "format"},
+        "score": ({"passed": score.passed, "why": score.why, "grader": score.grader,
+                   "wrong_finding": score.wrong_finding} if score else None),
+        "folder": str(exp.attempt_folder(slot, record.attempt)),
+    }
+
+
+def trial_rows(exp: ExperimentDir, slot: Slot) -> list[dict[str, Any]]:
+    """The slot's finished attempts as :func:`describe` lists them, read from the slot's own files
+    alone (a Trial's page and ``assay experiments ID TRIAL`` take the same time in any Experiment)."""
+    state = exp.slot_state(slot, exp.bar())
+    score = exp.score(slot) if state.last is not None else None
+    return [_trial_row(exp, slot, record, score if record is state.last else None) for record in state.records]
 
 
 def _pairs_report(exp: ExperimentDir, setup: Setup) -> list[dict[str, Any]]:

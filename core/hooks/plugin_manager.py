@@ -9,18 +9,16 @@ A plugin that fails to load is recorded with its error and left out; the rest st
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
-import os
 from collections.abc import Iterable
 from typing import Any
 
 import attrs
 import pluggy
-from assay.hooks import hookspecs
+from assay.hooks import declared, hookspecs
 from assay.hooks.loaded import OFFERINGS, PluginError, PluginInfo, Plugins
 
 GROUP = hookspecs.PROJECT
-ENV_VAR = "ASSAY_PLUGINS"
+ENV_VAR = declared.ENV_VAR
 
 
 def load(*, entrypoints: bool = True, modules: Iterable[str] | None = None) -> Plugins:
@@ -29,12 +27,12 @@ def load(*, entrypoints: bool = True, modules: Iterable[str] | None = None) -> P
     pm.add_hookspecs(hookspecs)
     infos: list[PluginInfo] = []
     if entrypoints:
-        for ep in sorted(importlib.metadata.entry_points(group=GROUP), key=lambda e: e.name):
+        for ep in sorted(declared.entry_points().select(group=GROUP), key=lambda e: e.name):
             dist = ep.dist.name if ep.dist else None
             version = ep.dist.version if ep.dist else None
             infos.append(_register(pm, ep.name, ep.value, "entry point", ep.load, dist, version))
     if modules is None:
-        modules = [m.strip() for m in os.environ.get(ENV_VAR, "").split(",") if m.strip()]
+        modules = declared.env_modules()
     for module in modules:
         infos.append(
             _register(pm, module, module, ENV_VAR, lambda m=module: importlib.import_module(m))
@@ -87,4 +85,8 @@ def provides(plugins: Plugins, plugin_name: str) -> list[dict[str, Any]]:
     plugin = plugins.manager.get_plugin(plugin_name)
     if plugin is not None and hasattr(plugin, "assay_commands"):
         out.append({"kind": "commands", "name": None, "implemented": True})
+    module = next((i.module for i in plugins.infos if i.name == plugin_name), None)
+    for name, ep in declared.commands().items():  # declared in its package (docs/plugins.md)
+        if module and (ep.module == module or ep.module.startswith(module + ".")):
+            out.append({"kind": "command", "name": name, "implemented": True})
     return out

@@ -35,6 +35,4 @@ def assay_runners() -> list[DemoRunner]:
     ]
 
 
-from assay.plugins.demo.command import assay_commands  # noqa: E402  (the `assay demo` command)
-
-__all__ = ["CAREFUL", "HASTY", "RUNNERS", "DemoRunner", "assay_commands", "assay_runners"]
+__all__ = ["CAREFUL", "HASTY", "RUNNERS", "DemoRunner", "assay_runners"]

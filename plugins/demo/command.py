@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
-from assay import hookimpl
 from assay.cli.output import JsonOpt, fail, say
-from assay.hooks.loaded import Plugins
-from assay.storage import files
-from assay.storage.home import AssayHome
-from assay.storage.records import Bar
+
+if TYPE_CHECKING:  # `assay demo --help` needs none of them
+    from assay.hooks.loaded import Plugins
 
 
 def demo_command(plugins: Plugins):
@@ -32,6 +32,8 @@ def demo_command(plugins: Plugins):
         from assay.engine.arms import ArmFlags
         from assay.plugins.demo import CAREFUL, HASTY
         from assay.plugins.demo.suite import install_demo_suite
+        from assay.storage.home import AssayHome
+        from assay.storage.records import Bar
 
         home = AssayHome.from_env()
         try:
@@ -67,6 +69,8 @@ def scoring_command(plugins: Plugins):
         from assay.plugins.demo.scoring import run_demo
         from assay.scoring import origins, yours
         from assay.scoring.store import CRITERIA, ScoringStore
+        from assay.storage import files
+        from assay.storage.home import AssayHome
 
         started = time.monotonic()
         backends = plugins.sandbox_backends()
@@ -108,8 +112,8 @@ def scoring_command(plugins: Plugins):
     return scoring
 
 
-@hookimpl
-def assay_commands(app: typer.Typer, plugins: Plugins) -> None:
+def register(app: typer.Typer, plugins: Plugins) -> None:
+    """Run a complete Experiment offline on the bundled demo suite (scripted runners, not AI)."""
     group = typer.Typer(rich_markup_mode=None, invoke_without_command=True)
     group.callback()(demo_command(plugins))
     group.command("scoring")(scoring_command(plugins))

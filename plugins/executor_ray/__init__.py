@@ -4,7 +4,8 @@ Each host runs ``assay worker start``, a Ray node whose custom resources are the
 there, two slots each (the spec's two sessions at once per login); ``assay experiment
 --executor ray`` hands each Trial to a host holding its Arm's login with a slot free, and writes
 what comes back (docs/distributed.md). Without Ray installed the plugin still loads, and says why
-it can't run: only ``--executor ray`` and ``assay worker`` need it.
+it can't run: only ``--executor ray`` and ``assay worker`` (declared in pyproject.toml's
+``assay.commands``: :mod:`.worker`) need it.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ from typing import TYPE_CHECKING
 from assay import hookimpl
 
 if TYPE_CHECKING:
-    import typer
-    from assay.hooks.loaded import Plugins
     from assay.plugins.executor_ray.executor import RayExecutor
 
 
@@ -24,10 +23,3 @@ def assay_executors() -> list[RayExecutor]:
     from assay.plugins.executor_ray.executor import RayExecutor
 
     return [RayExecutor()]
-
-
-@hookimpl
-def assay_commands(app: typer.Typer, plugins: Plugins) -> None:
-    from assay.plugins.executor_ray.worker import worker_commands
-
-    app.add_typer(worker_commands(plugins), name="worker", help="Run a host's Ray node for --executor ray (docs/distributed.md).")

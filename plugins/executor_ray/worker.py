@@ -40,7 +40,8 @@ def _present(harness: object, assay_home: Path) -> bool:
         return False
 
 
-def worker_commands(plugins: Plugins) -> typer.Typer:
+def register(app: typer.Typer, plugins: Plugins) -> None:
+    """Run a host's Ray node for --executor ray (docs/distributed.md)."""
     group = typer.Typer(rich_markup_mode=None, no_args_is_help=True)
 
     @group.command("start")
@@ -84,5 +85,5 @@ def worker_commands(plugins: Plugins) -> typer.Typer:
         sys.stdout.flush()
         os.execvpe(argv[0], argv, {**os.environ, "ASSAY_HOME": str(home.root)})
 
-    return group
+    app.add_typer(group, name="worker", help=register.__doc__)
 

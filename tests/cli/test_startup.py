@@ -89,3 +89,101 @@ def test_every_listed_command_loads_and_helps(cli) -> None:
         done = cli(name, "--help")
         assert done.returncode == 0, (name, done.stderr)
         assert f"assay {name}" in done.stdout
+
+
+def test_help_lists_a_plugins_command_without_importing_any_plugin(assay_home: Path) -> None:
+    """Issue 39: "the root command table, help and version load no plugin, no attrs/cattrs, no numpy
+    and no trio". The demo plugin's command is listed from its entry point (assay.commands)."""
+    modules, out = modules_loaded_by(assay_home, "--help")
+    assert "Run a complete Experiment offline on the bundled demo suite" in out
+    assert plugin_modules(modules) - {"assay.hooks", "assay.hooks.declared"} == set()
+    assert not {m for m in modules if m.startswith(("attr", "cattrs", "pydantic"))}
+
+
+@pytest.mark.parametrize("args", [["experiments", "--help"], ["experiments"], ["inbox"], ["stop", "nope"]])
+def test_a_command_with_parameters_loads_no_pydantic(assay_home: Path, args: list[str]) -> None:
+    """Issue 39: with typer 0.29 every command with a parameter paid ~97 ms for pydantic; a value
+    that needs no conversion (an option not given, a str, a plain default) no longer builds it."""
+    modules, _ = modules_loaded_by(assay_home, *args)
+    assert not {m for m in modules if m.startswith("pydantic")}
+    assert "trio" not in modules and not {m for m in modules if m.startswith(("assay.plugins.", "pluggy"))}
+
+
+@pytest.mark.parametrize("args", [["experiments"], ["inbox"]])
+def test_the_listings_import_no_trio_and_no_grader_panel(assay_home: Path, args: list[str]) -> None:
+    """Issue 39: "`assay experiments` imports trio (~100 ms) without running anything"; a listing
+    reads each Experiment's Setup, Command record and Verdict, nothing of pairs or sessions."""
+    from assay.storage.home import AssayHome
+
+    from tests.written_experiments import write_experiment
+
+    exp_id = write_experiment(AssayHome(assay_home), 0, 12)
+    modules, out = modules_loaded_by(assay_home, *args)
+    assert exp_id in out
+    assert not {m for m in modules if m.split(".")[0] in ("trio", "numpy", "pydantic", "pluggy")}
+    assert not {m for m in modules if m.startswith(("assay.pairs.panel", "assay.pairs.evidence", "assay.sessions.leftovers",
+                                                    "assay.sessions.grader_session", "assay.plugins."))}
+
+
+def test_a_path_argument_loads_no_pydantic(assay_home: Path, tmp_path: Path) -> None:
+    counts = tmp_path / "counts.json"
+    counts.write_text(json.dumps({"trials_per_task": 1, "tasks": [{"id": "t", "baseline": 1, "candidate": 0}]}))
+    modules, out = modules_loaded_by(assay_home, "verdict", str(counts), "--json")
+    assert json.loads(out)["verdict"]  # the file was read through the converted path
+    assert not {m for m in modules if m.startswith("pydantic")}
+
+
+def test_a_value_that_needs_converting_is_still_converted_and_refused(cli) -> None:
+    bad = cli("stop", "nope", "--wait", "abc")
+    assert bad.returncode == 2
+    assert "Invalid value for '--wait'" in bad.stderr
+    low = cli("experiment", "--workers", "0")
+    assert low.returncode == 2 and "greater than or equal to 1" in low.stderr
+
+
+def declared_plugin(root: Path, module_text: str) -> Path:
+    """An installed distribution (found on PYTHONPATH) declaring the command ``hello`` in ``hello_cmd``."""
+    (root / "hello_cmd.py").write_text(module_text)
+    info = root / "hello_plugin-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hello-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[assay.commands]\nhello = hello_cmd:register\n")
+    return root
+
+
+HELLO = '''
+import sys
+import typer
+
+
+def register(app: typer.Typer, plugins) -> None:
+    """Say hello from a plugin."""
+    @app.command("hello")
+    def hello(name: str = typer.Argument("world")) -> None:
+        """Say hello."""
+        print(f"hello {name}", "imported" if "hello_cmd" in sys.modules else "")
+'''
+
+
+def test_a_declared_command_is_listed_unimported_and_runs(assay_home: Path, tmp_path: Path) -> None:
+    (tmp_path / "site").mkdir()
+    root = declared_plugin(tmp_path / "site", HELLO)
+    env = cli_env(assay_home, PYTHONPATH=str(root))
+    code = "import sys\nfrom assay.cli import main\nsys.argv = ['assay', '--help']\ntry:\n    main()\nexcept SystemExit:\n    pass\nprint('hello_cmd' in sys.modules)\n"
+    listed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert "Say hello from a plugin." in listed.stdout
+    assert listed.stdout.rstrip().endswith("False")  # listed without importing it
+    ran = subprocess.run([sys.executable, "-m", "assay", "hello", "you"], capture_output=True, text=True, env=env, timeout=60)
+    assert ran.returncode == 0 and ran.stdout.split()[:2] == ["hello", "you"], ran.stderr
+
+
+def test_a_declared_command_that_fails_to_load_is_one_line(assay_home: Path, tmp_path: Path) -> None:
+    (tmp_path / "site").mkdir()
+    root = declared_plugin(tmp_path / "site", "raise RuntimeError('boom')\n" + HELLO)
+    env = cli_env(assay_home, PYTHONPATH=str(root))
+    listed = subprocess.run([sys.executable, "-m", "assay", "--help"], capture_output=True, text=True, env=env, timeout=60)
+    assert listed.returncode == 0 and "Say hello from a plugin" in listed.stdout
+    ran = subprocess.run([sys.executable, "-m", "assay", "hello"], capture_output=True, text=True, env=env, timeout=60)
+    assert ran.returncode == 1
+    assert ran.stderr.strip() == ("assay: error: the command 'hello' (hello_cmd:register) failed to load: "
+                                  "RuntimeError: boom")
