@@ -34,6 +34,7 @@ from assay.engine.trial import TrialInputs, described, trial_session
 from assay.evaltasks import timesafe
 from assay.hooks.protocols import (PROXY_LOG, ArmRuntime, CannotGoOn, HostLost, Invocation, ProcessResult,
                                    RemoteWork, RemoteWorkers, SandboxBackend, SessionOutcome)
+from assay.sessions import interrupts
 from assay.sessions.slots import place_slot
 from assay.storage import files, formats
 from assay.storage.home import AssayHome
@@ -250,7 +251,6 @@ def run_on_host(payload: bytes, blobs: Mapping[str, bytes]) -> dict[str, bytes]:
     plugins; what it left, as named bytes (:class:`HostReport` in ``result.json``)."""
     import socket
 
-    import trio
     from assay.hooks import plugin_manager
     from assay.sessions.harness_arm import HarnessArm
 
@@ -292,12 +292,13 @@ def run_on_host(payload: bytes, blobs: Mapping[str, bytes]) -> dict[str, bytes]:
         folder.mkdir()
         inputs = TrialInputs(work.task, work.prompt, folder, folder / "repo", home.root, work.review_only)
         timesafe.trial_copy(cached, inputs.repository)
-        outcome, process = trio.run(trial_session, runtime, inputs, backend, work.bar, _nothing,
-                                    contextlib.nullcontext())
+        outcome, process = interrupts.run_trio(trial_session, runtime, inputs, backend, work.bar, _nothing,
+                                               contextlib.nullcontext())
         sent = {name: (folder / name).read_bytes() for name in ("session.log", "stderr.log", PROXY_LOG)
                 if (folder / name).is_file()}
         sent.update(_reports(folder))
-        head, bundle = trio.run(_commits, backend, inputs.repository, work.base, scratch, work.bar.timeout_seconds)
+        head, bundle = interrupts.run_trio(_commits, backend, inputs.repository, work.base, scratch,
+                                           work.bar.timeout_seconds)
         if bundle is not None:
             sent[BUNDLE] = bundle
         report = HostReport(host, outcome=outcome, process=process, head=head)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from assay.cli.output import fail
+from assay.cli.output import fail, say
 from assay.hooks.loaded import Plugins
 
 
@@ -76,11 +76,11 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
             argv += ["--temp-dir", str(temp_dir.absolute())]
         if block:
             argv.append("--block")
-        typer.echo(f"logins here: {', '.join(f'{name} ({n} slots)' for name, n in resources.items()) or 'none'}")
+        say(f"logins here: {', '.join(f'{name} ({n} slots)' for name, n in resources.items()) or 'none'}")
         if not resources:
-            typer.echo("warning: no Harness has a login on this host (`assay harnesses`); it will run no Trial", err=True)
+            say("warning: no Harness has a login on this host (`assay harnesses`); it will run no Trial", err=True)
         if dry_run:
-            typer.echo(shlex.join(argv))
+            say(shlex.join(argv))
             return
         sys.stdout.flush()
         os.execvpe(argv[0], argv, {**os.environ, "ASSAY_HOME": str(home.root)})
