@@ -45,6 +45,7 @@ PLAN_LIMIT_CAUSES = {VoidCause.PLAN_LIMIT, VoidCause.USAGE_LIMIT}
 # Void causes that mean the provider is failing: a re-run waits first (the Bar's backoff).
 PROVIDER_FAILING = {VoidCause.SERVER_ERROR, VoidCause.PROVIDER_UNREACHABLE}
 FINDING_CAUSES = {VoidCause.MEMORY_CAP, VoidCause.PROVIDER_UNREACHABLE}  # voids that may make a finding
+STOP_GRACE = 3.0  # seconds an error out of a Trial's work waits for a Stop its child's death may precede
 
 
 class SlotQueue:
@@ -122,6 +123,7 @@ class ExperimentRun:
     _cached: dict[str, Any] = attrs.field(factory=dict, init=False)
     _queue: SlotQueue | None = attrs.field(default=None, init=False)
     _work: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
+    _stop_seen: trio.Event = attrs.field(factory=trio.Event, init=False)
     _grading: trio.Nursery | None = attrs.field(default=None, init=False)
     _graders: trio.CapacityLimiter | None = attrs.field(default=None, init=False)
     _graded: set[str] = attrs.field(factory=set, init=False)  # tasks whose grading has started
@@ -169,6 +171,7 @@ class ExperimentRun:
         why = await interrupts.next_stop(signals)
         self.stopped = True
         self.command.log(f"Stop received ({why}): cutting in-flight work short")
+        self._stop_seen.set()
         self._work.cancel()
 
     # --- Trials -------------------------------------------------------------------------------
@@ -206,6 +209,9 @@ class ExperimentRun:
             self.report("trial started", self.counts)
             try:
                 record = await self._run_trial(slot, attempt)
+            except Exception:
+                await self._stop_may_follow()
+                raise
             finally:
                 self.counts.running -= 1
             again = None
@@ -230,6 +236,14 @@ class ExperimentRun:
             queue.done(again)
             if again is None:
                 self._grade_when_finished(slot.task)
+
+    async def _stop_may_follow(self) -> None:
+        """A terminal's Ctrl-C reaches assay's children too (a Trial's repository copy, in its
+        process group), and the child's death can reach the run before the signal does: an error
+        out of a Trial's work waits a moment for that Stop, which then cancels the wait (the
+        attempt was cut short, and runs again on resume), before it errors the Experiment."""
+        with trio.move_on_after(STOP_GRACE):
+            await self._stop_seen.wait()
 
     def _pause(self) -> None:
         if not self.paused:

@@ -230,6 +230,31 @@ def test_ctrl_c_on_a_child_process_is_a_stop(world, assay_home: Path, tmp_path: 
 
 
 @pytest.mark.slow
+def test_a_child_killed_by_the_ctrl_c_before_assay_sees_it_is_still_a_stop(world, assay_home: Path, tmp_path: Path):
+    """Found in a whole run: a terminal's Ctrl-C killed the Trial's repository copy (`cp`, in
+    assay's process group) and its exit -2 reached the run before the signal did, so the
+    Experiment errored ("cp … failed: exit -2", exit 1) instead of stopping. Here the copy dies of
+    SIGINT first and assay gets its Ctrl-C 0.3 s later: still a Stop (exit 3), and it resumes."""
+    factory, _ = world
+    bin_folder = tmp_path / "bin"
+    bin_folder.mkdir()
+    real = shutil.which("cp")
+    (bin_folder / "cp").write_text(
+        f'#!/bin/sh\ncase "$*" in *--reflink*) (sleep 0.3; kill -INT $PPID) </dev/null >/dev/null 2>&1 & kill -INT $$;; esac\nexec {real} "$@"\n')
+    (bin_folder / "cp").chmod(0o755)
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "bad": {"*": "right"}})
+    env = cli_env(assay_home, PLUGINS, FAKE_SCENARIO=str(sc), PATH=f"{bin_folder}:{os.environ['PATH']}")
+    done = subprocess.run(
+        [sys.executable, "-m", "assay", "experiment", "change", "--factory", str(factory), "--suite", "fixture",
+         "--sandbox", "none", "--candidate-model", "bad"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 3, done.stderr
+    print("OUT", done.stdout[-800:], "ERR", done.stderr[-800:])
+    assert "errored" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+    resumed = experiment(assay_home, factory, sc, "--candidate-model", "bad", "--json")
+    assert resumed.returncode == 0, resumed.stderr
+
+
+@pytest.mark.slow
 def test_assay_stop_while_the_arms_are_prepared_is_a_stop(world, assay_home: Path, tmp_path: Path):
     """The Console offers Stop as soon as the Command is recorded running, before the run watches for
     SIGTERM itself (while the Factory is built): ``assay stop`` then is a Stop as later (exit 3,
