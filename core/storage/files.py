@@ -238,3 +238,13 @@ def is_locked(path: Path) -> bool:
     finally:
         os.close(fd)
     return False
+
+
+def json_object_or_empty(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path`` (a login file a CLI wrote), or ``{}`` if it is unreadable,
+    not JSON, or not an object: the caller then treats it as no login."""
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -35,14 +35,14 @@ class AuthFile:
     path: Path
 
     def current(self) -> Mapping[str, str]:
-        auth = _read(self.path)
+        auth = files.json_object_or_empty(self.path)
         tokens = auth.get("tokens") if isinstance(auth.get("tokens"), dict) else {}
         found = {API_KEY: auth.get(API_KEY), **{f"tokens.{name}": tokens.get(name) for name in TOKENS}}
         return {slot: value for slot, value in found.items() if isinstance(value, str) and value}
 
     def refreshed(self, values: Mapping[str, str]) -> None:
         """Write the new tokens into the file (the rest of it kept), stamped as Codex stamps a refresh."""
-        auth = _read(self.path)
+        auth = files.json_object_or_empty(self.path)
         tokens = auth.setdefault("tokens", {})
         for slot, value in values.items():
             if slot == API_KEY:
@@ -55,7 +55,7 @@ class AuthFile:
 
 def trial_copy(path: Path, values: Mapping[str, str]) -> dict[str, Any]:
     """The user's ``auth.json`` by :data:`KEPT` keys, with each credential replaced by ``values``'."""
-    auth = _read(path)
+    auth = files.json_object_or_empty(path)
     copy = {key: auth[key] for key in KEPT if key in auth}
     if isinstance(copy.get("tokens"), dict):
         copy["tokens"] = {key: copy["tokens"][key] for key in KEPT_TOKENS if key in copy["tokens"]}
@@ -65,11 +65,3 @@ def trial_copy(path: Path, values: Mapping[str, str]) -> dict[str, Any]:
         else:
             copy["tokens"][slot.removeprefix("tokens.")] = value
     return copy
-
-
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        auth = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return auth if isinstance(auth, dict) else {}

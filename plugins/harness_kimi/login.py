@@ -83,19 +83,19 @@ class LoginFile:
     own: bool  # the user's own login (``login = true``), not a file named in credentials.toml
 
     def current(self) -> Mapping[str, str]:
-        token = _read(self.path)
+        token = files.json_object_or_empty(self.path)
         return {slot: token[slot] for slot in TOKENS if isinstance(token.get(slot), str) and token[slot]}
 
     def refreshed(self, values: Mapping[str, str]) -> None:
         """Keep a refresh's new tokens in the file (the rest kept; its ``expires_at`` too, so the
         user's next Kimi Code session refreshes once more, with the new refresh token)."""
-        token = _read(self.path)
+        token = files.json_object_or_empty(self.path)
         token.update({slot: value for slot, value in values.items() if slot in TOKENS})
         files.write_text(self.path, json.dumps(token, indent=2) + "\n", mode=0o600)
 
     def trial_copy(self, values: Mapping[str, str]) -> dict[str, Any]:
         """The file by :data:`KEPT` keys, each token replaced by ``values``' (stand-ins or the real ones)."""
-        token = _read(self.path)
+        token = files.json_object_or_empty(self.path)
         return {**{key: token[key] for key in KEPT if key in token}, **values}
 
     def describe(self) -> str:
@@ -117,7 +117,7 @@ def find(setting: object, where: str) -> LoginFile:
         raise CredentialsError(f"{where}: must be true (your own `kimi login`) or the path of a Kimi Code login file")
     if not path.is_file():
         raise CredentialsError(f"{where}: no Kimi Code login at {path} (run `kimi login`)")
-    token = _read(path)
+    token = files.json_object_or_empty(path)
     if not all(isinstance(token.get(slot), str) and token[slot] for slot in TOKENS):
         raise CredentialsError(f"{where}: {path} is not a Kimi Code login (no access_token and refresh_token)")
     found = _endpoint_of(path)
@@ -159,14 +159,6 @@ def _storage_name(key: object) -> str | None:
         return None
     name = key.removeprefix("oauth/")
     return name if name and "/" not in name and not name.startswith(".") else None
-
-
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        token = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return token if isinstance(token, dict) else {}
 
 
 def user_kimi_home() -> Path:
