@@ -202,7 +202,7 @@ class DiskCaps:
     def start(self, limit: int, folders: Sequence[Path], pool: Pool | None = None) -> Staged:
         """Lay ``folders`` (those that are folders) over a file system of ``limit`` bytes that takes
         every write to them: an empty one from ``pool``, else a fresh one."""
-        folders = sorted((Path(os.path.abspath(f)) for f in folders if Path(f).is_dir() and not Path(f).is_symlink()),
+        folders = sorted(dict.fromkeys(Path(os.path.abspath(f)) for f in folders if Path(f).is_dir() and not Path(f).is_symlink()),
                          key=lambda folder: len(folder.parts))  # a folder before those inside it
         if self.kind == "none" or not folders:
             return Staged(limit, None)

@@ -155,6 +155,19 @@ def test_only_what_the_trial_changed_is_copied_back(caps: disk.DiskCaps, tmp_pat
     assert sorted(p.name for p in folder.parent.iterdir()) == ["repo"]
 
 
+def test_a_folder_inside_another_is_written_on_the_outer_ones_layer(caps: disk.DiskCaps, tmp_path: Path) -> None:
+    """Two writable folders, one inside the other (or one named twice): one layer, the inner folder
+    bound from inside it, so its writes are capped too and come back with the outer one's."""
+    outer = tmp_path / "trial" / "out"
+    (outer / "inner").mkdir(parents=True)
+    staged = caps.start(CAP, [outer / "inner", outer, outer], disk.Pool())
+    assert len(staged.layers) == 1 and staged.sources[outer / "inner"] == staged.sources[outer] / "inner"
+    (staged.sources[outer / "inner"] / "made").write_text("inner's\n")
+    assert not (outer / "inner" / "made").exists()
+    staged.finish()
+    assert (outer / "inner" / "made").read_text() == "inner's\n"
+
+
 def run(backend: BwrapBackend, trial: Path, code: str) -> tuple[ProcessResult, list[str]]:
     """``code`` (Python) as a Trial's command in ``trial``'s repository, its home beside it."""
     lines: list[str] = []
