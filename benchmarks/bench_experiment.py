@@ -4,13 +4,20 @@ Runs an Experiment of 500 instant Trials (125 Eval tasks × 2 Arms × 2 Trials, 
 `sh -c echo`) on a small repository with the pass-through backend (or ``--sandbox``), at 1 and at 2 workers (both
 Arms run on one login, whose sessions never run more than 2 at once), and prints the wall time per
 Trial beside the bare session's own time, measured in the same run, and the CPU per Trial (this
-process and every child it reaped: steadier than wall time on a busy machine).
+process and every child, reaped or still running: steadier than wall time on a busy machine).
 
     overhead per Trial = wall time / Trials − bare session time
 
 (the whole Experiment's wall time, shared out over its Trials, less what the session itself costs).
 
-Run: ``python benchmarks/bench_experiment.py [--tasks N] [--sandbox bwrap]``.
+Beside each run, when ``inspect_ai`` is importable, its peer in the same window: an inspect_ai
+eval of as many samples, each running one ``exec`` of the same ``sh -c echo`` in its ``local``
+sandbox with no model (``mockllm``, never called), ``max_samples`` = workers, its CPU per sample
+counted the same way (in a process of its own). The issue 39 target: assay's CPU per Trial at or
+below inspect_ai's per sample under ``--sandbox none``, within 10 ms of it under bwrap.
+``--rounds N`` repeats both, interleaved, and prints the medians (a shared machine's load drifts).
+
+Run: ``python benchmarks/bench_experiment.py [--tasks N] [--sandbox bwrap] [--rounds N]``.
 
 ``--disk-cap-pairs N`` (bwrap only) measures instead what the per-Trial disk cap costs: N rounds at
 ``--workers``, each running the Experiment with the cap and without it (order alternating), and
@@ -20,6 +27,8 @@ prints the median CPU and wall per Trial of each and the cap's added cost (issue
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import json
 import os
 import resource
 import statistics
@@ -80,8 +89,22 @@ def bare_session(n: int = 50) -> float:
 
 
 def _cpu() -> float:
+    """This process's CPU and its children's: those it reaped, and those still running with whatever
+    they reaped (a helper that outlives a run, such as the pass-through backend's reaper server)."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    ticks = 0
+    for task in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{task}/children") as f:
+            pids = f.read().split()
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            ticks += sum(int(n) for n in fields[11:15])  # utime, stime, cutime, cstime
+    return (own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+            + ticks / os.sysconf("SC_CLK_TCK"))
 
 
 def run(tasks: int, workers: int, sandbox: str, disk_cap: bool = True) -> tuple[float, float, int]:
@@ -109,22 +132,83 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, default=125)
     parser.add_argument("--sandbox", default="none", help="the sandbox backend (none, bwrap)")
+    parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds; medians are printed")
     parser.add_argument("--disk-cap-pairs", type=int, default=0, metavar="N",
                         help="bwrap: N paired rounds with and without the disk cap, instead")
     parser.add_argument("--workers", type=int, default=2, help="with --disk-cap-pairs")
+    parser.add_argument("--inspect-ai", type=int, nargs=2, metavar=("SAMPLES", "WORKERS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.inspect_ai:
+        return print(json.dumps(inspect_ai_run(*args.inspect_ai)))
     if args.disk_cap_pairs:
         return disk_cap_pairs(args.tasks, args.workers, args.disk_cap_pairs)
     session = bare_session()
+    peer = importlib.util.find_spec("inspect_ai") is not None
     print(f"bare session (sh -c echo), median: {session * 1000:.1f} ms   [{os.cpu_count()} cores, "
-          f"load average {os.getloadavg()[0]:.1f}]")
+          f"load average {os.getloadavg()[0]:.1f}]" + ("" if peer else "; inspect_ai is not installed: assay alone"))
     for workers in (1, 2):
-        wall, cpu, trials = run(args.tasks, workers, args.sandbox)
-        per_trial = wall / trials
-        overhead = per_trial - session
-        print(f"workers {workers}: {trials} Trials in {wall:.1f} s = {per_trial * 1000:.1f} ms wall per Trial; "
-              f"overhead per Trial {overhead * 1000:.1f} ms (target at 2 workers: ≤ 40 ms); "
-              f"CPU {cpu / trials * 1000:.1f} ms per Trial")
+        found: dict[str, list[tuple[float, float]]] = {"assay": [], "inspect_ai": []}
+        for _ in range(args.rounds):
+            wall, cpu, trials = run(args.tasks, workers, args.sandbox)
+            found["assay"].append((wall / trials, cpu / trials))
+            if peer:
+                found["inspect_ai"].append(inspect_ai_peer(trials, workers))
+        wall, cpu = (statistics.median(x) for x in zip(*found["assay"]))
+        overhead = wall - session
+        print(f"workers {workers}: {trials} Trials, {wall * 1000:.1f} ms wall per Trial; overhead per Trial "
+              f"{overhead * 1000:.1f} ms (target at 2 workers: ≤ 40 ms); CPU {cpu * 1000:.1f} ms per Trial"
+              + (f" (median of {args.rounds})" if args.rounds > 1 else ""))
+        if peer:
+            peer_wall, peer_cpu = (statistics.median(x) for x in zip(*found["inspect_ai"]))
+            target = "≤ 1.00x" if args.sandbox == "none" else f"≤ {peer_cpu * 1000 + 10:.1f} ms"
+            print(f"  inspect_ai, {trials} samples (local sandbox, one exec, no model): {peer_wall * 1000:.1f} ms wall, "
+                  f"CPU {peer_cpu * 1000:.1f} ms per sample; assay's CPU {cpu / peer_cpu:.2f}x, "
+                  f"{(cpu - peer_cpu) * 1000:+.1f} ms per Trial (target: {target})")
+
+
+def inspect_ai_peer(samples: int, workers: int) -> tuple[float, float]:
+    """inspect_ai's wall time and CPU per sample, in a process of its own (its imports, threads and
+    children apart from this one's count)."""
+    out = subprocess.run([sys.executable, __file__, "--inspect-ai", str(samples), str(workers)], check=True,
+                         capture_output=True, text=True).stdout
+    wall, cpu = json.loads(out.splitlines()[-1])
+    return wall, cpu
+
+
+def inspect_ai_run(samples: int, workers: int) -> tuple[float, float]:
+    """The peer: ``samples`` samples, each one ``exec`` of the instant session in the local sandbox."""
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, scorer
+    from inspect_ai.solver import Generate, TaskState, solver
+    from inspect_ai.util import sandbox
+
+    line = json.dumps({"type": "result"})
+
+    @solver
+    def one_exec():  # type: ignore[no-untyped-def]
+        async def solve(state: TaskState, generate: Generate) -> TaskState:
+            result = await sandbox().exec(["sh", "-c", f"echo '{line}'"])
+            state.metadata["out"] = result.stdout.strip()
+            return state
+        return solve
+
+    @scorer(metrics=[accuracy()])
+    def saw_line():  # type: ignore[no-untyped-def]
+        async def score(state: TaskState, target: Target) -> Score:
+            return Score(value=CORRECT if state.metadata.get("out") == line else INCORRECT)
+        return score
+
+    with tempfile.TemporaryDirectory() as tmp:
+        task = Task(dataset=[Sample(input="do nothing", id=i) for i in range(samples)], solver=one_exec(),
+                    scorer=saw_line(), sandbox="local")
+        started, cpu = time.perf_counter(), _cpu()
+        [log] = inspect_eval(task, model="mockllm/model", display="none", log_dir=tmp, max_samples=workers)
+        wall, cpu = time.perf_counter() - started, _cpu() - cpu
+    assert log.status == "success" and log.results is not None, log.status
+    assert log.results.scores[0].metrics["accuracy"].value == 1.0, "the peer's sessions did not all run"
+    return wall / samples, cpu / samples
 
 
 def disk_cap_pairs(tasks: int, workers: int, rounds: int) -> None:
