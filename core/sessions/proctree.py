@@ -5,8 +5,8 @@ a tool may background a daemon, and an orphan is re-parented away from the sessi
 the leader's process group is therefore not enough. A :class:`ProcessTree` remembers every
 process it has seen below the leader (by pid *and* start time, so a reused pid is never
 mistaken for a member) and, at the end, kills every process group and process it knows. A
-leader started with :func:`become_subreaper` keeps even a double-forked daemon below it while
-it lives, so a snapshot taken before it dies sees the whole tree.
+leader that is a child subreaper (the pass-through backend's reaper) keeps even a double-forked
+daemon below it while it lives, so a snapshot taken before it dies sees the whole tree.
 
 Linux only: it reads ``/proc/<pid>/stat``.
 """
@@ -14,15 +14,11 @@ Linux only: it reads ``/proc/<pid>/stat``.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 
 import attrs
 import trio
-
-_PR_SET_CHILD_SUBREAPER = 36
-_prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved before any fork
 
 
 @attrs.frozen
@@ -70,15 +66,6 @@ def snapshot() -> dict[int, Proc]:
             if proc is not None:
                 out[proc.pid] = proc
     return out
-
-
-def become_subreaper() -> None:
-    """Make the calling process adopt its orphaned descendants (Linux ``PR_SET_CHILD_SUBREAPER``).
-
-    Meant for ``preexec_fn``: the flag survives ``execve``, so a session leader that sets it keeps
-    a daemon its tools double-fork inside its own subtree instead of losing it to init.
-    """
-    _prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
 @attrs.define

@@ -12,13 +12,30 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import attrs
 import trio
 
 POLL = 0.05  # seconds between looks at a child where the kernel has no pidfd (before Linux 5.3)
+
+
+class Started(Protocol):
+    """A session's first process as a sandbox backend's supervisor needs it: :class:`Child`, or
+    what a backend starts its own way."""
+
+    @property
+    def pid(self) -> int: ...
+    @property
+    def returncode(self) -> int | None: ...
+    @property
+    def stdout(self) -> trio.abc.ReceiveStream: ...
+    @property
+    def stderr(self) -> trio.abc.ReceiveStream: ...
+    async def wait(self) -> int | None: ...
+    async def aclose(self) -> None: ...
 
 
 @attrs.define
@@ -63,10 +80,7 @@ class Child:
             self._pidfd = None
 
 
-def spawn(
-    argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], preexec_fn: Callable[[], None] | None,
-    pass_fds: Sequence[int],
-) -> Child:
+def spawn(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], pass_fds: Sequence[int]) -> Child:
     """Start ``argv`` in a session of its own, stdin from /dev/null, stdout and stderr piped here.
 
     Call it from the trio thread (never through ``trio.to_thread``): see the module's docstring.
@@ -76,7 +90,7 @@ def spawn(
     try:
         popen = subprocess.Popen(
             list(argv), stdin=subprocess.DEVNULL, stdout=out_write, stderr=err_write, env=dict(env), cwd=cwd,
-            start_new_session=True, preexec_fn=preexec_fn, pass_fds=tuple(pass_fds),
+            start_new_session=True, pass_fds=tuple(pass_fds),
         )
     except BaseException:
         os.close(out_read)

@@ -4,8 +4,8 @@ Every local sandbox backend keeps the same promise, so they share this: stdout r
 caller line by line, stderr's tail is kept, every process the session starts is tracked
 (:mod:`assay.sessions.proctree`), and at the end a session still running gets its stop signals, each with
 a grace period, before whatever is left is killed. A backend supplies only what differs: the
-command line, set-up in the child before ``exec``, file descriptors it inherits, where a stop
-signal goes, and when to end the session early.
+command line, how its first process is started (:meth:`Supervisor.start`), file descriptors it
+inherits, where a stop signal goes, and when to end the session early.
 
 What a session prints costs the host time to read however little of it is kept, so its stdout and
 stderr together have a budget per run, ``ASSAY_TRIAL_OUTPUT`` (default 1G): past it the session is
@@ -21,8 +21,8 @@ from typing import ClassVar
 import attrs
 import trio
 from assay.hooks.protocols import ProcessResult
-from assay.sessions.proctree import ProcessTree, become_subreaper
-from assay.sessions.spawn import Child, spawn
+from assay.sessions.proctree import ProcessTree
+from assay.sessions.spawn import Started, spawn
 from assay.storage.sizes import size_from_env
 from assay.storage.untrusted import MIB, LineBuffer
 
@@ -66,7 +66,6 @@ class Supervisor:
         timeout: float,
         on_line: Callable[[str], None],
         stop_signals: Sequence[int],
-        preexec_fn: Callable[[], None] | None = become_subreaper,
         pass_fds: Sequence[int] = (),
         on_start: Callable[[], None] = _nothing,
         signal_stop: Callable[[ProcessTree, int], None] = ProcessTree.signal_leader_group,
@@ -74,9 +73,7 @@ class Supervisor:
     ) -> ProcessResult:
         """Run ``argv`` in a session of its own until it exits, ``timeout`` passes or ``end_early()``.
 
-        ``preexec_fn`` runs in the child before ``exec`` (None lets the child start by the faster
-        vfork path); ``on_start`` runs here once it has started (to close what ``pass_fds`` handed
-        over, say). ``end_early`` is asked every ``poll`` seconds; when it says so the session is
+        ``on_start`` runs here once it has started (to close what ``pass_fds`` handed over, say). ``end_early`` is asked every ``poll`` seconds; when it says so the session is
         stopped as at a timeout, but not reported as timed out. Cancellation stops it the same way
         and re-raises once nothing is left.
         """
@@ -86,7 +83,7 @@ class Supervisor:
         def ended() -> bool:
             return end_early() or output.overrun is not None
 
-        proc = spawn(argv, cwd=cwd, env=env, preexec_fn=preexec_fn, pass_fds=pass_fds)  # never on a worker thread
+        proc = await self.start(argv, cwd=cwd, env=env, pass_fds=pass_fds)
         on_start()
         tree = ProcessTree(proc.pid)
         tail = bytearray()
@@ -116,6 +113,11 @@ class Supervisor:
             overrun=output.overrun,
         )
 
+    async def start(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
+                    pass_fds: Sequence[int]) -> Started:
+        """Start the session's first process in a session of its own (a backend may start it its own way)."""
+        return spawn(argv, cwd=cwd, env=env, pass_fds=pass_fds)  # never on a worker thread
+
     async def _keep_track(self, tree: ProcessTree, end_early: Callable[[], bool], session: trio.CancelScope) -> None:
         while True:
             tree.refresh()
@@ -124,7 +126,7 @@ class Supervisor:
             await trio.sleep(self.poll)
 
     async def _end(
-        self, proc: Child, tree: ProcessTree, stop_signals: Sequence[int],
+        self, proc: Started, tree: ProcessTree, stop_signals: Sequence[int],
         signal_stop: Callable[[ProcessTree, int], None],
     ) -> None:
         """Stop a leader still running with its stop signals, then kill whatever is left."""

@@ -145,7 +145,7 @@ class BwrapBackend(Supervisor):
                             self.command(invocation, Path(sockets), handshake, staged.sources), cwd=invocation.cwd,
                             env={**invocation.env, **dict.fromkeys(PROXY_ENV, f"http://127.0.0.1:{RELAY_PORT}"), **trust},
                             timeout=timeout, on_line=on_line, stop_signals=invocation.stop_signals,
-                            preexec_fn=None, pass_fds=handshake.child_ends, on_start=handshake.hand_over,
+                            pass_fds=handshake.child_ends, on_start=handshake.hand_over,
                             signal_stop=_signal_session,
                             end_early=lambda: (cap.killed() or proxy.meter.overrun is not None
                                                or bool(proxy.refused_provider)),

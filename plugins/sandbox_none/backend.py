@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import attrs
 from assay.hooks.protocols import Invocation, Limit, ProcessResult, SandboxCheck
+from assay.plugins.sandbox_none import spawner
 from assay.sessions import hostkills
+from assay.sessions.spawn import Started
 from assay.sessions.supervise import Supervisor
+from assay.storage.records import VoidCause
 
-REAPER = Path(__file__).with_name("reaper.py")
+LOST = "\nassay: the pass-through backend's reaper server died while the session ran"
 
 
 @attrs.frozen
 class NoneBackend(Supervisor):
-    """Runs an :class:`Invocation` as a child process in a session of its own."""
+    """Runs an :class:`Invocation` under a reaper of its own (``reaper.py``), in a session of its own."""
 
     name = "none"
 
@@ -29,22 +30,17 @@ class NoneBackend(Supervisor):
     async def run(
         self, invocation: Invocation, *, timeout: float, on_line: Callable[[str], None]
     ) -> ProcessResult:
-        # The reaper's lifeline: this process alone holds the write end (not inherited by any
-        # child), so the reaper sees end-of-file the moment this process dies, however it dies.
-        lifeline, held = os.pipe()
-        ours = [lifeline, held]
         oom_before = hostkills.oom_kills()
-
-        def hand_over() -> None:  # the reaper has its copy of the read end now
-            os.close(ours.pop(0))
-
-        try:
-            result = await self.supervise(
-                (sys.executable, "-S", "-I", str(REAPER), str(lifeline), *invocation.argv), cwd=invocation.cwd,
-                env=invocation.env, timeout=timeout, on_line=on_line,
-                stop_signals=invocation.stop_signals, pass_fds=(lifeline,), on_start=hand_over,
-            )
-        finally:
-            for fd in ours:
-                os.close(fd)
+        result = await self.supervise(
+            invocation.argv, cwd=invocation.cwd, env=invocation.env, timeout=timeout, on_line=on_line,
+            stop_signals=invocation.stop_signals,
+        )
+        if result.exit_code is None:  # nobody can say how it ended: the host's fault, never the Arm's
+            return attrs.evolve(result, void_cause=VoidCause.SANDBOX_FAILED, stderr_tail=result.stderr_tail + LOST)
         return hostkills.judge(result, oom_before)
+
+    async def start(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
+                    pass_fds: Sequence[int]) -> Started:
+        """Through this process's reaper server: a fork of it, not of this process, and no Python to start."""
+        assert not pass_fds, "the pass-through backend hands its session no descriptor"
+        return await spawner.SERVER.start(argv, cwd=cwd, env=env)

@@ -14,7 +14,9 @@ import pytest
 import trio
 from assay.hooks import plugin_manager
 from assay.hooks.protocols import Invocation, ProcessResult
+from assay.plugins.sandbox_none import spawner
 from assay.plugins.sandbox_none.backend import NoneBackend
+from assay.storage.records import VoidCause
 
 from tests.conftest import alive
 from tests.fakes.fake_cli import install
@@ -152,3 +154,36 @@ def test_a_cancelled_run_kills_the_whole_tree_and_re_raises(tmp_path: Path) -> N
     trio.run(main)
     assert outcome.get("cancelled") and "returned" not in outcome
     assert not any_alive(outcome["leader_pids"])
+
+
+def test_a_folder_that_is_not_there_fails_to_start_naming_it(tmp_path: Path) -> None:
+    """As a child process's start does: an OSError naming the folder (a void ``sandbox_failed``
+    Trial), never a session that ran somewhere else."""
+    missing = tmp_path / "gone"
+    with pytest.raises(FileNotFoundError, match=str(missing)):
+        run(python("print('ran')"), missing)
+
+
+def test_a_session_whose_reaper_server_is_killed_is_void_leaves_nothing_and_the_next_starts_a_new_one(
+    tmp_path: Path,
+) -> None:
+    """The server that forks each session's reaper dying mid-session is the host's fault: the
+    Trial is void ``sandbox_failed``, its tree is killed, and the next session gets a new server."""
+    pidfile = tmp_path / "child.pid"
+    fake = install(tmp_path / "bin", "agent", {"steps": [
+        {"spawn": {"pidfile": str(pidfile), "new_session": True}}, {"line": {"started": 1}}, {"hang": True}]})
+    invocation = Invocation(argv=(str(fake),), cwd=tmp_path, env={"PATH": os.environ["PATH"]})
+    killed = []
+
+    def on_line(line: str) -> None:
+        server = spawner.SERVER.pid
+        assert server is not None
+        killed.append(server)
+        os.kill(server, signal.SIGKILL)
+
+    result = trio.run(partial(FAST.run, invocation, timeout=60, on_line=on_line))
+    assert killed and result.void_cause is VoidCause.SANDBOX_FAILED and result.exit_code is None
+    assert "reaper server died" in result.stderr_tail and not result.timed_out
+    assert not any_alive(pids(pidfile))
+    again, lines = run(python("print('ran')"), tmp_path)
+    assert again.exit_code == 0 and lines == ["ran"] and spawner.SERVER.pid != killed[0]
