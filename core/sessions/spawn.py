@@ -14,7 +14,7 @@ import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import attrs
 import trio
@@ -34,6 +34,10 @@ class Started(Protocol):
     def stdout(self) -> trio.abc.ReceiveStream: ...
     @property
     def stderr(self) -> trio.abc.ReceiveStream: ...
+    @property
+    def tree_reaped(self) -> bool:
+        """Whether, once it has ended, it is known to have ended and reaped every process below it."""
+        ...
     async def wait(self) -> int | None: ...
     async def aclose(self) -> None: ...
 
@@ -47,6 +51,7 @@ class Child:
     stderr: trio.lowlevel.FdStream
     _pidfd: int | None
     _waiting: trio.Lock = attrs.field(factory=trio.Lock)
+    tree_reaped: ClassVar[bool] = False  # whatever it leaves is the supervisor's to find
 
     @property
     def pid(self) -> int:

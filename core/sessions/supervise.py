@@ -43,7 +43,7 @@ class Supervisor:
     """The shared process handling of a sandbox backend; ``name`` is the backend's.
 
     ``grace`` is how long each stop signal gets before the next (then SIGKILL for the whole
-    tree); ``poll`` how often the tree is re-read while the session runs, so descendants that
+    tree, unless the leader says it ended every process below it itself); ``poll`` how often the tree is re-read while the session runs, so descendants that
     leave its session are still known when it ends; ``drain`` how long output may keep flowing
     once the tree is dead; ``line_bytes`` how much of one stdout line is kept. One gap remains
     without a PID namespace: a process that leaves the session's own session and is orphaned
@@ -119,11 +119,13 @@ class Supervisor:
         return spawn(argv, cwd=cwd, env=env, pass_fds=pass_fds)  # never on a worker thread
 
     async def _keep_track(self, tree: ProcessTree, end_early: Callable[[], bool], session: trio.CancelScope) -> None:
+        """Re-read the tree every ``poll``: a read at the start would find the leader alone (each
+        read takes in every process on the machine), and a leader that ends sooner is read at its end."""
         while True:
+            await trio.sleep(self.poll)
             tree.refresh()
             if end_early():
                 session.cancel()
-            await trio.sleep(self.poll)
 
     async def _end(
         self, proc: Started, tree: ProcessTree, stop_signals: Sequence[int],
@@ -137,7 +139,8 @@ class Supervisor:
             signal_stop(tree, signum)
             with trio.move_on_after(self.grace):
                 await proc.wait()
-        await tree.kill()
+        if not proc.tree_reaped:  # else it ended every process below it, and waited for each
+            await tree.kill()
         await proc.wait()
 
 

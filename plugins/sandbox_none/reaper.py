@@ -9,8 +9,10 @@ channel, and the write ends of its stdout and stderr pipes. The reaper forked fo
 session's working folder, command line and environment from the channel (until the assay side
 shuts its writing), starts a session of its own (``setsid``: it is the session's leader and its
 process group), becomes a child subreaper, and answers ``R<pid>`` (or ``E<errno> <reason>`` if it
-can't enter the folder). This server then writes ``X<wait status>`` on the channel once that
-reaper has exited and been reaped, as :func:`os.waitpid` gave it.
+can't enter the folder); once the session has ended and every leftover is reaped, it writes
+``D<the session's wait status>``. This server then writes ``X<wait status>`` on the channel once
+that reaper has exited and been reaped, as :func:`os.waitpid` gave it (no ``D`` before it: the
+reaper was killed, and what it left is the assay side's to find).
 
 The reaper forks and ``exec``\\ s the session, so anything the session starts and orphans — even a
 process that left for a session of its own a moment before the session exited — is re-parented
@@ -134,10 +136,10 @@ def reaper(channel: int, out: int, err: int, lifeline: int, prctl: object) -> in
         os.write(channel, b"E%d %s\n" % (e.errno or 0, os.fsencode(e.strerror or "")))
         return 127
     os.write(channel, b"R%d\n" % os.getpid())
-    os.close(channel)
     os.dup2(lifeline, 3)
-    os.closerange(4, os.sysconf("SC_OPEN_MAX"))
-    return run(argv, env, 3)
+    os.dup2(channel, 4)
+    os.closerange(5, os.sysconf("SC_OPEN_MAX"))
+    return run(argv, env, 3, 4)
 
 
 def _children() -> list[int]:
@@ -208,13 +210,15 @@ def _wait(session: int, lifeline: int) -> int:
                     pass
 
 
-def run(argv: list[bytes], env: dict[bytes, bytes], lifeline: int) -> int:
-    """Run the session to its end, reap what it left, and end as it did."""
+def run(argv: list[bytes], env: dict[bytes, bytes], lifeline: int, channel: int) -> int:
+    """Run the session to its end, reap what it left, say so on the channel (``D<wait status>``: the
+    assay side need not look for leftovers), and end as the session did."""
     for signum in _STOPS:
         _signal.signal(signum, _ignore)  # the session, in the same group, gets them too
     session = os.fork()
     if session == 0:
         os.close(lifeline)
+        os.close(channel)
         for signum in _STOPS:
             _signal.signal(signum, _signal.SIG_DFL)
         try:
@@ -224,6 +228,10 @@ def run(argv: list[bytes], env: dict[bytes, bytes], lifeline: int) -> int:
             os._exit(127)
     status = _wait(session, lifeline)
     _reap_leftovers()
+    try:
+        os.write(channel, b"D%d\n" % status)
+    except OSError:  # the assay side has gone (a cancelled run)
+        pass
     if os.WIFSIGNALED(status):  # end the same way, so the backend sees what the session saw
         if os.WTERMSIG(status) != _signal.SIGKILL:  # SIGKILL's handler can't be set (nor caught)
             _signal.signal(os.WTERMSIG(status), _signal.SIG_DFL)

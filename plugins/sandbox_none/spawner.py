@@ -53,19 +53,26 @@ class Reaped:
     stderr: trio.lowlevel.FdStream
     _channel: Channel
     returncode: int | None = None
-    lost: bool = False  # the server died before it said how the reaper ended
+    tree_reaped: bool = False  # the reaper said it reaped everything below it
+    _session: int | None = None  # the session's exit status, as the reaper said it
+    lost: bool = False  # nobody said how it ended: the server died, then the reaper, each without a word
     _waiting: trio.Lock = attrs.field(factory=trio.Lock)
 
     async def wait(self) -> int | None:
-        """Wait until the server has reaped the reaper; its exit status as ``Popen.returncode`` gives it
-        (None if the server died first: the reaper then lives on, and the caller's tree kill ends it)."""
+        """Wait until the server has reaped the reaper; its exit status as ``Popen.returncode`` gives it.
+
+        If the server died first, the session's own status as its reaper reported it; None if the
+        reaper died without reporting it too (what it left is then the caller's to kill).
+        """
         async with self._waiting:
-            if self.returncode is None and not self.lost:
+            while self.returncode is None and not self.lost:
                 said = await self._channel.line()
-                if said.startswith(b"X"):
+                if said.startswith(b"D"):
+                    self.tree_reaped, self._session = True, os.waitstatus_to_exitcode(int(said[1:]))
+                elif said.startswith(b"X"):
                     self.returncode = os.waitstatus_to_exitcode(int(said[1:]))
-                else:
-                    self.lost = True
+                elif not said:
+                    self.returncode, self.lost = self._session, not self.tree_reaped
         return self.returncode
 
     async def aclose(self) -> None:

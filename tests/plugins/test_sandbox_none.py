@@ -18,7 +18,7 @@ from assay.plugins.sandbox_none import spawner
 from assay.plugins.sandbox_none.backend import NoneBackend
 from assay.storage.records import VoidCause
 
-from tests.conftest import alive
+from tests.conftest import alive, wait_for
 from tests.fakes.fake_cli import install
 
 FAST = NoneBackend(grace=0.3, poll=0.05, drain=1.0)
@@ -164,26 +164,45 @@ def test_a_folder_that_is_not_there_fails_to_start_naming_it(tmp_path: Path) -> 
         run(python("print('ran')"), missing)
 
 
-def test_a_session_whose_reaper_server_is_killed_is_void_leaves_nothing_and_the_next_starts_a_new_one(
-    tmp_path: Path,
-) -> None:
-    """The server that forks each session's reaper dying mid-session is the host's fault: the
-    Trial is void ``sandbox_failed``, its tree is killed, and the next session gets a new server."""
-    pidfile = tmp_path / "child.pid"
-    fake = install(tmp_path / "bin", "agent", {"steps": [
-        {"spawn": {"pidfile": str(pidfile), "new_session": True}}, {"line": {"started": 1}}, {"hang": True}]})
-    invocation = Invocation(argv=(str(fake),), cwd=tmp_path, env={"PATH": os.environ["PATH"]})
-    killed = []
+SESSION_WITH_LEFTOVER = """
+    import os, subprocess, sys, time
+    left = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    print(os.getppid(), left.pid, flush=True)
+    time.sleep(float(sys.argv[1]))
+    sys.exit(3)
+"""
+
+
+def test_a_session_outlives_its_reaper_servers_death_and_reports_as_usual(tmp_path: Path) -> None:
+    """The server that forks each session's reaper dying mid-session changes nothing for the
+    session: its reaper still reaps what it left and says how it ended; the next gets a new server."""
+    killed, left = [], []
 
     def on_line(line: str) -> None:
-        server = spawner.SERVER.pid
-        assert server is not None
-        killed.append(server)
-        os.kill(server, signal.SIGKILL)
+        left.append(int(line.split()[1]))
+        killed.append(spawner.SERVER.pid)
+        os.kill(killed[0], signal.SIGKILL)
 
+    invocation = Invocation(argv=(*python(SESSION_WITH_LEFTOVER), "0.5"), cwd=tmp_path, env={"PATH": os.environ["PATH"]})
     result = trio.run(partial(FAST.run, invocation, timeout=60, on_line=on_line))
-    assert killed and result.void_cause is VoidCause.SANDBOX_FAILED and result.exit_code is None
-    assert "reaper server died" in result.stderr_tail and not result.timed_out
-    assert not any_alive(pids(pidfile))
+    assert killed and result.exit_code == 3 and result.void_cause is None and not any_alive(left)
     again, lines = run(python("print('ran')"), tmp_path)
     assert again.exit_code == 0 and lines == ["ran"] and spawner.SERVER.pid != killed[0]
+
+
+def test_a_session_whose_server_and_reaper_are_killed_is_void_and_leaves_nothing(tmp_path: Path) -> None:
+    """With both gone nobody can say how the session ended: the host's fault (void
+    ``sandbox_failed``), and its whole tree is killed all the same."""
+    found = []
+
+    def on_line(line: str) -> None:
+        reaper, leftover = map(int, line.split())
+        found.extend([reaper, leftover])
+        os.kill(spawner.SERVER.pid, signal.SIGKILL)
+        os.kill(reaper, signal.SIGKILL)
+
+    invocation = Invocation(argv=(*python(SESSION_WITH_LEFTOVER), "30"), cwd=tmp_path, env={"PATH": os.environ["PATH"]})
+    result = trio.run(partial(FAST.run, invocation, timeout=60, on_line=on_line))
+    assert found and result.void_cause is VoidCause.SANDBOX_FAILED and result.exit_code is None
+    assert "reaper both died" in result.stderr_tail and result.duration < 10
+    wait_for(lambda: not any_alive(found), timeout=5, what="the session's tree to be gone")
