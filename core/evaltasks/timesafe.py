@@ -311,10 +311,7 @@ def trial_copy(cached: CachedRepo, dest: Path, *, branch: str = "main", origin: 
     push. The copy is time-safe by construction (a copy of the verified cache, refs written here);
     ``verify`` checks it again, as ``assay tasks prepare`` does. On any failure nothing is left.
     """
-    try:
-        _git(None, "check-ref-format", f"refs/heads/{branch}")
-    except TimeSafeError:
-        raise TimeSafeError(f"'{branch}' is not a valid branch name") from None
+    _check_branch(branch)
     dest = dest.absolute()
     bare = origin_path(dest) if origin else None
     for folder in (dest, bare):
@@ -338,6 +335,14 @@ def trial_copy(cached: CachedRepo, dest: Path, *, branch: str = "main", origin: 
             remove_tree(bare)
         raise
     return dest
+
+
+@functools.cache  # git's word on a name never changes: asked once per process, not once per Trial
+def _check_branch(branch: str) -> None:
+    try:
+        _git(None, "check-ref-format", f"refs/heads/{branch}")
+    except TimeSafeError:
+        raise TimeSafeError(f"'{branch}' is not a valid branch name") from None
 
 
 def _refresh_index(dest: Path, cached: CachedRepo) -> None:
