@@ -26,7 +26,7 @@ from assay.pairs.votes import Call
 from assay.storage import commands, formats
 from assay.storage.files import exclusive_lock
 from assay.storage.home import AssayHome
-from assay.storage.records import ARMS, Bar, CommandRecord, Look, Looks, LookWarning, Outcome, Recheck, Setup
+from assay.storage.records import ARMS, Bar, CommandRecord, Look, Looks, LookWarning, Outcome, Recheck, Setup, TaskSetup
 
 if TYPE_CHECKING:  # the Grader panel is read only for a Bar that has one: the listings never import it
     from assay.pairs.panel import PairPanel
@@ -208,17 +208,19 @@ def task_results(exp: ExperimentDir, setup: Setup, bar: Bar,
     return _task_results(Judgements.read(exp, setup, bar, families))
 
 
-def _task_results(j: Judgements, flip: Slot | None = None) -> list[TaskResult]:
-    """Each task's pair; ``flip`` turns one Trial's pass into a fail (or back), to find decisive Scores.
+def _task_results(j: Judgements) -> list[TaskResult]:
+    """Each task's pair.
 
     A task decided on a people-only sample gives one unit per sampled pair (its unsampled pairs left out)."""
-    out = []
-    for task in j.setup.tasks:
-        if task.id in j.units:
-            out += [_result(j, task.id, f"{task.id}#{i}", (i,), flip) for i in j.units[task.id]]
-        else:
-            out.append(_result(j, task.id, task.id, range(task.trials), flip))
-    return out
+    return [result for task in j.setup.tasks for result in _task_units(j, task)]
+
+
+def _task_units(j: Judgements, task: TaskSetup, flip: Slot | None = None) -> list[TaskResult]:
+    """One task's results (:func:`_task_results`); ``flip`` turns one Trial's pass into a fail (or
+    back), to find decisive Scores."""
+    if task.id in j.units:
+        return [_result(j, task.id, f"{task.id}#{i}", (i,), flip) for i in j.units[task.id]]
+    return [_result(j, task.id, task.id, range(task.trials), flip)]
 
 
 def _result(j: Judgements, task: str, name: str, indexes: Sequence[int], flip: Slot | None) -> TaskResult:
@@ -548,10 +550,14 @@ def _to_recheck(j: Judgements, bar: Bar, looks: Sequence[Look], verdict: str) ->
     """
     listed = []
     outcomes: dict[tuple, str] = {}
+    tasks = {task.id: task for task in j.setup.tasks}
+    units = {task.id: _task_units(j, task) for task in j.setup.tasks}
     for slot, judgement in j.judged.items():
         if judgement is None or judgement.pending or slot.task in j.dropped:
             continue
-        flipped = _task_results(j, flip=slot)
+        # Only the flipped Trial's task changes: every other task's results are worked out once.
+        flipped = [r for task, held in units.items()
+                   for r in (_task_units(j, tasks[task], flip=slot) if task == slot.task else held)]
         key = _signature(flipped, ordered=len(looks) > 1)
         if key not in outcomes:
             outcomes[key] = combine(_groups(flipped, bar, looks, advise=False)).verdict

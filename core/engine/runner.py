@@ -127,6 +127,7 @@ class ExperimentRun:
     _grading: trio.Nursery | None = attrs.field(default=None, init=False)
     _graders: trio.CapacityLimiter | None = attrs.field(default=None, init=False)
     _graded: set[str] = attrs.field(factory=set, init=False)  # tasks whose grading has started
+    _ended: set[Slot] = attrs.field(factory=set, init=False)  # slots with nothing left to run, as far as this run saw
     _budget: Budget = attrs.field(init=False)
     trace: Workflow = attrs.field(init=False)
 
@@ -194,6 +195,7 @@ class ExperimentRun:
         self._note_findings()  # those of an earlier run, on a resume
         states = self.states()
         todo = [(s.slot, s.next_attempt) for s in states if s.next_attempt is not None]
+        self._ended.update(s.slot for s in states if s.next_attempt is None)
         self.counts.total = len(states)
         self.counts.done = len(states) - len(todo)
         self.report("start", self.counts)
@@ -226,6 +228,7 @@ class ExperimentRun:
                     again = None if self.paused else again
             if again is None:
                 self.counts.done += 1
+                self._ended.add(slot)
             self.command.log(
                 f"Trial {slot.key} attempt {attempt}: {record.outcome.value}"
                 + (f" ({record.void_cause.value})" if record.void_cause else "")
@@ -315,6 +318,8 @@ class ExperimentRun:
         if task_id in self._graded or self._grading is None:
             return
         tasks = [task for task in self.setup.tasks if task.id == task_id]  # its own Trials' states alone, not all
+        if not self._ended.issuperset(self.exp.slots(tasks)):
+            return  # a Trial of it has yet to end (read from its folder only once none has)
         states = [self.exp.slot_state(s, self.bar) for s in self.exp.slots(tasks)]
         if any(s.void_final or s.last is None or s.next_attempt is not None for s in states):
             return  # dropped, or not finished
@@ -438,7 +443,10 @@ class ExperimentRun:
 
     def _verdict(self) -> str:
         started = time.time_ns()
-        result = results.experiment_verdict(self.exp, self.setup, self.bar, results.wrong_finding_kinds(self.plugins),
+        # Nothing is written while it is worked out: each slot read once (the judgements, the findings, the
+        # decisive Scores and the broken Arms each go over every slot).
+        result = results.experiment_verdict(self.exp.read_once(), self.setup, self.bar,
+                                            results.wrong_finding_kinds(self.plugins),
                                             families=grading_config(self.home.root).families)
         results.record_verdict(self.exp, result)
         self.trace.verdict(self.exp.traces / "verdict.jsonl", started, results.read_verdict(self.exp) or {})
