@@ -119,8 +119,8 @@ class ExperimentRun:
     paused: bool = False
     stopped: bool = False
     counts: Counts = attrs.field(factory=Counts)
-    _repo_locks: dict[str, trio.Lock] = attrs.field(factory=dict, init=False)
-    _cached: dict[str, Any] = attrs.field(factory=dict, init=False)
+    _repo_locks: dict[tuple[str, str], trio.Lock] = attrs.field(factory=dict, init=False)
+    _cached: dict[tuple[str, str], Any] = attrs.field(factory=dict, init=False)  # by repository and commit
     _queue: SlotQueue | None = attrs.field(default=None, init=False)
     _work: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
     _stop_seen: trio.Event = attrs.field(factory=trio.Event, init=False)
@@ -266,15 +266,16 @@ class ExperimentRun:
         return await trio.to_thread.run_sync(lambda: timesafe.trial_copy(cached, dest, origin=kind.needs_origin))
 
     async def _cache(self, task: EvalTask) -> timesafe.CachedRepo:
-        """The task's time-safe cache, prepared once per run."""
+        """The task's time-safe cache, prepared once per run (and per repository and commit)."""
         commit = manifests.repository_commit(task, self.plugins.suite_kinds()[task.kind])
-        lock = self._repo_locks.setdefault(task.id, trio.Lock())
+        key = (task.repository, commit)  # tasks on one repository and commit share it
+        lock = self._repo_locks.setdefault(key, trio.Lock())
         async with lock:
-            if task.id not in self._cached:
-                self._cached[task.id] = await trio.to_thread.run_sync(
+            if key not in self._cached:
+                self._cached[key] = await trio.to_thread.run_sync(
                     timesafe.prepare_cache, self.home, task.repository, commit
                 )
-        return self._cached[task.id]
+        return self._cached[key]
 
     async def _run_trial(self, slot: Slot, attempt: int) -> TrialRecord:
         folder = self.exp.fresh_attempt(slot, attempt)
