@@ -25,8 +25,8 @@ from assay.evaltasks import manifests
 from assay.evaltasks.manifests import ManifestError
 from assay.evaltasks.prompts import PromptError
 from assay.hooks.loaded import PluginError, Plugins
-from assay.hooks.protocols import (LOCAL_EXECUTOR, ArmKind, ArmRuntime, Executor, ExecutorOptions, Harness,
-                                   NotYetImplemented, SandboxBackend, SeatedGrader, SuiteKind)
+from assay.hooks.protocols import (LOCAL_EXECUTOR, ArmKind, ArmRuntime, Executor, ExecutorOptions, ExecutorUnreachable,
+                                   Harness, NotYetImplemented, SandboxBackend, SeatedGrader, SuiteKind)
 from assay.pairs.votes import voting_families
 from assay.sessions import interrupts
 from assay.sessions.credentials import CredentialsError
@@ -37,7 +37,7 @@ from assay.storage.families import arm_family, family_of, grader_seats, seat_mod
 from assay.storage.files import Locked, NotALockFile, exclusive_lock, private_folder
 from assay.storage.home import AssayHome
 from assay.storage.records import ARMS, GRADERS, Arm, ArmSetup, Bar, EvalTask, Release, Setup, Suite, TaskSetup
-from assay.storage.userconfig import GradingConfig, UserConfigError, executor_config, grading_config
+from assay.storage.userconfig import CONFIG, GradingConfig, UserConfigError, executor_config, grading_config
 
 if TYPE_CHECKING:
     from assay.engine.runner import ExperimentRun
@@ -439,7 +439,9 @@ def executor_options(home: AssayHome, name: str | None, address: str | None) -> 
     except UserConfigError as e:
         raise PlanError(str(e)) from None
     chosen = name or config.name or LOCAL_EXECUTOR
-    return ExecutorOptions(chosen, address or (config.address if chosen == config.name else None))
+    if address or chosen != config.name or not config.address:
+        return ExecutorOptions(chosen, address)
+    return ExecutorOptions(chosen, config.address, f"{home.root / CONFIG}: executor.address")
 
 
 def choose_executor(plugins: Plugins, plan: Plan, options: ExecutorOptions) -> Executor:
@@ -467,6 +469,10 @@ def choose_executor(plugins: Plugins, plan: Plan, options: ExecutorOptions) -> E
         if kinds[task.kind].needs_origin:
             raise PlanError(f"--executor {options.name}: {task.id} is a {task.kind} task, whose Trials push to a "
                             "local origin; remote hosts don't run such tasks so far")
+    try:
+        executor.reach(options)  # before anything of the Experiment is written
+    except ExecutorUnreachable as e:
+        raise PlanError(str(e)) from None
     return executor
 
 

@@ -499,6 +499,7 @@ class ExecutorOptions:
 
     name: str = LOCAL_EXECUTOR
     address: str | None = None
+    given_by: str = "--ray-address"  # where ``address`` was given, for an error to name: the flag or the config's field
 
 
 @attrs.frozen
@@ -507,6 +508,11 @@ class ExecutorCheck:
 
     works: bool
     reason: str = ""
+
+
+class ExecutorUnreachable(Exception):
+    """A remote executor's hosts can't be reached: one line naming where the address was given,
+    the address and why, raised before anything of the Experiment is written."""
 
 
 class HostLost(RuntimeError):
@@ -563,6 +569,10 @@ class Executor(Protocol):
 
     def check(self) -> ExecutorCheck:
         """Whether this executor can run here, and why not (its library missing, say)."""
+
+    def reach(self, options: ExecutorOptions) -> None:
+        """Raise :class:`ExecutorUnreachable` if the hosts ``options`` names don't answer (quickly:
+        it is asked before the Experiment is recorded); the local executor has none to reach."""
 
     def open(self, options: ExecutorOptions, log: Callable[[str], None]) -> AbstractAsyncContextManager[RemoteWorkers]:
         """Connect for one run (a remote executor only); ``log`` takes lines for the Command log."""

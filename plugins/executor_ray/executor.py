@@ -15,7 +15,6 @@ import contextlib
 import importlib
 import importlib.util
 import ipaddress
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -23,8 +22,8 @@ from typing import Any
 from assay.hooks.protocols import ExecutorCheck, ExecutorOptions, HostLost, RemoteWork
 
 RESOURCE = "assay-login:"
-CANCEL_GRACE = 30.0
-CHECK_EVERY = 2.0  # seconds between checks that a waiting task's place is still on a live node  # seconds a cancelled Trial has to stop its session before its worker is killed
+CANCEL_GRACE = 30.0  # seconds a cancelled Trial has to stop its session before its worker is killed
+CHECK_EVERY = 2.0  # seconds between checks that a waiting task's place is still on a live node
 
 
 def place_name(login: str, account: str) -> str:
@@ -41,12 +40,19 @@ class RayExecutor:
             return ExecutorCheck(False, "Ray is not installed; pip install 'assay[ray]'")
         return ExecutorCheck(True, "a Ray cluster's hosts (assay worker start)")
 
+    def reach(self, options: ExecutorOptions) -> None:
+        from assay.plugins.executor_ray.address import reach
+
+        reach(options)
+
     @contextlib.asynccontextmanager
     async def open(self, options: ExecutorOptions, log: Callable[[str], None]) -> AsyncIterator[RayWorkers]:
         import ray
         import trio
 
-        address = options.address or os.environ.get("RAY_ADDRESS") or "auto"
+        from assay.plugins.executor_ray.address import head_address
+
+        address, _given_by = head_address(options)
         kwargs: dict[str, Any] = {}
         host = address.rpartition(":")[0]
         with contextlib.suppress(ValueError):

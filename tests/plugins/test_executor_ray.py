@@ -14,13 +14,14 @@ import json
 import os
 import re
 import signal
+import socket
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import wait_for
 from tests.experiment_fixtures import experiment, make_factory, make_suite, scenario, start_experiment
-from tests.ray_fixtures import ray_cluster
+from tests.ray_fixtures import ray_cluster, ray_missing
 from tests.sandbox_fixtures import bwrap_unavailable
 
 NO_LOGIN = {"FAKE_LOGINS": ""}  # a host where no Harness has a login
@@ -183,3 +184,37 @@ def test_stop_and_kill_9_of_the_coordinator_leave_no_ray_task_running(tmp_path: 
             if how == signal.SIGTERM:
                 [record] = home.glob("logs/experiment/*.json")
                 assert json.loads(record.read_text())["state"] == "stopped"
+
+
+def _closed_port(ip: str) -> int:
+    """A port of ``ip`` nothing listens on (this test's own, bound and let go)."""
+    with socket.socket() as s:
+        s.bind((ip, 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("given", ["flag", "config"])
+def test_an_unreachable_head_is_one_line_naming_what_gave_its_address_and_nothing_is_written(tmp_path: Path, given: str):
+    """No Ray head at the address: one line naming the flag (or the User config's field) and the
+    address, exit 2, within seconds, and no Experiment or Command record written (Ray's own client
+    retried for about twelve minutes, printing each retry, and the run ended "errored")."""
+    if why := ray_missing():
+        pytest.skip(why)
+    factory = make_factory(tmp_path)
+    home = tmp_path / "home"
+    home.mkdir()
+    make_suite(home, tasks=1)
+    sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}})
+    if given == "flag":
+        address, named, args = "127.0.0.1:1", "--ray-address 127.0.0.1:1", ("--executor", "ray", "--ray-address", "127.0.0.1:1")
+    else:
+        address = f"127.0.0.5:{_closed_port('127.0.0.5')}"
+        (home / "config.toml").write_text(f'[executor]\nname = "ray"\naddress = "{address}"\n')
+        named, args = f"{home / 'config.toml'}: executor.address {address}", ()
+    done = experiment(home, factory, sc, "--json", *args, RAY_ADDRESS="")
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith(f"assay: error: {named}") and "no Ray head answers there (connection refused)" in line
+    assert done.stdout == ""
+    assert not (home / "evals" / "experiments").exists() and not (home / "logs").exists()
