@@ -30,7 +30,7 @@ from typing import ClassVar
 
 import attrs
 from assay.engine.folder import Slot
-from assay.engine.trial import TrialInputs, described, trial_session
+from assay.engine.trial import LoginPaused, TrialInputs, described, plan_limit, trial_session
 from assay.evaltasks import timesafe
 from assay.hooks.protocols import (PROXY_LOG, ArmRuntime, CannotGoOn, HostLost, Invocation, ProcessResult,
                                    RemoteWork, RemoteWorkers, SandboxBackend, SessionOutcome)
@@ -97,14 +97,23 @@ class RemoteTrials:
     bar: Bar
     log: Callable[[str], None]
     scratch: Path  # the run's own folder for blobs, outside every Trial's sight
+    on_plan_limit: Callable[[str, str], None]  # a place paused at a plan limit, and why
+    paused: set[str] = attrs.field(factory=set, init=False)  # places no new Trial starts on this run
     _blobs: dict[str, Path] = attrs.field(factory=dict, init=False)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)  # blobs are made in threads
+
+    def held(self, login: str) -> bool:
+        """Whether every place of ``login`` still on the cluster is paused at a plan limit."""
+        places = self.workers.places(login)
+        return bool(places) and all(place in self.paused for place in places)
 
     async def run(self, slot: Slot, attempt: int, inputs: TrialInputs, cached: timesafe.CachedRepo,
                   login: str) -> tuple[SessionOutcome, ProcessResult]:
         """Run the attempt on a host holding ``login`` with a slot free, and write what it left
         into its folder: a host lost mid-way is a kill from outside (void ``host_kill``), re-run
-        elsewhere under the void rules; a host that can't run the Arm is dropped and another asked."""
+        elsewhere under the void rules; a host that can't run the Arm is dropped and another asked.
+        A plan limit the session saw pauses its place alone; :class:`LoginPaused` when every
+        place of the login is paused before the attempt could start."""
         import trio
 
         arm, key = slot.arm, f"{slot.key}#{attempt}"
@@ -120,7 +129,11 @@ class RemoteTrials:
             if not places:
                 raise CannotGoOn(f"no host of the cluster can run the {arm.title()}'s Trials: none holds the "
                                  f"{login.partition(':')[2]} login (with its Harness at the Experiment's version)")
-            async with place_slot(places) as place:
+            if not (open_places := tuple(p for p in places if p not in self.paused)):
+                raise LoginPaused(login)
+            async with place_slot(open_places) as place:
+                if place in self.paused:
+                    continue  # paused while this attempt waited for its slot: ask again
                 try:
                     sent = await self.workers.run(RemoteWork(key, place, CALL, data, blobs))
                 except HostLost as e:
@@ -138,6 +151,9 @@ class RemoteTrials:
             self.log(f"host {report.host} ({place}) refused: {report.refused}; its Trials run elsewhere")
         assert report.outcome is not None and report.process is not None
         self.log(f"Trial {key} ran on host {report.host} ({place})")
+        if why := plan_limit(report.outcome, key):
+            self.paused.add(place)
+            self.on_plan_limit(place, why)
         return await self._write(sent, report, inputs, cached)
 
     async def _write(self, sent: Mapping[str, bytes], report: HostReport, inputs: TrialInputs,

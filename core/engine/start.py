@@ -503,6 +503,7 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
                 plan = attrs.evolve(plan, tasks=eval_tasks(home, plugins, setup))
             command = Command.start(home, "experiment", plan.id, lock=exp.lock_file, arms=arms_summary(setup),
                                     bar=plan.bar, release=setup.release)
+            run: ExperimentRun | None = None
             try:
                 with command.stage("arms"):
                     runtimes = {arm: _runtime(home, plan, setup.arm(arm), arm, command) for arm in ARMS}
@@ -531,7 +532,7 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
             state = {"paused": "paused", "stopped": "stopped"}.get(outcome, "done")
             waiting = results.waiting_text(formats.read(exp.verdict_file, results.ExperimentVerdict), exp.id) \
                 if state == "done" else ""
-            command.finish(state, outcome, _summary(exp, outcome), waiting)
+            command.finish(state, outcome, _summary(exp, outcome, run.pauses if run else {}), waiting)
             return exp, outcome
     except Locked:
         raise AlreadyRunning(f"Experiment {plan.id} is already running in another process") from None
@@ -561,7 +562,8 @@ async def _run_on(run: ExperimentRun, executor: Executor, options: ExecutorOptio
                                 f"{PER_LOGIN} slots: {', '.join(places) or 'none'}")
             run.workers = max(1, sum(PER_LOGIN * len(workers.places(login)) for login in logins))
             builds = {arm: getattr(run.runtimes[arm], "build", None) for arm in ARMS}
-            run.remote = RemoteTrials(workers, run.backend, arms, builds, run.bar, run.command.log, Path(scratch))
+            run.remote = RemoteTrials(workers, run.backend, arms, builds, run.bar, run.command.log, Path(scratch),
+                                      run.pause_place)
             return await run.run()
 
 
@@ -647,9 +649,12 @@ def _prompts(plugins: Plugins, plan: Plan, runtime: ArmRuntime) -> dict[str, str
     return {t.id: kinds[t.kind].session_prompt(t, build) for t in plan.tasks.values()}
 
 
-def _summary(exp: ExperimentDir, outcome: str) -> str:
+def _summary(exp: ExperimentDir, outcome: str, pauses: Mapping[str, str]) -> str:
+    """The Command record's summary (the Inbox's, the Console's, the CLI's last line): a pause at a
+    plan limit names each login (a remote place) paused and why."""
     if outcome in ("paused", "stopped"):
-        return f"{outcome}; run the same command again to resume"
+        at = "; ".join(f"{login} ({why})" for login, why in pauses.items())
+        return f"{outcome}{f' at a plan limit of {at}' if outcome == 'paused' and at else ''}; run the same command again to resume"
     return results.summary(formats.read(exp.verdict_file, results.ExperimentVerdict))
 
 
