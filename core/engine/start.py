@@ -550,6 +550,7 @@ async def _run_on(run: ExperimentRun, executor: Executor, options: ExecutorOptio
     import tempfile
 
     from assay.engine.remote import RemoteTrials
+    from assay.sessions.grader_session import sessions_on
     from assay.sessions.slots import PER_LOGIN, arm_login
 
     arms = arms_summary(run.setup)
@@ -564,7 +565,8 @@ async def _run_on(run: ExperimentRun, executor: Executor, options: ExecutorOptio
             builds = {arm: getattr(run.runtimes[arm], "build", None) for arm in ARMS}
             run.remote = RemoteTrials(workers, run.backend, arms, builds, run.bar, run.command.log, Path(scratch),
                                       run.pause_place)
-            return await run.run()
+            with sessions_on(run.remote.grader_session):  # model Graders' sessions where their login is
+                return await run.run()
 
 
 def _finished(exp: ExperimentDir) -> str | None:

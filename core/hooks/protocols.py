@@ -525,10 +525,11 @@ class RemoteWork:
     """One piece of work a remote executor runs on one of its hosts.
 
     The host calls ``call`` (``module:function`` of assay, installed there too) with ``payload``
-    (JSON, bounded) and the contents of ``blobs`` (name → a file here; each file is sent once per
-    run however many works name it); the function returns named bytes, which come back as they
-    are, for the engine to validate (:mod:`assay.storage.untrusted`) before it writes anything.
-    ``place`` is one of :meth:`RemoteWorkers.places`: a host with a free slot of that login.
+    (JSON, bounded) and, by name, the contents of ``blobs`` (name → a file here; each file is sent
+    once per run however many works name it) and ``data`` (bytes of this work's alone, such as a
+    Grader's packet); the function returns named bytes, which come back as they are, for the
+    engine to validate (:mod:`assay.storage.untrusted`) before it writes anything. ``place`` is
+    one of :meth:`RemoteWorkers.places`: a host with a free slot of that login.
     """
 
     key: str
@@ -536,6 +537,7 @@ class RemoteWork:
     call: str
     payload: bytes
     blobs: Mapping[str, Path] = attrs.field(factory=dict)
+    data: Mapping[str, bytes] = attrs.field(factory=dict)
 
 
 @runtime_checkable

@@ -134,7 +134,8 @@ class RayWorkers:
         import trio
 
         names = sorted(work.blobs)
-        refs = [await self._blob(name, work.blobs[name]) for name in names]
+        refs = [await self._blob(name, work.blobs[name]) for name in names] + [work.data[name] for name in work.data]
+        names += list(work.data)
         ref = self._call.options(resources={work.place: 1}, num_cpus=0, max_retries=0, retry_exceptions=False,
                                  name=work.key).remote(work.call, work.payload, names, *refs)
         try:
@@ -170,7 +171,7 @@ class RayWorkers:
 
 
 def _call(call: str, payload: bytes, names: list[str], *blobs: bytes) -> dict[str, bytes]:
-    """What a host runs: ``module:function`` of assay with the payload and the named blobs."""
+    """What a host runs: ``module:function`` of assay with the payload and the named blobs (and data)."""
     module, _, function = call.partition(":")
     return getattr(importlib.import_module(module), function)(payload, dict(zip(names, blobs)))
 

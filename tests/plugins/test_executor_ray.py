@@ -32,7 +32,9 @@ from starlette.testclient import TestClient
 from tests.conftest import run_cli, wait_for
 from tests.experiment_fixtures import PLUGINS, experiment, make_factory, make_suite, scenario, start_experiment
 from tests.ray_fixtures import RayCluster, ray_cluster, ray_missing
+from tests.review_fixtures import make_code_review_suite, make_review_factory
 from tests.sandbox_fixtures import bwrap_unavailable
+from tests.engine.test_review_grading import REVIEWS
 
 NO_LOGIN = {"FAKE_LOGINS": ""}  # a host where no Harness has a login
 PLACE = "assay-login:harness:fake-agent@"
@@ -224,6 +226,37 @@ def test_a_plan_limit_on_one_login_pauses_its_place_alone_and_the_experiment_end
     finished = experiment(home, factory, sc, *args, "--json", **cluster.auth)
     assert finished.returncode == 0, finished.stderr
     assert json.loads(finished.stdout.splitlines()[-1])["verdict"]
+
+
+@pytest.mark.slow
+@SHARED_CLUSTER
+def test_model_grader_sessions_run_on_a_host_holding_the_graders_login(tmp_path: Path, cluster: RayCluster):
+    """Code-review Trials on the fake Harness's login, graded by a model Grader (fake-judge), whose
+    login host-c alone holds: each Grader session runs there with a slot of that login, on the
+    blind packet alone (the label key beside it stays here), and its answer, log and trace come
+    back; the Scores are the Grader's."""
+    factory = make_review_factory(tmp_path)
+    home = tmp_path / "home"
+    home.mkdir()
+    tasks = make_code_review_suite(home, tasks=2)
+    sc = steps(cluster, REVIEWS)
+    done = run_cli(home, "experiment", "HEAD", "--factory", str(factory), "--suite", "reviews", "--sandbox", "none",
+                   "--candidate-model", "sonnet-9", "--unsandboxed-grader", "--json", "--trials-per-task", "1",
+                   "--model-grader", "fake-judge:judge-1", "--executor", "ray", "--ray-address", cluster.address,
+                   plugins=PLUGINS, FAKE_SCENARIO=str(sc), **cluster.auth)
+    assert done.returncode == 0, done.stderr
+    [exp] = (home / "evals" / "experiments").iterdir()
+    scores = [json.loads(p.read_text()) for p in exp.glob("scores/*/*.json")]
+    assert len(scores) == 4 and {s["grader"] for s in scores} == {"model:fake-judge:judge-1"}
+    assert all(s["passed"] != (s["arm"] == "candidate") for s in scores)
+    ran = re.findall(r"Grader session grade:(\S+)/session-0 ran on host \S+ \((\S+)\)", _log(home))
+    assert sorted(ran) == [(t.replace("/", "__"), "assay-login:harness:fake-judge@shared") for t in tasks]
+    for task in tasks:
+        grading = exp / "grading" / task.replace("/", "__")
+        assert (grading / "packet" / "seen-by-judge.txt").read_text() == "judge-1\n"
+        assert (grading / "packet" / "judge-saw-the-key.txt").read_text() == "no\n", "only the packet travels"
+        assert '"type": "prompt"' in (grading / "session-0" / "session.log").read_text()
+    assert any("fake-judge" in p.read_text() for p in exp.glob("traces/**/*.jsonl")), "the session's trace came back"
 
 
 @pytest.mark.slow
