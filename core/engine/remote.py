@@ -21,6 +21,7 @@ answer), each to a limit. The packet is built, and the answer read, here as ever
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import os
@@ -60,6 +61,7 @@ ANSWERS = "packet/"  # what a Grader session wrote in its packet (its answer), b
 LIMITS = {RESULT: MIB, "session.log": 9 * MIB, "stderr.log": MIB, PROXY_LOG: 8 * MIB, BUNDLE: 256 * MIB}
 REPORTS_LIMIT = ANSWERS_LIMIT = 4 * MIB
 _SHA = frozenset("0123456789abcdef")
+_PREPARED: dict[tuple[str, str, str], timesafe.CachedRepo] = {}  # a host's caches, verified once per worker process
 
 
 @attrs.frozen
@@ -376,13 +378,12 @@ def run_on_host(payload: bytes, blobs: Mapping[str, bytes]) -> dict[str, bytes]:
     plugins; what it left, as named bytes (:class:`HostReport` in ``result.json``)."""
     import socket
 
-    from assay.hooks import plugin_manager
     from assay.sessions.harness_arm import HarnessArm
 
     work = formats.structure(json.loads(payload), TrialPayload, source="the coordinator's payload")
     home = AssayHome.from_env()
     host = socket.gethostname()
-    plugins = plugin_manager.load()
+    plugins = _host_plugins()
 
     def refused(why: str) -> dict[str, bytes]:
         return {RESULT: json.dumps(formats.unstructure(HostReport(host, refused=why))).encode()}
@@ -420,12 +421,10 @@ def grade_on_host(payload: bytes, blobs: Mapping[str, bytes]) -> dict[str, bytes
     it; what it left, as named bytes: its reading, its log, and the files it wrote in the packet."""
     import socket
 
-    from assay.hooks import plugin_manager
-
     work = formats.structure(json.loads(payload), GraderPayload, source="the coordinator's payload")
     home = AssayHome.from_env()
     host = socket.gethostname()
-    checked = _can_run(plugin_manager.load(), home, work.harness, work.version, work.sandbox)
+    checked = _can_run(_host_plugins(), home, work.harness, work.version, work.sandbox)
     if isinstance(checked, str):
         return {RESULT: json.dumps(formats.unstructure(HostReport(host, refused=checked))).encode()}
     harness, _binary, backend = checked
@@ -445,6 +444,14 @@ def grade_on_host(payload: bytes, blobs: Mapping[str, bytes]) -> dict[str, bytes
             sent["session.log"] = log.read_bytes()
         sent[RESULT] = json.dumps(formats.unstructure(HostReport(host, outcome=outcome))).encode()
         return sent
+
+
+@functools.cache
+def _host_plugins() -> Plugins:
+    """This host's plugins, loaded once per worker process (its environment doesn't change)."""
+    from assay.hooks import plugin_manager
+
+    return plugin_manager.load()
 
 
 def _can_run(plugins: Plugins, home: AssayHome, name: str, version: str,
@@ -505,18 +512,10 @@ def _files_in(folder: Path, root: Path, limit: int) -> dict[str, bytes]:
 
 async def _commits(backend: SandboxBackend, repository: Path, base: str, scratch: Path,
                    timeout: float) -> tuple[str | None, bytes | None]:
-    """The repository's HEAD and its commits since ``base`` as a bundle, made in a sandbox (the
-    repository and its config are the session's)."""
-    from assay.sessions.leftovers import Job, LeftoversError, Opened, run_job
-
-    job = Job()
-    opened = job.open(repository)
-    try:
-        head = (await run_job(backend, job, scratch / "head", timeout=timeout)).get(opened, Opened)
-    except LeftoversError:
-        return None, None
-    if head is None or head.head == base:
-        return (head.head if head else None), None
+    """The Trial's commits since ``base`` as a git bundle, made in a sandbox (the repository and its
+    config are the session's), and the HEAD it holds; (None, None) when it holds none (HEAD still at
+    ``base``) or git can't make one. One sandboxed git, not a job to read HEAD first: it costs a
+    remote Trial's slot a third of a second less."""
     out = scratch / "out"
     out.mkdir()
     git = shutil.which("git") or "git"
@@ -529,13 +528,35 @@ async def _commits(backend: SandboxBackend, repository: Path, base: str, scratch
     result = await backend.run(invocation, timeout=timeout, on_line=lambda _line: None)
     path = out / BUNDLE
     if result.exit_code != 0 or not path.is_file():
-        return head.head, None
-    return head.head, path.read_bytes()
+        return None, None
+    bundle = path.read_bytes()
+    return _bundle_head(bundle), bundle
+
+
+def _bundle_head(bundle: bytes) -> str | None:
+    """The commit a git bundle's ``HEAD`` names, from its header (a version line, then optional
+    ``@capability`` and ``-prerequisite`` lines, then ``SHA REF`` lines, then a blank line)."""
+    header, blank, _pack = bundle[:MIB].partition(b"\n\n")
+    lines = header.split(b"\n")
+    if not blank or lines[0] not in (b"# v2 git bundle", b"# v3 git bundle"):
+        return None
+    for line in lines[1:]:
+        sha, _, ref = line.partition(b" ")
+        if ref == b"HEAD" and _is_sha(sha.decode(errors="replace")):
+            return sha.decode()
+    return None
 
 
 def _host_cache(home: AssayHome, worker: Path, work: TrialPayload, blobs: Mapping[str, bytes]) -> timesafe.CachedRepo:
     """The task's time-safe cache on this host, rebuilt from the coordinator's bundle once and
-    verified again as every cache is."""
+    verified as every cache is, once per worker process (as the coordinator prepares each once a run)."""
+    key = (str(home.root), work.repository, work.base)
+    if key not in _PREPARED:
+        _PREPARED[key] = _prepared(home, worker, work, blobs)
+    return _PREPARED[key]
+
+
+def _prepared(home: AssayHome, worker: Path, work: TrialPayload, blobs: Mapping[str, bytes]) -> timesafe.CachedRepo:
     source = worker / "sources" / work.repository
     if not source.is_dir():
         source.parent.mkdir(parents=True, exist_ok=True)
