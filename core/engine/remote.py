@@ -137,13 +137,14 @@ class RemoteTrials:
         places = self.workers.places(login)
         return bool(places) and all(place in self.paused for place in places)
 
-    async def run(self, slot: Slot, attempt: int, inputs: TrialInputs, cached: timesafe.CachedRepo,
+    async def run(self, slot: Slot, attempt: int, begin: Callable[[], TrialInputs], cached: timesafe.CachedRepo,
                   login: str) -> tuple[SessionOutcome, ProcessResult]:
         """Run the attempt on a host holding ``login`` with a slot free, and write what it left
-        into its folder: a host lost mid-way is a kill from outside (void ``host_kill``), re-run
-        elsewhere under the void rules; a host that can't run the Arm is dropped and another asked.
-        A plan limit the session saw pauses its place alone; :class:`LoginPaused` when every
-        place of the login is paused before the attempt could start."""
+        into its folder, which ``begin`` makes once that slot is held: a host lost mid-way is a
+        kill from outside (void ``host_kill``), re-run elsewhere under the void rules; a host that
+        can't run the Arm is dropped and another asked. A plan limit the session saw pauses its
+        place alone; :class:`LoginPaused` when every place of the login is paused before the
+        attempt could begin."""
         import trio
 
         arm, key = slot.arm, f"{slot.key}#{attempt}"
@@ -151,11 +152,16 @@ class RemoteTrials:
         build = self.builds.get(arm)
         if build is not None:
             blobs[f"build-{self.arms[arm].commit}"] = await trio.to_thread.run_sync(self._build_blob, arm, build)
-        payload = TrialPayload(key, inputs.task, self.arms[arm], inputs.prompt, self.bar, self.backend.name,
-                               inputs.review_only, cached.base, f"repo-{cached.base}", f"build-{self.arms[arm].commit}" if build else None)
-        data = json.dumps(formats.unstructure(payload)).encode()
+
+        def work(place: str) -> RemoteWork:
+            inputs = begin()
+            payload = TrialPayload(key, inputs.task, self.arms[arm], inputs.prompt, self.bar, self.backend.name,
+                                   inputs.review_only, cached.base, f"repo-{cached.base}",
+                                   f"build-{self.arms[arm].commit}" if build else None)
+            return RemoteWork(key, place, CALL, json.dumps(formats.unstructure(payload)).encode(), blobs)
+
         try:
-            place, sent, report = await self._on_a_host(login, lambda place: RemoteWork(key, place, CALL, data, blobs))
+            place, sent, report = await self._on_a_host(login, work)
         except _NoPlace:
             raise CannotGoOn(f"no host of the cluster can run the {arm.title()}'s Trials: none holds the "
                              f"{login.partition(':')[2]} login (with its Harness at the Experiment's version)") from None
@@ -169,7 +175,7 @@ class RemoteTrials:
         assert report.outcome is not None and report.process is not None
         self.log(f"Trial {key} ran on host {report.host} ({place})")
         self._plan_limit(place, report.outcome, key)
-        return await self._write(sent, report, inputs, cached)
+        return await self._write(sent, report, begin(), cached)
 
     async def grader_session(self, harness: Harness, model: str, effort: str | None, packet: Path, folder: Path,
                              prompt: str, backend: SandboxBackend, timeout: float, assay_home: Path | None,

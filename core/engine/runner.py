@@ -118,6 +118,8 @@ class ExperimentRun:
     stopped: bool = False
     pauses: dict[str, str] = attrs.field(factory=dict)  # each login (a remote place) paused at a plan limit: why
     held: int = 0  # Trials not started this run: every place of their login paused (a remote executor)
+    queued: int = 0  # workers beyond ``workers`` (a remote executor's): each waits for a place's slot, unseen,
+    # to start a Trial the moment one frees while the Trial before is still being written here
     counts: Counts = attrs.field(factory=Counts)
     _repo_locks: dict[str, trio.Lock] = attrs.field(factory=dict, init=False)
     _cached: dict[str, Any] = attrs.field(factory=dict, init=False)
@@ -199,25 +201,33 @@ class ExperimentRun:
         self.report("start", self.counts)
         queue = self._queue = SlotQueue(todo)
         async with trio.open_nursery() as nursery:
-            for _ in range(self.workers):
+            for _ in range(self.workers + self.queued):
                 nursery.start_soon(self._worker, queue)
 
     async def _worker(self, queue: SlotQueue) -> None:
         while (item := await queue.get()) is not None:
             slot, attempt = item
-            self.counts.running += 1
-            self.report("trial started", self.counts)
+            begun = False
+
+            def begin() -> None:
+                nonlocal begun
+                begun = True
+                self.counts.running += 1
+                self.report("trial started", self.counts)
+
             try:
-                record = await self._run_trial(slot, attempt)
+                record = await self._run_trial(slot, attempt, begin)
             except Exception:
                 await self._stop_may_follow()
                 raise
             finally:
-                self.counts.running -= 1
+                if begun:
+                    self.counts.running -= 1
             if record is None:
-                self.held += 1
-                self.command.log(f"Trial {slot.key} attempt {attempt}: not started, every place of its login is "
-                                 "paused at a plan limit; it runs when the Experiment is run again")
+                if not self.paused:
+                    self.held += 1
+                    self.command.log(f"Trial {slot.key} attempt {attempt}: not started, every place of its login "
+                                     "is paused at a plan limit; it runs when the Experiment is run again")
                 queue.done()
                 continue
             again = None
@@ -290,32 +300,48 @@ class ExperimentRun:
                 )
         return self._cached[task.id]
 
-    async def _run_trial(self, slot: Slot, attempt: int) -> TrialRecord | None:
+    async def _run_trial(self, slot: Slot, attempt: int, on_begin: Callable[[], None]) -> TrialRecord | None:
         """Run the attempt and write its record; None if it can't start this run (every place of its
-        login paused at a plan limit), with nothing of it written."""
+        login, or the Experiment, paused), with nothing of it written. ``on_begin`` is called as it begins."""
         login = arm_login(self.setup.arm(slot.arm), self.plugins.harnesses())
         if self.remote is not None and self.remote.held(login):
             return None
-        folder = self.exp.fresh_attempt(slot, attempt)
         task = self.tasks[slot.task]
-        started = now()
-        files.write_text(self.exp.started_file(slot, attempt), started.isoformat())  # what runs, since when
-        inputs = TrialInputs(task, self.prompts[slot.arm][task.id], folder, folder / "repo", self.home.root,
-                             getattr(self.plugins.suite_kinds()[task.kind], "review_only", False))
+        begun: list[tuple[TrialInputs, Any]] = []
+
+        def begin() -> TrialInputs:
+            """The attempt's folder and when it started, made once: here at once, on a remote executor
+            once it holds a place's slot (until then it waits unseen)."""
+            if not begun:
+                if self.paused:  # since it was taken (a remote one waits for a place's slot)
+                    raise LoginPaused("the Experiment is paused")
+                folder = self.exp.fresh_attempt(slot, attempt)
+                started = now()
+                files.write_text(self.exp.started_file(slot, attempt), started.isoformat())  # what runs, since when
+                on_begin()
+                begun.append((TrialInputs(task, self.prompts[slot.arm][task.id], folder, folder / "repo", self.home.root,
+                                          getattr(self.plugins.suite_kinds()[task.kind], "review_only", False)), started))
+            return begun[0][0]
+
         key = f"{slot.key}#{attempt}"
         if self.remote is not None:
             try:  # a plan limit pauses its place alone (RemoteTrials.run)
-                outcome, process = await self.remote.run(slot, attempt, inputs, await self._cache(task), login)
+                outcome, process = await self.remote.run(slot, attempt, begin, await self._cache(task), login)
             except LoginPaused:  # paused while it waited for a slot
-                files.remove_tree(folder)
                 return None
+            inputs = begin()
         else:
+            try:
+                inputs = begin()
+            except LoginPaused:
+                return None
             await self._repository(task, inputs.repository)
             outcome, process = await trial_session(
                 self.runtimes[slot.arm], inputs, self.backend, self.bar,
                 lambda: self._pause(login, f"Trial {key}: a plan-limit warning"), login_slot(login))  # two at once per login
             if why := plan_limit(outcome, key):
                 self._pause(login, why)  # a limit read only once the session ended never reached the live callback
+        started = begun[0][1]
         record = TrialRecord(
             task=slot.task, arm=slot.arm, index=slot.index, attempt=attempt, outcome=outcome.outcome,
             started_at=started, ended_at=now(), backend=process.backend, void_cause=outcome.void_cause,
@@ -327,7 +353,7 @@ class ExperimentRun:
         # takes a while: benchmarks/bench_traces.py, so in a thread while other sessions go on).
         await trio.to_thread.run_sync(
             self.trace.trial, self.exp.trial_trace(slot, attempt), record, self.setup.arm(slot.arm), outcome, inputs.prompt)
-        formats.write(folder / "trial.json", record)
+        formats.write(inputs.folder / "trial.json", record)
         return record
 
     # --- Grading ------------------------------------------------------------------------------

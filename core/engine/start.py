@@ -562,6 +562,7 @@ async def _run_on(run: ExperimentRun, executor: Executor, options: ExecutorOptio
                 run.command.log(f"executor {executor.name}: the {login} login has {len(places)} place(s) of "
                                 f"{PER_LOGIN} slots: {', '.join(places) or 'none'}")
             run.workers = max(1, sum(PER_LOGIN * len(workers.places(login)) for login in logins))
+            run.queued = run.workers  # one waits on each slot: it starts as the one before is written here
             builds = {arm: getattr(run.runtimes[arm], "build", None) for arm in ARMS}
             run.remote = RemoteTrials(workers, run.backend, arms, builds, run.bar, run.command.log, Path(scratch),
                                       run.pause_place)

@@ -36,7 +36,8 @@ def plan_limit(outcome: SessionOutcome, key: str) -> str | None:
 
 
 class LoginPaused(Exception):
-    """Every place of the Trial's login is paused at a plan limit: it can't start this run."""
+    """The Trial can't start this run: every place of its login is paused at a plan limit (or the
+    whole Experiment is paused)."""
 
 
 @attrs.frozen
