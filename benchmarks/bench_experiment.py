@@ -11,6 +11,10 @@ process and every child it reaped: steadier than wall time on a busy machine).
 (the whole Experiment's wall time, shared out over its Trials, less what the session itself costs).
 
 Run: ``python benchmarks/bench_experiment.py [--tasks N] [--sandbox bwrap]``.
+
+``--disk-cap-pairs N`` (bwrap only) measures instead what the per-Trial disk cap costs: N rounds at
+``--workers``, each running the Experiment with the cap and without it (order alternating), and
+prints the median CPU and wall per Trial of each and the cap's added cost (issue 39: under 10 ms).
 """
 
 from __future__ import annotations
@@ -80,7 +84,7 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def run(tasks: int, workers: int, sandbox: str) -> tuple[float, float, int]:
+def run(tasks: int, workers: int, sandbox: str, disk_cap: bool = True) -> tuple[float, float, int]:
     with tempfile.TemporaryDirectory() as tmp:
         home, factory = world(Path(tmp), tasks)
         sys.path.insert(0, str(HERE))
@@ -89,6 +93,10 @@ def run(tasks: int, workers: int, sandbox: str) -> tuple[float, float, int]:
             home, plugins, factory_path=factory, suites=["bench"], bar=attrs.evolve(Bar(), timeout_seconds=60),
             candidate=ArmFlags("HEAD", model="b"), baseline=ArmFlags("HEAD"), sandbox=sandbox,
         )
+        if not disk_cap:
+            from assay.plugins.sandbox_bwrap import disk
+
+            plan = attrs.evolve(plan, backend=attrs.evolve(plan.backend, disk_caps=disk.DiskCaps("none")))
         started, cpu = time.perf_counter(), _cpu()
         _, outcome = start.start(home, plugins, plan, workers=workers, report=lambda *a: None)
         wall, cpu = time.perf_counter() - started, _cpu() - cpu
@@ -101,7 +109,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, default=125)
     parser.add_argument("--sandbox", default="none", help="the sandbox backend (none, bwrap)")
+    parser.add_argument("--disk-cap-pairs", type=int, default=0, metavar="N",
+                        help="bwrap: N paired rounds with and without the disk cap, instead")
+    parser.add_argument("--workers", type=int, default=2, help="with --disk-cap-pairs")
     args = parser.parse_args()
+    if args.disk_cap_pairs:
+        return disk_cap_pairs(args.tasks, args.workers, args.disk_cap_pairs)
     session = bare_session()
     print(f"bare session (sh -c echo), median: {session * 1000:.1f} ms   [{os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.1f}]")
@@ -112,6 +125,29 @@ def main() -> None:
         print(f"workers {workers}: {trials} Trials in {wall:.1f} s = {per_trial * 1000:.1f} ms wall per Trial; "
               f"overhead per Trial {overhead * 1000:.1f} ms (target at 2 workers: ≤ 40 ms); "
               f"CPU {cpu / trials * 1000:.1f} ms per Trial")
+
+
+def disk_cap_pairs(tasks: int, workers: int, rounds: int) -> None:
+    """The disk cap's cost per Trial: interleaved runs with and without it, medians (a shared machine's
+    load drifts; pairing in one window keeps the difference honest)."""
+    from assay.plugins.sandbox_bwrap import disk
+
+    if not disk.detect().in_force:
+        raise SystemExit(f"no disk cap here: {disk.detect().describe(0)}")
+    found: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
+    for n in range(rounds):
+        for cap in ((True, False) if n % 2 == 0 else (False, True)):
+            wall, cpu, trials = run(tasks, workers, "bwrap", disk_cap=cap)
+            found[cap].append((cpu / trials, wall / trials))
+            print(f"round {n + 1} {'with' if cap else 'without'} the cap: CPU {cpu / trials * 1000:.1f} ms, "
+                  f"wall {wall / trials * 1000:.1f} ms per Trial ({trials} Trials, load {os.getloadavg()[0]:.1f})",
+                  flush=True)
+    cpu = {cap: statistics.median(c for c, _ in runs) for cap, runs in found.items()}
+    wall = {cap: statistics.median(w for _, w in runs) for cap, runs in found.items()}
+    print(f"medians of {rounds}, {workers} workers: with the cap CPU {cpu[True] * 1000:.1f} ms, wall "
+          f"{wall[True] * 1000:.1f} ms per Trial; without CPU {cpu[False] * 1000:.1f} ms, wall "
+          f"{wall[False] * 1000:.1f} ms; the cap adds {(cpu[True] - cpu[False]) * 1000:.1f} ms CPU, "
+          f"{(wall[True] - wall[False]) * 1000:.1f} ms wall per Trial (target: under 10 ms)")
 
 
 if __name__ == "__main__":

@@ -26,8 +26,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def run(fast: bool, extra: list[str], report: Path, cpu_folder: Path) -> tuple[int, float, float]:
-    """Run the suite; (its exit code, wall seconds, CPU seconds of everything it started)."""
+def run(fast: bool, extra: list[str], report: Path, cpu_folder: Path, log: Path) -> tuple[int, float, float]:
+    """Run the suite, its report written to ``log``; (its exit code, wall seconds, CPU seconds of
+    everything it started)."""
     argv = [sys.executable, "-m", "pytest", "-q", "-n", "auto", "--dist", "loadgroup", f"--junitxml={report}",
             "-p", "cpu_per_test", *extra]
     if fast:
@@ -36,7 +37,8 @@ def run(fast: bool, extra: list[str], report: Path, cpu_folder: Path) -> tuple[i
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "benchmarks"), os.environ.get("PYTHONPATH")]))}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(argv, cwd=REPO, stdout=subprocess.DEVNULL, env=env)
+    with open(log, "w") as out:
+        done = subprocess.run(argv, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env=env)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -62,19 +64,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fast", action="store_true", help='the fast tier (-m "not slow")')
     parser.add_argument("--top", type=int, default=15, help="how many of the slowest tests to list")
+    parser.add_argument("--log", type=Path, default=Path("bench_tests.log"),
+                        help="where pytest's own report goes, failures and all (default: ./bench_tests.log)")
     parser.add_argument("pytest_args", nargs="*", help="more arguments for pytest (after --)")
     args = parser.parse_args()
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as folder:
         report, cpu_folder = Path(folder) / "junit.xml", Path(folder) / "cpu"
         cpu_folder.mkdir()
-        code, wall, cpu = run(args.fast, args.pytest_args, report, cpu_folder)
+        code, wall, cpu = run(args.fast, args.pytest_args, report, cpu_folder, args.log.resolve())
         rows = tests(report)
         cpus = cpu_by_test(cpu_folder)
     outcomes = collections.Counter(outcome for _, _, outcome in rows)
     print(f"{'fast tier' if args.fast else 'whole suite'} on {os.cpu_count()} cores: exit {code}, "
           f"{len(rows)} tests ({', '.join(f'{n} {o}' for o, n in sorted(outcomes.items()))})")
     print(f"wall {wall:.0f} s, CPU {cpu:.0f} s (load average before: {load:.1f})")
+    print(f"pytest's report: {args.log.resolve()}")
     folders: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0])
     for seconds, test, _ in rows:
         folders[".".join(test.split(".")[:2])][0] += seconds

@@ -6,7 +6,9 @@ command with a parameter, and every sub-command (the root's unused ``--help``), 
 to import pydantic. :func:`install` defers that: ``None`` becomes what typer makes of it without an
 adapter; a value already of its parameter's plain type (a ``str`` from the command line, an ``int``
 or ``float`` default within its bounds, or a list of them, with no parser or file to apply) passes
-as it is, as typer's adapter passes it; a path goes through typer's own path checks, made a path
+as it is, as typer's adapter passes it; a number typed in its plainest spelling (``3``, ``-2``,
+``0.5``: what ``--trials-per-task 1`` or ``--timeout 8`` give) is made that number, as pydantic
+makes it, and passes the same way; a path goes through typer's own path checks, made a path
 first (what pydantic does with a ``str``); any other value is converted by typer's own adapter,
 built then.
 On a typer without this machinery it does nothing.
@@ -14,11 +16,16 @@ On a typer without this machinery it does nothing.
 
 from __future__ import annotations
 
+import re
 import typing
 from pathlib import Path
 from typing import Any
 
 _installed = False
+# Numbers spelt the one way pydantic's lax mode and Python agree on; any other spelling (spaces,
+# "+", "1_000", "1e3", leading zeros, a fraction for an int) goes to typer's own adapter, which
+# converts or refuses it with typer's words.
+_PLAIN_NUMBER = {int: re.compile(r"-?(0|[1-9][0-9]{0,17})"), float: re.compile(r"-?(0|[1-9][0-9]{0,17})(\.[0-9]{1,17})?")}
 
 
 def install() -> None:
@@ -53,6 +60,12 @@ def install() -> None:
             self.path = annotation if (own and not self.many and isinstance(annotation, type)
                                        and issubclass(annotation, Path) and info.path_type is None) else None
 
+        def typed(self, value: Any) -> Any:
+            """``value`` as the number a plain spelling of it means, else ``value`` itself."""
+            if type(value) is str and self.plain in _PLAIN_NUMBER and _PLAIN_NUMBER[self.plain].fullmatch(value):
+                return self.plain(value)
+            return value
+
         def as_is(self, value: Any) -> bool:
             """Whether typer's adapter gives ``value`` back as it is: of the plain type, within its bounds."""
             return type(value) is self.plain and (self.plain is str or (
@@ -64,10 +77,12 @@ def install() -> None:
                 if value is None:
                     return () if many else None
                 if self.plain is not None and many == self.many:
-                    if not many and self.as_is(value):
-                        return value
-                    if many and type(value) in (list, tuple) and all(self.as_is(v) for v in value):
-                        return list(value)
+                    if not many and self.as_is(typed := self.typed(value)):
+                        return typed
+                    if many and type(value) in (list, tuple):
+                        items = [self.typed(v) for v in value]
+                        if all(self.as_is(v) for v in items):
+                            return items
                 if self.path is not None and not many and isinstance(value, (str, Path)):
                     # typer's path adapter is this call on the value made a path (which is pydantic's str -> Path)
                     path = value if isinstance(value, self.path) else self.path(value)

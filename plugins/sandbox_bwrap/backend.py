@@ -176,7 +176,7 @@ class BwrapBackend(Supervisor):
     def command(self, invocation: Invocation, sockets: Path, handshake: Handshake,
                 staged: Mapping[Path, Path] | None = None) -> list[str]:
         """The bwrap command line for ``invocation``, its proxy's socket folder and its handshake
-        (``staged``: where each writable folder's copy on the Trial's capped disk is)."""
+        (``staged``: what is bound in each writable folder's place, its layer on the Trial's capped disk)."""
         return [
             self.executable, *ISOLATION, "--json-status-fd", str(handshake.report_bwrap),
             *(("--seccomp", str(handshake.seccomp)) if handshake.seccomp is not None else ()),
@@ -209,9 +209,9 @@ def _signal_session(tree: ProcessTree, signum: int) -> None:
 
 def own_folders(invocation: Invocation) -> list[Path]:
     """The writable folders that belong to this session alone (inside its own folder, ``log_dir``
-    or its work folder's parent): only these move onto its capped disk. A folder it shares with
-    sessions running beside it is bound as it is, since copying it back when this one ended would
-    wipe what the others wrote there meanwhile."""
+    or its work folder's parent): only these are written on its capped disk. A folder it shares
+    with sessions running beside it is bound as it is: under a layer of this one's, what each wrote
+    there would reach the others only once it ended, and a file both wrote would be this one's."""
     own = Path(os.path.abspath(invocation.log_dir or invocation.cwd.parent))
     return [p for p in invocation.read_write if own == Path(os.path.abspath(p)) or own in Path(os.path.abspath(p)).parents]
 

@@ -31,13 +31,16 @@ import json
 import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 import h11
 import trio
-import trustme
 from assay.hooks.protocols import Brokered
 from assay.sessions.logins import stand_in
+
+if TYPE_CHECKING:
+    import trustme
 
 CREDENTIAL_HEADERS = frozenset({b"authorization", b"x-api-key", b"api-key", b"proxy-authorization"})
 BODY_LIMIT = 1 << 20  # a token request or answer, read whole
@@ -54,6 +57,8 @@ class BrokerCA:
 
     def _authority(self) -> trustme.CA:
         if self._ca is None:
+            import trustme  # with cryptography, ~40 ms: only where a Trial is brokered, not in every process listing backends
+
             self._ca = trustme.CA(organization_name="assay credential broker")
         return self._ca
 

@@ -49,7 +49,7 @@ def installs() -> list[Path]:
 
 def binds(invocation: Invocation, sources: Mapping[Path, Path] | None = None, scratch_size: int = 0) -> list[str]:
     """The Invocation's paths, a folder always mounted before anything inside it; a writable path
-    in ``sources`` is bound from there (its copy on the Trial's capped disk), and each scratch
+    in ``sources`` is bound from there (its layer on the Trial's capped disk), and each scratch
     folder is a fresh tmpfs of ``scratch_size`` bytes (counted against the memory cap), gone with
     the sandbox."""
     paths = [(Path(os.path.abspath(p)), "--bind") for p in invocation.read_write]

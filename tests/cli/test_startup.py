@@ -100,7 +100,8 @@ def test_help_lists_a_plugins_command_without_importing_any_plugin(assay_home: P
     assert not {m for m in modules if m.startswith(("attr", "cattrs", "pydantic"))}
 
 
-@pytest.mark.parametrize("args", [["experiments", "--help"], ["experiments"], ["inbox"], ["stop", "nope"]])
+@pytest.mark.parametrize("args", [["experiments", "--help"], ["experiments"], ["inbox"], ["stop", "nope"],
+                                  ["stop", "nope", "--wait", "5"], ["stop", "nope", "--wait", "0.25"]])
 def test_a_command_with_parameters_loads_no_pydantic(assay_home: Path, args: list[str]) -> None:
     """Issue 39: with typer 0.29 every command with a parameter paid ~97 ms for pydantic; a value
     that needs no conversion (an option not given, a str, a plain default) no longer builds it."""
@@ -139,7 +140,53 @@ def test_a_value_that_needs_converting_is_still_converted_and_refused(cli) -> No
     assert "Invalid value for '--wait'" in bad.stderr
     low = cli("experiment", "--workers", "0")
     assert low.returncode == 2 and "greater than or equal to 1" in low.stderr
+    half = cli("experiment", "--workers", "1.5")
+    assert half.returncode == 2 and "Invalid value for '--workers'" in half.stderr
 
+
+SPELLINGS = ["0", "7", "-3", "-0", "10", "0.5", "-2.25", "1.0", "007", "+1", " 2", "2 ", "1_000", "1e3", "0x10", "", "abc",
+             "99999999999999999999999", "1.", ".5", "nan", "inf"]
+TAKES = """
+import json
+import sys
+import typer
+from assay.cli import params
+mode, option = sys.argv[1:3]
+if mode == "deferred":
+    params.install()
+app = typer.Typer()
+
+@app.command()
+def take(count: int = typer.Option(None), share: float = typer.Option(None), low: int = typer.Option(3, min=1)) -> None:
+    print(json.dumps(repr(count) + repr(share) + repr(low)))
+
+for spelling in json.loads(sys.stdin.read()):
+    try:
+        app([option, spelling], standalone_mode=False)
+    except Exception as e:  # typer's refusal, in its own words
+        print(json.dumps(type(e).__name__ + ": " + e.format_message()))
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("pydantic"))[:1]))
+"""
+
+
+@pytest.mark.parametrize("option", ["--count", "--share", "--low"])
+def test_a_number_passes_without_pydantic_exactly_as_typer_converts_it(tmp_path: Path, option: str) -> None:
+    """Issue 39: ``--trials-per-task 1`` built typer's pydantic adapter (~60-100 ms a command); a plain
+    spelling of a number is converted without it. Every spelling, plain or not, gives what typer's
+    own adapter gives: the same value, or the same refusal."""
+    script = tmp_path / "takes.py"
+    script.write_text(TAKES)
+
+    def takes(mode: str, spellings: list[str]) -> list[str]:
+        done = subprocess.run([sys.executable, str(script), mode, option], input=json.dumps(spellings),
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return [json.loads(line) for line in done.stdout.splitlines()]
+
+    plain = {"--count": ["0", "7", "-3", "10"], "--share": ["0", "-3", "0.5", "-2.25", "1.0"], "--low": ["1", "7"]}[option]
+    *values, imported = takes("deferred", plain)
+    assert imported == [] and len(values) == len(plain) and all(":" not in v for v in values)  # converted, no pydantic
+    assert takes("deferred", SPELLINGS)[:-1] == takes("typer", SPELLINGS)[:-1]
 
 def declared_plugin(root: Path, module_text: str) -> Path:
     """An installed distribution (found on PYTHONPATH) declaring the command ``hello`` in ``hello_cmd``."""

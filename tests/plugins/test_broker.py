@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import ssl
+import subprocess
+import sys
 from pathlib import Path
 
 import h11
@@ -212,3 +214,14 @@ def test_stand_ins_keep_the_shape_and_length_of_what_they_stand_for() -> None:
         assert made != real and len(made) == len(real) and made[:real.rfind("-" if "-" in real else "_")] == \
             real[:real.rfind("-" if "-" in real else "_")]
         assert stand_in(real) != made  # a fresh one each time: unique per Trial
+
+
+def test_listing_the_backends_makes_no_ca_and_imports_no_cryptography() -> None:
+    """Issue 39: every process that lists the sandbox backends (``assay experiment --sandbox none``,
+    ``assay plugins``) builds the bwrap backend; trustme and cryptography (~40 ms) wait for a Trial
+    that is brokered."""
+    code = ("import sys\nfrom assay.plugins.sandbox_bwrap import assay_sandbox_backends\nassay_sandbox_backends()\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('trustme', 'cryptography')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
