@@ -40,7 +40,7 @@ from assay.engine.trial import LoginPaused, TrialInputs, described, plan_limit, 
 from assay.evaltasks import timesafe
 from assay.hooks.loaded import Plugins
 from assay.hooks.protocols import (PROXY_LOG, ArmRuntime, CannotGoOn, Harness, HarnessBinary, HostLost, Invocation,
-                                   ProcessResult, RemoteWork, RemoteWorkers, SandboxBackend, SessionOutcome)
+                                   PlaceGone, ProcessResult, RemoteWork, RemoteWorkers, SandboxBackend, SessionOutcome)
 from assay.sessions import interrupts
 from assay.sessions.grader_session import grader_session, session_here
 from assay.sessions.slots import harness_login, place_slot
@@ -232,7 +232,11 @@ class RemoteTrials:
             async with place_slot(open_places) as place:
                 if place in self.paused:
                     continue  # paused while this work waited for its slot: ask again
-                sent = await self.workers.run(work(place))
+                try:
+                    sent = await self.workers.run(work(place))
+                except PlaceGone as e:  # sent to a node that had died: ask a place still there
+                    self.log(f"{e}; its work goes to another place")
+                    continue
             report = _report(sent)
             if report.refused is None:
                 return place, sent, report

@@ -520,6 +520,11 @@ class HostLost(RuntimeError):
     connection): a kill from outside, never the Arm's doing."""
 
 
+class PlaceGone(HostLost):
+    """No live host holds the work's place any more, and none was seen to take the work (a node
+    that died before the cluster said so): it may be asked of another place as it is."""
+
+
 @attrs.frozen
 class RemoteWork:
     """One piece of work a remote executor runs on one of its hosts.
@@ -553,7 +558,8 @@ class RemoteWorkers(Protocol):
 
     async def run(self, work: RemoteWork) -> Mapping[str, bytes]:
         """Run ``work`` on a host of its place to its end; raises :class:`HostLost` when that host
-        went away mid-way. Cancelled (a Stop), it cancels the remote work, leaving nothing running."""
+        went away mid-way (:class:`PlaceGone` when its place went with it before the work was seen
+        to start). Cancelled (a Stop), it cancels the remote work, leaving nothing running."""
 
 
 @runtime_checkable

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from pathlib import Path
 from typing import Any
 
-from assay.hooks.protocols import ExecutorCheck, ExecutorOptions, HostLost, RemoteWork
+from assay.hooks.protocols import ExecutorCheck, ExecutorOptions, HostLost, PlaceGone, RemoteWork
 
 RESOURCE = "assay-login:"
 CANCEL_GRACE = 30.0  # seconds a cancelled Trial has to stop its session before its worker is killed
@@ -140,10 +140,10 @@ class RayWorkers:
                                  name=work.key).remote(work.call, work.payload, names, *refs)
         try:
             return await _result(ref, lambda: self._offered(work.place))
-        except PlaceGone:
+        except _Unoffered:
             with trio.CancelScope(shield=True):
                 await _cancel(ref)
-            raise HostLost(f"no live node holds {work.place} any more") from None
+            raise PlaceGone(f"no live node holds {work.place} any more") from None
         except trio.Cancelled:
             with trio.CancelScope(shield=True):
                 await _cancel(ref)
@@ -176,7 +176,7 @@ def _call(call: str, payload: bytes, names: list[str], *blobs: bytes) -> dict[st
     return getattr(importlib.import_module(module), function)(payload, dict(zip(names, blobs)))
 
 
-class PlaceGone(Exception):
+class _Unoffered(Exception):
     """No live node holds the place a task waits for: Ray would keep it pending for ever."""
 
 
@@ -200,7 +200,7 @@ async def _result(ref: Any, offered: Callable[[], Awaitable[bool]]) -> Any:
             await done.wait()
             return future.result()
         if not await offered():
-            raise PlaceGone()
+            raise _Unoffered()
 
 
 async def _cancel(ref: Any) -> None:
