@@ -32,6 +32,14 @@ first kind running beside the second would read as a kill from outside. The READ
 (``--dist loadgroup``) runs every test of this group on one worker, one at a time."""
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: two workers a core. Most of a test's time is spent waiting on the processes it
+    started (CLI runs, sessions, sandboxes), not computing: with one worker a core the whole suite
+    kept its cores busy about 60% of the time (1,975 s CPU in 1,591 s on 2 cores); with two, it
+    passed whole under a load of 9 on the same machine (benchmarks/bench_tests.py prints both)."""
+    return 2 * (os.cpu_count() or 1)
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Compile assay's modules once, before any test starts a CLI process.
 

@@ -3,6 +3,7 @@ checks of each real CLI against a scripted provider; ``assay setup``: store a Ha
 
 from __future__ import annotations
 
+import concurrent.futures
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,7 +37,11 @@ def register(app: typer.Typer, plugins: plugin_loading.Plugins) -> None:
         if ctx.invoked_subcommand is not None:
             return
         home = AssayHome.from_env()
-        rows = [_describe(name, harness, home) for name, harness in sorted(plugins.harnesses().items())]
+        found = sorted(plugins.harnesses().items())
+        # Each Harness asks its binary for --version: a Node CLI takes about a second to answer, so
+        # all are asked at once (in the listing's order still).
+        with concurrent.futures.ThreadPoolExecutor(max(1, len(found))) as asking:
+            rows = list(asking.map(lambda item: _describe(*item, home), found))
         if json_:
             emit_json(rows)
             return

@@ -86,7 +86,9 @@ def gh_on_path(folder: Path, world: Path, log: Path | None = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     env = f"FAKE_GH_WORLD={shlex.quote(str(world))} " + (f"FAKE_GH_LOG={shlex.quote(str(log))} " if log else "")
     gh = folder / "gh"
-    gh.write_text(f'#!/bin/sh\n{env}exec {shlex.quote(sys.executable)} {shlex.quote(str(FAKE_GH))} "$@"\n')
+    # -I -S: the fake needs nothing but the standard library, and a Scoring run calls gh a few times
+    # per pull request (the site's start-up was a third of each call)
+    gh.write_text(f'#!/bin/sh\n{env}exec {shlex.quote(sys.executable)} -I -S {shlex.quote(str(FAKE_GH))} "$@"\n')
     gh.chmod(0o755)
     return folder
 

@@ -36,6 +36,7 @@ import select
 import socket
 import sys
 
+_PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 _STOPS = (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP)
 
@@ -139,7 +140,7 @@ def reaper(channel: int, out: int, err: int, lifeline: int, prctl: object) -> in
     os.dup2(lifeline, 3)
     os.dup2(channel, 4)
     os.closerange(5, os.sysconf("SC_OPEN_MAX"))
-    return run(argv, env, 3, 4)
+    return run(argv, env, 3, 4, prctl)
 
 
 def _children() -> list[int]:
@@ -210,15 +211,23 @@ def _wait(session: int, lifeline: int) -> int:
                     pass
 
 
-def run(argv: list[bytes], env: dict[bytes, bytes], lifeline: int, channel: int) -> int:
+def run(argv: list[bytes], env: dict[bytes, bytes], lifeline: int, channel: int, prctl: object) -> int:
     """Run the session to its end, reap what it left, say so on the channel (``D<wait status>``: the
-    assay side need not look for leftovers), and end as the session did."""
+    assay side need not look for leftovers), and end as the session did.
+
+    The session has a lifeline of its own: SIGKILL when the reaper dies, however it dies, since then
+    nothing is left to end it (a reaper killed outright, as a Ray worker's clean-up kills its children).
+    """
     for signum in _STOPS:
         _signal.signal(signum, _ignore)  # the session, in the same group, gets them too
+    reaper = os.getpid()
     session = os.fork()
     if session == 0:
         os.close(lifeline)
         os.close(channel)
+        prctl(_PR_SET_PDEATHSIG, _signal.SIGKILL, 0, 0, 0)  # type: ignore[operator]
+        if os.getppid() != reaper:  # it died before the signal was asked for
+            os._exit(128 + _signal.SIGKILL)
         for signum in _STOPS:
             _signal.signal(signum, _signal.SIG_DFL)
         try:

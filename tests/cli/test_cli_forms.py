@@ -62,6 +62,7 @@ def test_recheck_refuses_both_judgements_and_neither(assay_home):
     assert neither == "assay: error: give one judgement: --pass or --fail"
 
 
+@pytest.mark.slow
 def test_stop_and_release_check_take_json(assay_home, tmp_path):
     factory = make_factory(tmp_path)
     make_suite(assay_home, tasks=1)

@@ -37,8 +37,10 @@ def test_harnesses_lists_binary_version_and_login_and_a_missing_binary_as_not_in
     assert text.exit_code == 0 and "not installed: 'codex' is not on PATH" in text.output
 
 
-@pytest.mark.slow
-def test_setup_stores_the_claude_token_privately_and_keeps_other_credentials(assay_home: Path) -> None:
+def test_setup_stores_the_claude_token_privately_and_keeps_other_credentials(
+    tmp_path: Path, assay_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "no-cli"))  # the logins are listed whatever is installed
     (assay_home / "credentials.toml").write_text('[other]\nkey = "kept"\n')
     result = invoke("setup", input="sk-ant-oat01-secret\n")
     assert result.exit_code == 0, result.output
@@ -51,10 +53,12 @@ def test_setup_stores_the_claude_token_privately_and_keeps_other_credentials(ass
     assert rows["claude"]["login"] is True
 
 
-@pytest.mark.slow
-def test_setup_stores_opencode_keys_per_provider_and_kimi_s_and_harnesses_names_them_only(assay_home: Path) -> None:
+def test_setup_stores_opencode_keys_per_provider_and_kimi_s_and_harnesses_names_them_only(
+    tmp_path: Path, assay_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue 36: credentials.toml gains [opencode] api_key and [opencode.keys] by provider name,
     and [kimi]; `assay setup` and `assay harnesses` show them, never the secret (spec 1944 P25)."""
+    monkeypatch.setenv("PATH", str(tmp_path / "no-cli"))  # the logins are listed whatever is installed
     for args, key in ((("setup", "opencode"), "sk-any"), (("setup", "opencode", "--provider", "fireworks-ai"), "fw-key"),
                       (("setup", "kimi"), "sk-moonshot")):
         result = invoke(*args, input=f"{key}\n")
@@ -108,6 +112,7 @@ def test_setup_kimi_login_stores_which_login_and_harnesses_shows_its_kind(
     them (never the secret)." A login replaces the key (one of them), and a login that isn't there
     is refused in one line with nothing changed."""
     monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path / "no-cli"))  # the logins are listed whatever is installed
     monkeypatch.delenv("KIMI_CODE_HOME", raising=False)
     token = kimi_login(tmp_path / ".kimi-code")
     secret = json.loads(token.read_text())["access_token"]
@@ -139,7 +144,7 @@ def test_harnesses_shows_a_bad_kimi_table_as_its_one_line(
     tmp_path: Path, assay_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fake = install(tmp_path / "bin", "kimi", {"version": "2.1.0"})
-    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    monkeypatch.setenv("PATH", str(fake.parent))
     path = assay_home / "credentials.toml"
     path.write_text('[kimi]\napi_key = "sk-moonshot"\nlogin = true\n')
     line = f"{path}: [kimi]: set api_key or login, not both"

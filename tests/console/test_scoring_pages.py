@@ -89,6 +89,7 @@ def test_a_confirmed_bug_origins_eval_task_is_approved_from_the_console(assay_ho
     assert (assay_home / "evals" / "suites" / "code-review" / "bug-acme-app-120" / "task.toml").is_file()
 
 
+@pytest.mark.slow
 def test_a_scoring_run_page_shows_it_live_and_its_stop_stops_it(assay_home, world):  # noqa: F811
     """Spec 978 US5: "I want the Console to show a Scoring run live, and let me Stop it, as it does
     any Command." The page and its JSON twin equal `assay scoring-runs ID --json`."""

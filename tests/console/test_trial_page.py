@@ -31,6 +31,7 @@ def hostile(assay_home: Path, tmp_path: Path) -> str:
 URL = "/experiments/{}/trials/fixture/t1/candidate-0/0"
 
 
+@pytest.mark.slow
 def test_a_hostile_transcript_is_escaped_and_bounded(assay_home, hostile):
     """DESIGN.md host rule 6: "Untrusted text is escaped at every sink: ... the Console (HTML, and no
     framing)"; issue 32: "a hostile Trial's transcript (markup, terminal escapes, huge outputs)
@@ -53,6 +54,7 @@ def test_a_hostile_transcript_is_escaped_and_bounded(assay_home, hostile):
     assert tools[1]["error"] is True and "failed" in html and 'class="step tool failed"' in html
 
 
+@pytest.mark.slow
 def test_the_change_is_read_without_running_the_trials_git(assay_home, tmp_path):
     """DESIGN.md host rule 1: host git "never lets its git be configured by a Trial's repository": a
     Trial that arms core.fsmonitor and a hooks path in its repository has its change shown, and
@@ -68,6 +70,7 @@ def test_the_change_is_read_without_running_the_trials_git(assay_home, tmp_path)
     assert not marker.exists(), "the Trial's git config ran on the host"
 
 
+@pytest.mark.slow
 def test_evidence_opens_as_escaped_text_and_nothing_outside_it(assay_home, hostile, tmp_path):
     c = client(assay_home, plugins=WITH_FAKES)
     folder = Path(c.get(URL.format(hostile), headers=JSON).json()["trial"]["folder"])
@@ -86,6 +89,7 @@ def test_evidence_opens_as_escaped_text_and_nothing_outside_it(assay_home, hosti
         assert refused.status_code == 404 and "TOP-SECRET" not in refused.text, name
 
 
+@pytest.mark.slow
 def test_without_its_sandbox_backend_the_change_is_not_read_on_the_host(assay_home, tmp_path):
     """DESIGN.md host rule 1: building diffs happens "in a bwrap sandbox of its own": the page reads
     the change through the Experiment's sandbox backend, and where that isn't installed it says so

@@ -87,6 +87,7 @@ def test_a_killed_runs_sessions_die_with_it_and_the_resume_uses_fresh_folders(wo
         assert writers and not writers & {str(p) for p in killed_sessions}
 
 
+@pytest.mark.slow
 def test_a_stale_record_whose_pid_went_to_a_stranger_is_not_running(world, assay_home: Path, tmp_path: Path):
     """Finding 2: after kill -9 the record still says "running"; with its pid given to an unrelated
     process, `assay stop` refuses (and the stranger lives), and `assay experiments` and the Inbox

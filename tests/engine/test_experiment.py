@@ -126,6 +126,7 @@ def test_changed_bar_is_refused_after_the_first_trial_and_the_same_bar_resumes(w
     assert after == before, "a finished Experiment runs nothing again"
 
 
+@pytest.mark.slow
 def test_login_failure_is_void_rerun_twice_then_drops_the_task_for_both_arms(world, assay_home: Path, tmp_path: Path):
     factory, _ = world
     sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "nologin": {"fixture/t2": "void:login_failed", "*": "right"}})
@@ -144,6 +145,7 @@ def test_login_failure_is_void_rerun_twice_then_drops_the_task_for_both_arms(wor
     assert shown["verdict"]["verdict"] == "inconclusive"  # a quarter of the tasks dropped: more than a tenth
 
 
+@pytest.mark.slow
 def test_void_once_is_rerun_and_then_counts(world, assay_home: Path, tmp_path: Path):
     factory, _ = world
     sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "flaky": {"fixture/t1": "void-once:provider_unreachable,right", "*": "right"}})
@@ -154,6 +156,7 @@ def test_void_once_is_rerun_and_then_counts(world, assay_home: Path, tmp_path: P
     assert sorted((t["attempt"], t["outcome"]) for t in t1) == [(0, "delivered"), (0, "void"), (1, "delivered")]
 
 
+@pytest.mark.slow
 @OOM_KILLS
 def test_a_session_that_kills_itself_is_a_fail_not_a_void(world, assay_home: Path, tmp_path: Path):
     """Issue 14 finding 7: `kill -9 $$` inside the session is the Arm's fail, not re-run, never host_kill."""
@@ -173,6 +176,8 @@ def test_plan_limit_pauses_and_running_again_finishes(world, assay_home: Path, t
     paused = experiment(assay_home, factory, sc, "--candidate-model", "limited", "--json", "--workers", "1")
     assert paused.returncode == 3, paused.stderr
     assert last_json(paused.stdout)["outcome"] == "paused"
+    said = "paused at a plan limit of harness:fake-agent (Trial fixture/t1:candidate-0#0: a plan-limit warning)"
+    assert last_json(paused.stdout)["summary"] == f"{said}; run the same command again to resume"
     started = trial_records(assay_home)
     assert [(t["task"], t["arm"]) for t in sorted(started, key=lambda t: t["started_at"])] == [
         ("fixture/t1", "baseline"), ("fixture/t1", "candidate")], "no new Trial started after the warning"
@@ -180,7 +185,8 @@ def test_plan_limit_pauses_and_running_again_finishes(world, assay_home: Path, t
     assert record["state"] == "paused"
     inbox = json.loads(subprocess.run([sys.executable, "-m", "assay", "inbox", "--json"], capture_output=True,
                                       text=True, env=cli_env(assay_home, PLUGINS), check=True).stdout)
-    assert [r["outcome"] for r in inbox["needs_you"]] == ["paused"]
+    assert [(r["outcome"], r["summary"]) for r in inbox["needs_you"]] == [("paused", record["summary"])]
+    assert record["summary"].startswith(said)
     scenario(sc, {"good": {"*": "right"}, "limited": {"*": "right"}})
     finished = experiment(assay_home, factory, sc, "--candidate-model", "limited", "--json", "--workers", "1")
     assert finished.returncode == 0, finished.stderr
@@ -360,6 +366,7 @@ def test_without_bwrap_an_experiment_needs_sandbox_none_said_out_loud(world, ass
     assert [e["verdict"]["verdict"] for e in shown] == ["pass"]
 
 
+@pytest.mark.slow
 def test_a_factory_build_that_fails_errors_the_experiment_in_one_line(world, assay_home: Path, tmp_path: Path):
     from tests.experiment_fixtures import git
 
@@ -401,6 +408,7 @@ def test_plain_progress_counts_every_running_trial_when_trials_overlap(world, as
     assert middle and set(middle) == {2}, counts
 
 
+@pytest.mark.slow
 def test_plain_progress_counts_tasks_and_trials_right_and_shows_grading(assay_home: Path, tmp_path: Path):
     """Issue 17: no "1 tasks"/"1 Trial(s)" in the announcement, and grading shows its progress
     (the last line was "16/16 done" while every task was still being graded)."""
@@ -416,6 +424,7 @@ def test_plain_progress_counts_tasks_and_trials_right_and_shows_grading(assay_ho
     assert progress[-1].startswith("Trials: 0 running, 2/2 done, 0 void, 0 left; grading: 1/1 Eval tasks graded")
 
 
+@pytest.mark.slow
 def test_resuming_in_another_sandbox_is_refused(world, assay_home: Path, tmp_path: Path):
     factory, _ = world
     sc = scenario(tmp_path / "s.json", {"good": {"*": "plan_limit"}})
@@ -428,6 +437,7 @@ def test_resuming_in_another_sandbox_is_refused(world, assay_home: Path, tmp_pat
     assert "its Trials ran in the 'none' sandbox; resume it with --sandbox none" in other.stderr
 
 
+@pytest.mark.slow
 def test_a_tag_base_is_resolved_once_and_a_changed_task_is_refused_with_what_changed(world, assay_home: Path, tmp_path: Path):
     """Issue 17, part 1: a task's base given as a tag is resolved to its commit when the Experiment
     starts and recorded in the Setup with a digest of the task's inputs; resuming after the task

@@ -33,6 +33,7 @@ def test_the_user_config_adds_families():
     assert family_of("claude-2", {"legacy": ("claude-2*",)}) == "legacy"
 
 
+@pytest.mark.slow
 def test_a_claude_model_behind_another_harness_never_grades_claude_arms(assay_home, tmp_path, factory):
     """Finding: the single model Grader was chosen by Harness name, so a Claude Model behind another
     Harness (fake-judge:claude-judge-3) graded Claude Arms (opus-7, sonnet-9). The family rule skips it."""
@@ -62,6 +63,7 @@ def test_standing_seats_and_families_come_from_the_user_config(assay_home, tmp_p
     assert again.returncode == 0, again.stderr  # the same standing seats: the same Bar, resumed
 
 
+@pytest.mark.slow
 def test_with_no_third_family_seated_the_best_seat_grades_and_every_surface_says_so(assay_home, tmp_path, factory):
     """Spec 977 US40: "a Grader run on a Model from neither Arm when another is available". Issue 36:
     where no seat from a third family is configured, the Experiment runs with the best seat it has

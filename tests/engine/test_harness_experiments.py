@@ -78,6 +78,7 @@ def records(home: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted(home.glob("evals/experiments/*/trials/*/*/attempt-*/trial.json"))]
 
 
+@pytest.mark.slow
 def test_success_records_cost_tokens_and_the_real_version(assay_home, tmp_path, factory):
     bin_dir = tmp_path / "bin"
     install(bin_dir, "claude", {"version": "2.1.197 (Claude Code)", "steps": steps(claude.SUCCESS)})
@@ -124,6 +125,7 @@ def test_each_plan_limit_shape_pauses_the_experiment(assay_home, tmp_path, facto
     assert finished.returncode == 0, finished.stderr
 
 
+@pytest.mark.slow
 def test_a_server_error_before_work_voids_the_trial(assay_home, tmp_path, factory):
     bin_dir = tmp_path / "bin"
     install(bin_dir, "claude", {"version": "2.1.197 (Claude Code)", "steps": steps(claude.SUCCESS)})
@@ -340,6 +342,7 @@ def test_a_failing_provider_s_reruns_back_off(assay_home, tmp_path, factory):
     assert gaps[0] >= 1.0 and gaps[1] >= 2.0, gaps
 
 
+@pytest.mark.slow
 def test_the_user_s_settings_reach_a_trial_without_their_login(assay_home, tmp_path, factory):
     """Issue 15 finding 6: the user's ~/.claude/settings.json is copied into each Trial's home
     without its ``env`` block (an ANTHROPIC_API_KEY there switched billing) or ``apiKeyHelper``,

@@ -123,6 +123,7 @@ LINES = st.one_of(st.text(max_size=200), VALUES.map(json.dumps),
                   st.just("[" * 100_000))
 
 
+@pytest.mark.slow
 @QUICK
 @given(lines=st.lists(LINES, max_size=3), code=st.none() | st.integers(-9, 3), timed_out=st.booleans(),
        cause=st.none() | st.sampled_from(list(VoidCause)))

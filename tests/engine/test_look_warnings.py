@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.cli.test_verdict_surfaces import console
 from tests.conftest import run_cli
 from tests.experiment_fixtures import PLUGINS, experiment, make_factory, make_repo, make_suite, scenario
@@ -38,6 +40,7 @@ def grow_suite(home: Path, name: str, numbers: range) -> list[str]:
     return ids
 
 
+@pytest.mark.slow
 def test_tasks_added_from_another_suite_warn_and_the_verdict_names_it(tmp_path: Path, assay_home: Path):
     """Finding: "`--add-tasks` accepts tasks from another, harder suite without a word: a Candidate at
     the margin then passed 31-37% of the time". Now the extension warns, looks.json records it, and
@@ -71,6 +74,7 @@ def test_tasks_added_from_another_suite_warn_and_the_verdict_names_it(tmp_path: 
     assert f"Warning: {said}" in console(assay_home).get(f"/experiments/{exp_id}").text
 
 
+@pytest.mark.slow
 def test_added_tasks_the_baseline_fares_differently_on_warn_once_graded(tmp_path: Path, assay_home: Path):
     """Finding: "Nothing warns either when the added tasks' Baseline pass share differs sharply from
     the first look's". Tasks of the same suite (no suite warning) on which the Baseline fails every

@@ -55,6 +55,7 @@ def test_a_bad_executor_table_in_the_user_config_names_its_file_and_field(world)
     assert _no_trials(home)
 
 
+@pytest.mark.slow
 def test_the_user_config_chooses_ray_and_a_flag_chooses_local_again(world, tmp_path: Path):
     """``[executor] name = "ray"`` is every run's executor: a Custom runner Arm, which remote hosts
     don't run yet, is refused there with why before any Trial; ``--executor local`` runs it here."""

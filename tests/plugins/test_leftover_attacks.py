@@ -279,6 +279,7 @@ def test_a_checkout_past_the_disk_cap_fails_its_trial_not_the_experiment(bwrap, 
     assert big == []
 
 
+@pytest.mark.slow
 def test_grading_under_sandbox_none_says_it_was_unsandboxed(assay_home: Path, tmp_path: Path, task: str) -> None:
     """Rule 1: "Under `--sandbox none` the same steps run as today but the Experiment's record says
     grading was unsandboxed, like the Trials." Each Score names the backend its grading ran in,

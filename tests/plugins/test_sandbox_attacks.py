@@ -111,6 +111,7 @@ def test_a_gitdir_swap_earns_no_pass(assay_home: Path, tmp_path: Path, task: Pat
     assert hashlib.sha256((task / ".git" / "index").read_bytes()).hexdigest() == index
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode, why", [("fifo", "is a FIFO, not a regular file"),
                                        ("zero", "is a symbolic link, not a plain file")])
 def test_an_odd_result_json_is_a_failed_trial(assay_home: Path, tmp_path: Path, task: Path, mode: str,

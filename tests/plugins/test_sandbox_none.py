@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -206,3 +207,29 @@ def test_a_session_whose_server_and_reaper_are_killed_is_void_and_leaves_nothing
     assert found and result.void_cause is VoidCause.SANDBOX_FAILED and result.exit_code is None
     assert "reaper both died" in result.stderr_tail and result.duration < 10
     wait_for(lambda: not any_alive(found), timeout=5, what="the session's tree to be gone")
+
+
+def test_the_session_dies_with_its_reaper_killed_outright(tmp_path: Path) -> None:
+    """A reaper SIGKILLed while its assay process lives on (as a Ray worker's clean-up kills its
+    children on its way out, before the lifeline says anything): the session is killed with it, by
+    its parent-death signal, instead of running on under init."""
+    pidfile = tmp_path / "session.pid"
+    argv = python(f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); time.sleep(300)")
+
+    async def main() -> int | None:
+        reaper = await spawner.SERVER.start(argv, cwd=tmp_path, env={"PATH": os.environ["PATH"]})
+        try:
+            while not (pidfile.is_file() and pidfile.read_text()):
+                await trio.sleep(0.02)
+            os.kill(reaper.pid, signal.SIGKILL)  # nobody else ends the session: no supervisor runs here
+            return await reaper.wait()
+        finally:
+            await reaper.aclose()
+
+    try:
+        assert trio.run(main) == -signal.SIGKILL
+        wait_for(lambda: not any_alive(pids(pidfile)), timeout=10, what="the session to die with its reaper")
+    finally:
+        for pid in pids(pidfile) if pidfile.is_file() and pidfile.read_text() else ():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)  # without the parent-death signal, it is left running

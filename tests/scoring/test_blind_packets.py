@@ -175,6 +175,7 @@ def hostile_world(world: dict) -> dict:
     return {30: (main, merge), 31: (merge, r2)}
 
 
+@pytest.mark.slow
 def test_a_hostile_pull_request_gets_a_blind_packet_and_a_whole_diff(assay_home, world):
     """Issue 31 acceptance: "a PR whose title, body, commits, trailers and diff try every disguise of
     the family's name, and instructions to the Grader; the packet is blind and the diff is whole."

@@ -29,7 +29,8 @@ from tests.scoring_fixtures import (  # noqa: F401 - world is a fixture
 from tests.terminal import on_terminal
 
 
-@pytest.mark.parametrize("sandbox", ["none", pytest.param("bwrap", marks=pytest.mark.slow)])
+@pytest.mark.slow  # a whole Scoring run with Grader sessions of two families (~25 s under load)
+@pytest.mark.parametrize("sandbox", ["none", "bwrap"])
 def test_a_run_samples_across_setups_grades_blind_from_another_family_and_lists_scores(assay_home, world, sandbox):
     """The whole run, once under real bwrap too, where the packet is read-only to the Grader (issue 31:
     "read-only for the Grader (today the packet folder is bound read-write)")."""

@@ -555,6 +555,7 @@ def test_real_claude_with_a_server_error_before_work_is_void_server_error(real_s
     assert len(session.log.model_requests()) == 1
 
 
+@pytest.mark.slow
 def test_real_claude_retries_a_server_error_and_carries_on(real_session) -> None:
     script = Script(turns=(Turn(server_error=ServerError(status=529)), *COMMIT_SCRIPT.turns))
     session = real_session("claude", script, OAUTH)

@@ -74,6 +74,7 @@ def finished_experiment(assay_home, tmp_path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_a_whole_experiment_writes_its_trace_with_the_span_tree_and_gen_ai_attributes(finished_experiment):
     """977 D15/US58/D65: "every Trial records its Session trace", and "each session is a span of the
     Experiment's trace"; the GenAI semantic conventions name the attributes."""
@@ -190,6 +191,7 @@ def test_a_custom_runners_trial_is_traced_at_session_level(assay_home, tmp_path)
         assert trial["start"] <= session["start"] <= session["end"] <= trial["end"]
 
 
+@pytest.mark.slow
 def test_traces_export_sends_the_whole_trace_to_an_otlp_http_collector(assay_home, finished_experiment):
     exp = finished_experiment.name
     with collector() as (url, received):
@@ -203,6 +205,7 @@ def test_traces_export_sends_the_whole_trace_to_an_otlp_http_collector(assay_hom
     assert {f"experiment {exp}", "verdict", "invoke_agent fake-agent", "execute_tool bash"} <= names
 
 
+@pytest.mark.slow
 def test_traces_export_refused_or_unknown_is_one_line_and_non_zero(assay_home, finished_experiment):
     with collector(status=500) as (url, _):
         refused = run_cli(assay_home, "traces", "export", finished_experiment.name, "--endpoint", url, plugins=PLUGINS)
@@ -214,6 +217,7 @@ def test_traces_export_refused_or_unknown_is_one_line_and_non_zero(assay_home, f
     assert bad.returncode == 1 and "--endpoint localhost:4318: expected an http:// or https:// URL" in bad.stderr
 
 
+@pytest.mark.slow
 def test_a_scoring_run_traces_its_grader_sessions_and_exports_them(assay_home, world):  # noqa: F811
     """Issue 32: "The Scoring run does the same for its Grader sessions": its trace is the run, a step per
     pull request graded, and each Grader session under its step."""

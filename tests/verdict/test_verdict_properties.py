@@ -30,6 +30,7 @@ def counts(draw: st.DrawFn) -> list[int]:
     return draw(st.lists(st.integers(0, 60), min_size=2 * k + 1, max_size=2 * k + 1))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(suites(), seeds)
 def test_swapping_the_arms_mirrors_the_interval(suite: tuple[int, list[TaskPair]], seed: int) -> None:
@@ -54,6 +55,7 @@ def test_adding_a_task_of_difference_plus_one_never_lowers_the_interval(c: list[
     assert lo_more >= lo and hi_more >= hi
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(suites(), seeds)
 def test_the_same_inputs_and_seed_give_the_same_verdict(suite: tuple[int, list[TaskPair]], seed: int) -> None:
