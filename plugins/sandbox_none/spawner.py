@@ -7,6 +7,7 @@ Python start-up. See ``reaper.py`` for the protocol.
 
 from __future__ import annotations
 
+import atexit
 import os
 import socket
 import subprocess
@@ -118,10 +119,14 @@ class Server:
         finally:
             theirs.close()
             os.close(read_end)
+        if self._owner != os.getpid():
+            atexit.register(self._close)  # its end, waited for, as this process ends: not a stray process
         self._control, self._lifeline, self._owner = ours, write_end, os.getpid()
         return ours
 
     def _close(self) -> None:
+        if self._owner != os.getpid():
+            return  # a forked child's copy: its parent's server
         if self._control is not None:
             self._control.close()
         if self._lifeline is not None:
