@@ -43,11 +43,12 @@ class Supervisor:
     """The shared process handling of a sandbox backend; ``name`` is the backend's.
 
     ``grace`` is how long each stop signal gets before the next (then SIGKILL for the whole
-    tree, unless the leader says it ended every process below it itself); ``poll`` how often the tree is re-read while the session runs, so descendants that
-    leave its session are still known when it ends; ``drain`` how long output may keep flowing
-    once the tree is dead; ``line_bytes`` how much of one stdout line is kept. One gap remains
-    without a PID namespace: a process that leaves the session's own session and is orphaned
-    less than ``poll`` before the leader exits normally is never seen.
+    tree, unless the leader says it ended every process below it itself); ``poll`` how often the
+    tree is re-read while the session runs, so descendants that leave its session are still known
+    when it ends; ``drain`` how long output may keep flowing once the tree is dead; ``line_bytes``
+    how much of one stdout line is kept. One gap remains without a PID namespace or a subreaper
+    leader: a process that leaves the session's own session and is orphaned less than ``poll``
+    before the leader exits normally is never seen.
     """
 
     name: ClassVar[str]
@@ -73,8 +74,9 @@ class Supervisor:
     ) -> ProcessResult:
         """Run ``argv`` in a session of its own until it exits, ``timeout`` passes or ``end_early()``.
 
-        ``on_start`` runs here once it has started (to close what ``pass_fds`` handed over, say). ``end_early`` is asked every ``poll`` seconds; when it says so the session is
-        stopped as at a timeout, but not reported as timed out. Cancellation stops it the same way
+        ``on_start`` runs here once it has started (to close what ``pass_fds`` handed over, say).
+        ``end_early`` is asked every ``poll`` seconds; when it says so the session is stopped as at a
+        timeout, but not reported as timed out. Cancellation stops it the same way
         and re-raises once nothing is left.
         """
         started = trio.current_time()

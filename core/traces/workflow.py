@@ -97,7 +97,8 @@ class Workflow:
     def grading(self, path: Path, task: str, started: int, scored: Sequence[tuple[Score, int]]) -> None:
         """A task's grading, from ``started`` to now, with a span per Score (``scored``: each with when it was saved)."""
         rec = self._recorder()
-        step = self._step(rec, f"grade {task}", ("grade", task), self.span(), started, time.time_ns(), {"assay.task": task})
+        step = self._step(rec, f"grade {task}", ("grade", task), self.span(), started, time.time_ns(),
+                          {"assay.task": task})
         for score, at in scored:
             rec.span(f"score {score.arm}-{score.index}", parent=step, start=started, end=at,
                      attributes={

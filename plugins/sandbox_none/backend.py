@@ -13,7 +13,8 @@ from assay.sessions.spawn import Started
 from assay.sessions.supervise import Supervisor
 from assay.storage.records import VoidCause
 
-LOST = "\nassay: the pass-through backend's reaper server and the session's reaper both died: how the session ended is unknown"
+LOST = ("\nassay: the pass-through backend's reaper server and the session's reaper both died: how the session "
+        "ended is unknown")
 
 
 @attrs.frozen

@@ -20,6 +20,7 @@ import attrs
 import trio
 
 REAPER = Path(__file__).with_name("reaper.py")
+START_SECONDS = 60.0  # a fork and a few writes: a server that takes longer is gone for good
 
 
 class ServerGone(OSError):
@@ -148,6 +149,7 @@ class Server:
         """Start ``argv`` under a reaper of its own, in a session of its own, in ``cwd`` with exactly
         ``env``, stdin from /dev/null and its stdout and stderr piped here; OSError if it can't."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        said = b""  # nothing, if the server never answers
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
         try:
@@ -161,15 +163,18 @@ class Server:
             request = memoryview(b"\0".join([
                 os.fsencode(cwd), b"%d" % len(argv), *map(os.fsencode, argv),
                 *(os.fsencode(f"{name}={value}") for name, value in env.items())]))
-            while request:
-                request = request[await channel.socket.send(request):]
-            channel.socket.shutdown(socket.SHUT_WR)
-            said = await channel.line()
+            # Not cut short by a Stop, as a child's start isn't: a session told to run is handed to the
+            # caller, which ends it as any other.
+            with trio.CancelScope(shield=True), trio.move_on_after(START_SECONDS):
+                while request:
+                    request = request[await channel.socket.send(request):]
+                channel.socket.shutdown(socket.SHUT_WR)
+                said = await channel.line()
             if said.startswith(b"E"):
                 number, _, reason = said[1:].partition(b" ")
                 raise OSError(int(number), os.fsdecode(reason), str(cwd))
             if not said.startswith(b"R"):
-                raise ServerGone("the pass-through backend's reaper server ended before the session started")
+                raise ServerGone("the pass-through backend's reaper server did not start the session")
         except BaseException:
             ours.close()
             os.close(out_read)
