@@ -353,14 +353,11 @@ class ExperimentRun:
             tokens=dict(outcome.tokens), cost_usd=outcome.cost_usd, final_message=outcome.final_message,
             diagnostic=_diagnostic(outcome, process),
         )
-
-        def record_attempt() -> None:
-            # The trace first: once trial.json is there, the task may be graded (a long session's trace
-            # takes a while: benchmarks/bench_traces.py, so in a thread while other sessions go on).
-            self.trace.trial(self.exp.trial_trace(slot, attempt), record, self.setup.arm(slot.arm), outcome, inputs.prompt)
-            formats.write(inputs.folder / "trial.json", record)
-
-        await trio.to_thread.run_sync(record_attempt)
+        # The trace first: once trial.json is there, the task may be graded (a long session's trace
+        # takes a while: benchmarks/bench_traces.py, so in a thread while other sessions go on).
+        await trio.to_thread.run_sync(
+            self.trace.trial, self.exp.trial_trace(slot, attempt), record, self.setup.arm(slot.arm), outcome, inputs.prompt)
+        formats.write(inputs.folder / "trial.json", record)
         return record
 
     # --- Grading ------------------------------------------------------------------------------
@@ -412,13 +409,13 @@ class ExperimentRun:
                 continue
             if record.outcome in SELF_EVIDENT_FAILS:
                 why = f"the session ended {record.outcome.value}" + (f": {record.diagnostic}" if record.diagnostic else "")
-                scored.append(await self._save_score(state.slot, Score(task.id, state.slot.arm, state.slot.index, "assay",
+                scored.append(self._save_score(state.slot, Score(task.id, state.slot.arm, state.slot.index, "assay",
                                                                  False, why)))
             elif record.outcome is Outcome.VOID:  # its voids ran out, each on the Arm's own word
                 why = (f"void {record.void_cause.value if record.void_cause else ''} on every attempt, each claimed by "
                        "the Arm itself with nothing the host saw to back it; a void only the Arm vouches for can't "
                        "drop the task")
-                scored.append(await self._save_score(state.slot, Score(task.id, state.slot.arm, state.slot.index, "assay",
+                scored.append(self._save_score(state.slot, Score(task.id, state.slot.arm, state.slot.index, "assay",
                                                                  False, why)))
             else:
                 ungraded[(state.slot.arm, state.slot.index)] = state
@@ -439,7 +436,7 @@ class ExperimentRun:
                 state = ungraded.pop((score.arm, score.index), None)
                 if state is None:
                     raise RuntimeError(f"Grader '{grader_name}' scored an unknown Trial {score.arm}-{score.index} of {task.id}")
-                scored.append(await self._save_score(state.slot, attrs.evolve(score, task=task.id,
+                scored.append(self._save_score(state.slot, attrs.evolve(score, task=task.id,
                                                                         grader=score.grader or grader_name)))
         if ungraded:
             missing = ", ".join(f"{a}-{i}" for a, i in ungraded)
@@ -490,9 +487,9 @@ class ExperimentRun:
     def _grader_harnesses(self) -> Mapping[str, Harness]:
         return self.grader_harnesses if self.grader_harnesses is not None else self.plugins.harnesses()
 
-    async def _save_score(self, slot: Slot, score: Score) -> tuple[Score, int]:
+    def _save_score(self, slot: Slot, score: Score) -> tuple[Score, int]:
         score = attrs.evolve(score, graded=self.exp.in_force(slot))
-        await _written(formats.write, self.exp.score_file(slot), score)
+        formats.write(self.exp.score_file(slot), score)
         self.command.log(f"Score {slot.key}: {'pass' if score.passed else 'fail'} ({score.grader}): {score.why[:200]}")
         return score, time.time_ns()
 
@@ -516,13 +513,6 @@ class ExperimentRun:
             "assay.suites": list(self.setup.suites), "assay.sandbox": self.setup.sandbox,
             "assay.label": self.setup.label, "assay.outcome": outcome},
             error=outcome if outcome in ("stopped", "paused") else None)
-
-
-async def _written(write: Callable[..., None], *args: Any) -> None:
-    """A record's write (fsynced: milliseconds) off the trio thread, which runs the other Trials, and
-    no more cancellable than the write on it was."""
-    with trio.CancelScope(shield=True):
-        await trio.to_thread.run_sync(write, *args)
 
 
 async def _grade_contained(grader: Any, name: str, task: EvalTask, views: Sequence[TrialView],
