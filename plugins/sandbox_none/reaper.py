@@ -14,11 +14,11 @@ can't enter the folder); once the session has ended and every leftover is reaped
 that reaper has exited and been reaped, as :func:`os.waitpid` gave it (no ``D`` before it: the
 reaper was killed, and what it left is the assay side's to find).
 
-The reaper forks and ``exec``\\ s the session, so anything the session starts and orphans — even a
-process that left for a session of its own a moment before the session exited — is re-parented
-to the reaper instead of to init; when the session ends the reaper kills every such leftover and
-exits as the session did. (bwrap's PID namespace gives the same guarantee, so only the
-pass-through backend needs this.)
+The reaper forks the session (which dies with it: a parent-death signal is set before its
+``exec``), so anything the session starts and orphans — even a process that left for a session of
+its own a moment before the session exited — is re-parented to the reaper instead of to init; when
+the session ends the reaper kills every such leftover and exits as the session did. (bwrap's PID
+namespace gives the same guarantee, so only the pass-through backend needs this.)
 
 ``LIFELINE`` is the read end of a pipe whose only write end the assay process holds: when that
 process dies, even by SIGKILL, the read sees end-of-file, this server exits, and every reaper kills
