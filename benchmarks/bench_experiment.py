@@ -94,8 +94,11 @@ def _cpu() -> float:
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     ticks = 0
     for task in os.listdir("/proc/self/task"):
-        with open(f"/proc/self/task/{task}/children") as f:
-            pids = f.read().split()
+        try:
+            with open(f"/proc/self/task/{task}/children") as f:
+                pids = f.read().split()
+        except OSError:  # a thread that ended meanwhile
+            continue
         for pid in pids:
             try:
                 with open(f"/proc/{pid}/stat") as f:
