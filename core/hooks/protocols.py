@@ -118,7 +118,8 @@ class ProcessResult:
     """What a sandbox backend saw of a process; ``void_cause`` is set only by the sandbox itself.
 
     ``overrun`` says which of the run's budgets on the host (its output, its proxy's log lines or
-    connections) the process spent, whereupon the backend stopped it: the Arm's failure, never a void.
+    connections) the process spent, whereupon the backend stopped it, or why the host could not take
+    back all it left in its folders: the Arm's failure, never a void.
     """
 
     exit_code: int | None

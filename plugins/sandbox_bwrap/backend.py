@@ -154,7 +154,7 @@ class BwrapBackend(Supervisor):
                     nursery.cancel_scope.cancel()
             notes = cap.notes() + await trio.to_thread.run_sync(staged.finish)
             result = attrs.evolve(result, stderr_tail=result.stderr_tail + notes,
-                                  overrun=result.overrun or proxy.meter.overrun, memory_peak=cap.peak())
+                                  overrun=result.overrun or proxy.meter.overrun or staged.lost, memory_peak=cap.peak())
             return hostkills.judge(_reading(result, handshake, capped=cap.killed(), refused=proxy.refused_provider),
                                    oom_before)
         finally:
