@@ -453,6 +453,17 @@ class CredentialBroker(Protocol):
     brokers_credentials: bool
 
 
+@runtime_checkable
+class LiveFolders(Protocol):
+    """The optional part of the SandboxBackend API for a backend whose sessions write their folders
+    elsewhere until they end (the bwrap backend's disk cap: an overlay's upper layer), so that the
+    host can still follow what a session writes there while it runs."""
+
+    def live(self, folder: Path) -> Path:
+        """Where the host reads what a running session has written in ``folder`` so far: ``folder``
+        itself unless a session running now writes it elsewhere."""
+
+
 PROXY_LOG = "proxy.jsonl"  # where a backend with a proxy logs each connection, in the Invocation's log_dir
 
 
