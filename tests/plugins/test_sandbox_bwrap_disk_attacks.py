@@ -91,6 +91,7 @@ def tried(what, act):
     except OSError as e:
         refused[what] = errno.errorcode[e.errno]
 tried("write through a link of its base", lambda: open("lnk/host.txt", "w").write("the Trial's"))
+tried("hard link to a host file", lambda: os.link("/etc/passwd", "passwd"))
 os.symlink("/etc/passwd", "to-passwd")  # links to host files, to be left as links
 os.symlink({str(outside / "host.txt")!r}, "to-host")
 open("rel/via-rel", "w").write("through ../home")  # a link of its base into its home: its home's layer
@@ -145,8 +146,8 @@ print(json.dumps({{"refused": refused, "view": seen}}), flush=True)
 def test_a_hostile_trials_leftovers_come_back_as_it_saw_them_and_touch_nothing_else(
     bwrap: BwrapBackend, tmp_path: Path, rename: bool  # noqa: F811
 ) -> None:
-    """Links to host files stay links, never written through nor followed; a link of the base to a
-    host folder can't be written through from inside; the overlay's marks, whiteouts, devices and
+    """Links to host files stay links, never written through nor followed, and a hard link to one
+    can't be made; a link of the base to a host folder can't be written through from inside; the overlay's marks, whiteouts, devices and
     the immutable flag are refused; odd names, a FIFO and a socket come back as they are; sparse
     files and hard links cost the host what they cost the cap; the folder ends as the Trial saw it."""
     trial, outside = tmp_path / "trial", tmp_path / "outside"
@@ -168,6 +169,7 @@ def test_a_hostile_trials_leftovers_come_back_as_it_saw_them_and_touch_nothing_e
     [said] = [json.loads(line) for line in lines]
     assert said["refused"] == {
         "write through a link of its base": "ENOENT",  # the host's folder isn't in the sandbox
+        "hard link to a host file": "EXDEV",  # its layer is a file system of its own
         "trusted.overlay.opaque": "EPERM", "trusted.overlay.redirect": "EPERM",
         "whiteout": "EPERM", "device": "EPERM", "chattr +i": "EPERM",
     }
