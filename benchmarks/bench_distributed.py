@@ -6,8 +6,9 @@ fake agent sleeping a fixed time, so the ideal Trials stage on ``n`` hosts is
 
     ideal = Trials × session seconds / (2 × n)
 
-and the figures printed per host count are the Trials stage's wall time (from the Command
-record), its speed-up against one host as a share of linear, and Ray's added cost per Trial:
+and the figures printed per host count are the Experiment's wall time and its Trials stage's
+(from the Command record), the Trials stage's speed-up against the fewest hosts as a share of
+linear, and Ray's added cost per Trial:
 
     added cost per Trial = (wall × 2 × n − Trials × session seconds) / Trials
 
@@ -15,7 +16,8 @@ record), its speed-up against one host as a share of linear, and Ray's added cos
 the results' checks and writing). The issue's target: ≥ 0.85 of linear at 4 hosts.
 
 On one machine the hosts share its cores: the figures hold while the hosts' own work per Trial
-(a git copy, the session's start) fits in the session's seconds. Run:
+(a git copy, the session's start) fits in the session's seconds; the load average is printed
+before and after. Run:
 ``python benchmarks/bench_distributed.py [--trials 200] [--seconds 2] [--hosts 1 2 4]``.
 """
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -40,14 +43,16 @@ from tests.ray_fixtures import ray_cluster  # noqa: E402
 SLOTS = 2
 
 
-def trials_stage(home: Path) -> float:
-    """The Trials stage's wall seconds, from the Experiment's Command record."""
-    [record] = (home / "logs" / "experiment").glob("*.json")
-    [stage] = [s for s in json.loads(record.read_text())["stages"] if s["name"] == "trials"]
-    return (datetime.fromisoformat(stage["ended_at"]) - datetime.fromisoformat(stage["started_at"])).total_seconds()
+def walls(home: Path) -> tuple[float, float]:
+    """The Experiment's wall seconds and its Trials stage's, from its Command record."""
+    [path] = (home / "logs" / "experiment").glob("*.json")
+    record = json.loads(path.read_text())
+    [stage] = [s for s in record["stages"] if s["name"] == "trials"]
+    seconds = lambda d: (datetime.fromisoformat(d["ended_at"]) - datetime.fromisoformat(d["started_at"])).total_seconds()  # noqa: E731
+    return seconds(record), seconds(stage)
 
 
-def run(root: Path, hosts: int, trials: int, seconds: float) -> float:
+def run(root: Path, hosts: int, trials: int, seconds: float) -> tuple[float, float]:
     home = root / f"home-{hosts}"
     home.mkdir()
     make_suite(home, tasks=trials // 2)  # one Trial per Arm per task
@@ -63,7 +68,7 @@ def run(root: Path, hosts: int, trials: int, seconds: float) -> float:
             env=cli_env(home, PLUGINS, FAKE_SCENARIO=str(sc), **cluster.auth), capture_output=True, text=True)
     if '"verdict"' not in done.stdout:  # a Verdict (or one that waits on a recheck: exit 5) ends it
         raise SystemExit(f"the Experiment on {hosts} host(s) failed (exit {done.returncode}): {done.stdout[-1000:]} {done.stderr[-2000:]}")
-    return trials_stage(home)
+    return walls(home)
 
 
 def main() -> None:
@@ -74,21 +79,23 @@ def main() -> None:
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench-distributed-"))
     try:
-        walls = {}
+        load = " ".join(f"{v:.2f}" for v in os.getloadavg())
+        measured = {}
         for hosts in args.hosts:
             (root / f"ray-{hosts}").mkdir()
             try:
-                walls[hosts] = run(root, hosts, args.trials, args.seconds)
+                measured[hosts] = run(root, hosts, args.trials, args.seconds)
             except pytest.skip.Exception as e:
                 raise SystemExit(f"Ray can't run here: {e}") from None
-        base_hosts = min(walls)
-        print(f"{args.trials} Trials of a {args.seconds:g} s session, {SLOTS} slots per host")
-        print(f"{'hosts':>5} {'wall s':>8} {'ideal s':>8} {'of linear':>10} {'added s/Trial':>14}")
-        for hosts, wall in walls.items():
+        base_hosts = min(measured)
+        print(f"{args.trials} Trials of a {args.seconds:g} s session, {SLOTS} slots per host; load average "
+              f"{load} before, {' '.join(f'{v:.2f}' for v in os.getloadavg())} after")
+        print(f"{'hosts':>5} {'experiment s':>13} {'trials s':>9} {'ideal s':>8} {'of linear':>10} {'added s/Trial':>14}")
+        for hosts, (whole, wall) in measured.items():
             ideal = args.trials * args.seconds / (SLOTS * hosts)
-            linear = (walls[base_hosts] / wall) / (hosts / base_hosts)
+            linear = (measured[base_hosts][1] / wall) / (hosts / base_hosts)
             added = (wall * SLOTS * hosts - args.trials * args.seconds) / args.trials
-            print(f"{hosts:>5} {wall:>8.1f} {ideal:>8.1f} {linear:>10.2f} {added:>14.2f}")
+            print(f"{hosts:>5} {whole:>13.1f} {wall:>9.1f} {ideal:>8.1f} {linear:>10.2f} {added:>14.2f}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

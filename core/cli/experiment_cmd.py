@@ -471,7 +471,7 @@ def _plural(n: int, noun: str) -> str:
 
 
 def _conclude(exp: Any, outcome: str, json_: bool) -> None:
-    from assay.engine.results import read_verdict
+    from assay.engine.results import command_of, read_verdict
 
     verdict = read_verdict(exp)
     if json_:
@@ -480,6 +480,8 @@ def _conclude(exp: Any, outcome: str, json_: bool) -> None:
                 "interval": verdict["interval"] if verdict else None,
                 "final": verdict["final"] if verdict else False,
                 "waiting": verdict["waiting"] if verdict else []}
+        if outcome in ("paused", "stopped") and (command := command_of(AssayHome.from_env(), exp.id)):
+            line["summary"] = command.summary  # a pause names each login paused at a plan limit, and why
         if verdict and (verdict["look"] > 1 or verdict["decided_by"] != "credible interval"):
             # a one-look Experiment's line stays as it always was
             line |= {"look": verdict["look"], "decided_by": verdict["decided_by"]}
@@ -496,7 +498,7 @@ def _conclude(exp: Any, outcome: str, json_: bool) -> None:
 
 
 def print_result(exp: Any, outcome: str, verdict: dict | None) -> None:
-    from assay.engine.results import task_results
+    from assay.engine.results import command_of, task_results
     from assay.storage.userconfig import grading_config
 
     setup, bar = exp.setup(), exp.bar()
@@ -511,6 +513,8 @@ def print_result(exp: Any, outcome: str, verdict: dict | None) -> None:
     say("")
     if verdict:
         show_verdict(verdict, exp.id, one_look=bar.look_rule == "one-look")
+    elif outcome == "paused" and (command := command_of(AssayHome.from_env(), exp.id)):
+        say(f"Experiment {exp.id} {command.summary}.")  # which login paused at a plan limit, and why
     else:
         say(f"Experiment {exp.id} {outcome}: run the same command again to resume.")
     say(f"Results: {exp.path}")
@@ -593,6 +597,8 @@ def _show(data: dict) -> None:
 
     say(f"Experiment {data['id']}" + (f" (label {data['label']})" if data["label"] else "")
         + f": {data['state']}" + (f" ({data['outcome']})" if data["outcome"] else ""))
+    if data["state"] == "paused" and data["summary"]:
+        say(f"  {data['summary'][0].upper()}{data['summary'][1:]}")
     if data["release"]:
         release = data["release"]
         say(f"  Release   {release['commit'][:10]}, since the last release {release['tag']} "

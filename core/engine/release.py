@@ -20,7 +20,7 @@ from assay.engine.arms import ArmFlags
 from assay.engine.factory import Factory, FactoryError
 from assay.engine.folder import ExperimentDir
 from assay.engine.results import ExperimentVerdict
-from assay.engine.runner import PLAN_LIMIT_CAUSES
+from assay.engine.trial import PLAN_LIMIT_CAUSES
 from assay.hooks.loaded import Plugins
 from assay.storage import files, userconfig
 from assay.storage.commands import now

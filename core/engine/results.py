@@ -614,6 +614,7 @@ def describe(exp: ExperimentDir, command: Any | None,
         "id": exp.id,
         "state": command_state,
         "outcome": command.outcome if command else None,
+        "summary": command.summary if command else "",  # a pause's names each login paused at a plan limit, and why
         "arms": {arm: formats.unstructure(setup.arm(arm)) for arm in ARMS},
         "labels": {arm: setup.arm(arm).label() for arm in ARMS},  # as every command names the Arms
         "bar": {k: v for k, v in formats.unstructure(bar).items() if k != "format"},

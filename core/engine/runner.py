@@ -18,7 +18,7 @@ import attrs
 import trio
 from assay.engine import blinding, findings, results
 from assay.engine.folder import ExperimentDir, Slot, SlotState, task_dirname
-from assay.engine.trial import TrialInputs, described, trial_session
+from assay.engine.trial import LoginPaused, TrialInputs, described, plan_limit, trial_session
 from assay.evaltasks import manifests, timesafe
 from assay.hooks.loaded import Plugins
 from assay.hooks.protocols import ArmRuntime, GradingContext, Harness, ProcessResult, SandboxBackend, SessionOutcome
@@ -40,8 +40,6 @@ if TYPE_CHECKING:
 
 # Outcomes that are fails without asking a Grader: the session itself didn't deliver.
 SELF_EVIDENT_FAILS = {Outcome.FAILED, Outcome.TIMEOUT, Outcome.STOPPED_TO_ASK}
-# Void causes that mean the plan ran out: the Experiment pauses, however the limit was recognised.
-PLAN_LIMIT_CAUSES = {VoidCause.PLAN_LIMIT, VoidCause.USAGE_LIMIT}
 # Void causes that mean the provider is failing: a re-run waits first (the Bar's backoff).
 PROVIDER_FAILING = {VoidCause.SERVER_ERROR, VoidCause.PROVIDER_UNREACHABLE}
 FINDING_CAUSES = {VoidCause.MEMORY_CAP, VoidCause.PROVIDER_UNREACHABLE}  # voids that may make a finding
@@ -116,8 +114,12 @@ class ExperimentRun:
     grader_harnesses: Mapping[str, Harness] | None = None
     grading_backend: SandboxBackend | None = None
     remote: RemoteTrials | None = None  # a remote executor's hosts run the Trials; None: this process
-    paused: bool = False
+    paused: bool = False  # the whole Experiment pauses: no new Trial starts
     stopped: bool = False
+    pauses: dict[str, str] = attrs.field(factory=dict)  # each login (a remote place) paused at a plan limit: why
+    held: int = 0  # Trials not started this run: every place of their login paused (a remote executor)
+    queued: int = 0  # workers beyond ``workers`` (a remote executor's): each waits for a place's slot, unseen,
+    # to start a Trial the moment one frees while the Trial before is still being written here
     counts: Counts = attrs.field(factory=Counts)
     _repo_locks: dict[str, trio.Lock] = attrs.field(factory=dict, init=False)
     _cached: dict[str, Any] = attrs.field(factory=dict, init=False)
@@ -157,7 +159,7 @@ class ExperimentRun:
                             grade_stage.enter_context(self.command.stage("grade"))
                             self._grade()
                 root.cancel_scope.cancel()
-        if self.stopped or self.paused:
+        if self.stopped or self.paused or self.held:
             outcome = "stopped" if self.stopped else "paused"
         else:
             with self.command.stage("verdict"):
@@ -199,21 +201,35 @@ class ExperimentRun:
         self.report("start", self.counts)
         queue = self._queue = SlotQueue(todo)
         async with trio.open_nursery() as nursery:
-            for _ in range(self.workers):
+            for _ in range(self.workers + self.queued):
                 nursery.start_soon(self._worker, queue)
 
     async def _worker(self, queue: SlotQueue) -> None:
         while (item := await queue.get()) is not None:
             slot, attempt = item
-            self.counts.running += 1
-            self.report("trial started", self.counts)
+            begun = False
+
+            def begin() -> None:
+                nonlocal begun
+                begun = True
+                self.counts.running += 1
+                self.report("trial started", self.counts)
+
             try:
-                record = await self._run_trial(slot, attempt)
+                record = await self._run_trial(slot, attempt, begin)
             except Exception:
                 await self._stop_may_follow()
                 raise
             finally:
-                self.counts.running -= 1
+                if begun:
+                    self.counts.running -= 1
+            if record is None:
+                if not self.paused:
+                    self.held += 1
+                    self.command.log(f"Trial {slot.key} attempt {attempt}: not started, every place of its login "
+                                     "is paused at a plan limit; it runs when the Experiment is run again")
+                queue.done()
+                continue
             again = None
             if record.outcome is Outcome.VOID:
                 self.counts.void += 1
@@ -245,13 +261,24 @@ class ExperimentRun:
         with trio.move_on_after(STOP_GRACE):
             await self._stop_seen.wait()
 
-    def _pause(self) -> None:
+    def _pause(self, login: str, why: str) -> None:
+        """A plan limit on ``login`` here: no new Trial starts, and the Experiment pauses (977)."""
+        self.pauses[login] = why  # the session's own words, once it ended, over its live warning's
         if not self.paused:
             self.paused = True
-            self.command.log("plan limit: starting no new Trial; the Experiment pauses")
-            self.command.activity("plan_limit", f"experiment {self.exp.id} hit a plan-limit warning")
+            self.command.log(f"plan limit on {login} ({why}): starting no new Trial; the Experiment pauses")
+            self.command.activity("plan_limit", f"experiment {self.exp.id} hit a plan-limit warning on {login}: {why}")
             if self._queue is not None:
                 self._queue.close()
+
+    def pause_place(self, place: str, why: str) -> None:
+        """A plan limit on one place of a remote executor (one account of a login): no new Trial
+        starts there, and every other goes on; a Trial no place is left for waits for the next run."""
+        if place not in self.pauses:
+            self.command.log(f"plan limit on {place} ({why}): starting no new Trial there; the other places' "
+                             "Trials go on")
+            self.command.activity("plan_limit", f"experiment {self.exp.id} hit a plan-limit warning on {place}: {why}")
+        self.pauses[place] = why
 
     async def _repository(self, task: EvalTask, dest: Any) -> Any:
         """The task's time-safe cache, prepared once per run, then a fresh copy for this Trial.
@@ -273,22 +300,48 @@ class ExperimentRun:
                 )
         return self._cached[task.id]
 
-    async def _run_trial(self, slot: Slot, attempt: int) -> TrialRecord:
-        folder = self.exp.fresh_attempt(slot, attempt)
-        task = self.tasks[slot.task]
-        started = now()
-        files.write_text(self.exp.started_file(slot, attempt), started.isoformat())  # what runs, since when
-        inputs = TrialInputs(task, self.prompts[slot.arm][task.id], folder, folder / "repo", self.home.root,
-                             getattr(self.plugins.suite_kinds()[task.kind], "review_only", False))
+    async def _run_trial(self, slot: Slot, attempt: int, on_begin: Callable[[], None]) -> TrialRecord | None:
+        """Run the attempt and write its record; None if it can't start this run (every place of its
+        login, or the Experiment, paused), with nothing of it written. ``on_begin`` is called as it begins."""
         login = arm_login(self.setup.arm(slot.arm), self.plugins.harnesses())
+        if self.remote is not None and self.remote.held(login):
+            return None
+        task = self.tasks[slot.task]
+        begun: list[tuple[TrialInputs, Any]] = []
+
+        def begin() -> TrialInputs:
+            """The attempt's folder and when it started, made once: here at once, on a remote executor
+            once it holds a place's slot (until then it waits unseen)."""
+            if not begun:
+                if self.paused:  # since it was taken (a remote one waits for a place's slot)
+                    raise LoginPaused("the Experiment is paused")
+                folder = self.exp.fresh_attempt(slot, attempt)
+                started = now()
+                files.write_text(self.exp.started_file(slot, attempt), started.isoformat())  # what runs, since when
+                on_begin()
+                begun.append((TrialInputs(task, self.prompts[slot.arm][task.id], folder, folder / "repo", self.home.root,
+                                          getattr(self.plugins.suite_kinds()[task.kind], "review_only", False)), started))
+            return begun[0][0]
+
+        key = f"{slot.key}#{attempt}"
         if self.remote is not None:
-            outcome, process = await self.remote.run(slot, attempt, inputs, await self._cache(task), login)
+            try:  # a plan limit pauses its place alone (RemoteTrials.run)
+                outcome, process = await self.remote.run(slot, attempt, begin, await self._cache(task), login)
+            except LoginPaused:  # paused while it waited for a slot
+                return None
+            inputs = begin()
         else:
+            try:
+                inputs = begin()
+            except LoginPaused:
+                return None
             await self._repository(task, inputs.repository)
-            outcome, process = await trial_session(self.runtimes[slot.arm], inputs, self.backend, self.bar,
-                                                   self._pause, login_slot(login))  # two at once per login
-        if outcome.plan_limit or outcome.void_cause in PLAN_LIMIT_CAUSES:
-            self._pause()  # a limit read only once the session ended never reached the live callback
+            outcome, process = await trial_session(
+                self.runtimes[slot.arm], inputs, self.backend, self.bar,
+                lambda: self._pause(login, f"Trial {key}: a plan-limit warning"), login_slot(login))  # two at once per login
+            if why := plan_limit(outcome, key):
+                self._pause(login, why)  # a limit read only once the session ended never reached the live callback
+        started = begun[0][1]
         record = TrialRecord(
             task=slot.task, arm=slot.arm, index=slot.index, attempt=attempt, outcome=outcome.outcome,
             started_at=started, ended_at=now(), backend=process.backend, void_cause=outcome.void_cause,
@@ -300,7 +353,7 @@ class ExperimentRun:
         # takes a while: benchmarks/bench_traces.py, so in a thread while other sessions go on).
         await trio.to_thread.run_sync(
             self.trace.trial, self.exp.trial_trace(slot, attempt), record, self.setup.arm(slot.arm), outcome, inputs.prompt)
-        formats.write(folder / "trial.json", record)
+        formats.write(inputs.folder / "trial.json", record)
         return record
 
     # --- Grading ------------------------------------------------------------------------------

@@ -25,8 +25,8 @@ from assay.evaltasks import manifests
 from assay.evaltasks.manifests import ManifestError
 from assay.evaltasks.prompts import PromptError
 from assay.hooks.loaded import PluginError, Plugins
-from assay.hooks.protocols import (LOCAL_EXECUTOR, ArmKind, ArmRuntime, Executor, ExecutorOptions, Harness,
-                                   NotYetImplemented, SandboxBackend, SeatedGrader, SuiteKind)
+from assay.hooks.protocols import (LOCAL_EXECUTOR, ArmKind, ArmRuntime, Executor, ExecutorOptions, ExecutorUnreachable,
+                                   Harness, NotYetImplemented, SandboxBackend, SeatedGrader, SuiteKind)
 from assay.pairs.votes import voting_families
 from assay.sessions import interrupts
 from assay.sessions.credentials import CredentialsError
@@ -37,7 +37,7 @@ from assay.storage.families import arm_family, family_of, grader_seats, seat_mod
 from assay.storage.files import Locked, NotALockFile, exclusive_lock, private_folder
 from assay.storage.home import AssayHome
 from assay.storage.records import ARMS, GRADERS, Arm, ArmSetup, Bar, EvalTask, Release, Setup, Suite, TaskSetup
-from assay.storage.userconfig import GradingConfig, UserConfigError, executor_config, grading_config
+from assay.storage.userconfig import CONFIG, GradingConfig, UserConfigError, executor_config, grading_config
 
 if TYPE_CHECKING:
     from assay.engine.runner import ExperimentRun
@@ -439,7 +439,9 @@ def executor_options(home: AssayHome, name: str | None, address: str | None) -> 
     except UserConfigError as e:
         raise PlanError(str(e)) from None
     chosen = name or config.name or LOCAL_EXECUTOR
-    return ExecutorOptions(chosen, address or (config.address if chosen == config.name else None))
+    if address or chosen != config.name or not config.address:
+        return ExecutorOptions(chosen, address)
+    return ExecutorOptions(chosen, config.address, f"{home.root / CONFIG}: executor.address")
 
 
 def choose_executor(plugins: Plugins, plan: Plan, options: ExecutorOptions) -> Executor:
@@ -467,6 +469,10 @@ def choose_executor(plugins: Plugins, plan: Plan, options: ExecutorOptions) -> E
         if kinds[task.kind].needs_origin:
             raise PlanError(f"--executor {options.name}: {task.id} is a {task.kind} task, whose Trials push to a "
                             "local origin; remote hosts don't run such tasks so far")
+    try:
+        executor.reach(options)  # before anything of the Experiment is written
+    except ExecutorUnreachable as e:
+        raise PlanError(str(e)) from None
     return executor
 
 
@@ -497,6 +503,7 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
                 plan = attrs.evolve(plan, tasks=eval_tasks(home, plugins, setup))
             command = Command.start(home, "experiment", plan.id, lock=exp.lock_file, arms=arms_summary(setup),
                                     bar=plan.bar, release=setup.release)
+            run: ExperimentRun | None = None
             try:
                 with command.stage("arms"):
                     runtimes = {arm: _runtime(home, plan, setup.arm(arm), arm, command) for arm in ARMS}
@@ -525,7 +532,7 @@ def start(home: AssayHome, plugins: Plugins, plan: Plan, *, workers: int, report
             state = {"paused": "paused", "stopped": "stopped"}.get(outcome, "done")
             waiting = results.waiting_text(formats.read(exp.verdict_file, results.ExperimentVerdict), exp.id) \
                 if state == "done" else ""
-            command.finish(state, outcome, _summary(exp, outcome), waiting)
+            command.finish(state, outcome, _summary(exp, outcome, run.pauses if run else {}), waiting)
             return exp, outcome
     except Locked:
         raise AlreadyRunning(f"Experiment {plan.id} is already running in another process") from None
@@ -543,6 +550,7 @@ async def _run_on(run: ExperimentRun, executor: Executor, options: ExecutorOptio
     import tempfile
 
     from assay.engine.remote import RemoteTrials
+    from assay.sessions.grader_session import sessions_on
     from assay.sessions.slots import PER_LOGIN, arm_login
 
     arms = arms_summary(run.setup)
@@ -554,9 +562,12 @@ async def _run_on(run: ExperimentRun, executor: Executor, options: ExecutorOptio
                 run.command.log(f"executor {executor.name}: the {login} login has {len(places)} place(s) of "
                                 f"{PER_LOGIN} slots: {', '.join(places) or 'none'}")
             run.workers = max(1, sum(PER_LOGIN * len(workers.places(login)) for login in logins))
+            run.queued = run.workers  # one waits on each slot: it starts as the one before is written here
             builds = {arm: getattr(run.runtimes[arm], "build", None) for arm in ARMS}
-            run.remote = RemoteTrials(workers, run.backend, arms, builds, run.bar, run.command.log, Path(scratch))
-            return await run.run()
+            run.remote = RemoteTrials(workers, run.backend, arms, builds, run.bar, run.command.log, Path(scratch),
+                                      run.pause_place)
+            with sessions_on(run.remote.grader_session):  # model Graders' sessions where their login is
+                return await run.run()
 
 
 def _finished(exp: ExperimentDir) -> str | None:
@@ -641,9 +652,12 @@ def _prompts(plugins: Plugins, plan: Plan, runtime: ArmRuntime) -> dict[str, str
     return {t.id: kinds[t.kind].session_prompt(t, build) for t in plan.tasks.values()}
 
 
-def _summary(exp: ExperimentDir, outcome: str) -> str:
+def _summary(exp: ExperimentDir, outcome: str, pauses: Mapping[str, str]) -> str:
+    """The Command record's summary (the Inbox's, the Console's, the CLI's last line): a pause at a
+    plan limit names each login (a remote place) paused and why."""
     if outcome in ("paused", "stopped"):
-        return f"{outcome}; run the same command again to resume"
+        at = "; ".join(f"{login} ({why})" for login, why in pauses.items())
+        return f"{outcome}{f' at a plan limit of {at}' if outcome == 'paused' and at else ''}; run the same command again to resume"
     return results.summary(formats.read(exp.verdict_file, results.ExperimentVerdict))
 
 

@@ -21,6 +21,25 @@ from assay.storage.records import Bar, EvalTask, Outcome, VoidCause
 from assay.storage.untrusted import capped_log
 
 
+# Void causes that mean the plan ran out: the login pauses, however the limit was recognised.
+PLAN_LIMIT_CAUSES = frozenset({VoidCause.PLAN_LIMIT, VoidCause.USAGE_LIMIT})
+SAID = 300  # characters of what a session said of its plan limit, in the words that name the pause
+
+
+def plan_limit(outcome: SessionOutcome, key: str) -> str | None:
+    """Why the session's login pauses, naming the Trial (``TASK:ARM-INDEX#ATTEMPT``) and what it
+    said of its limit; None when it saw no plan limit nor warning."""
+    if not (outcome.plan_limit or outcome.void_cause in PLAN_LIMIT_CAUSES):
+        return None
+    said = " ".join(outcome.diagnostic.split())
+    return f"Trial {key}: {said[:SAID] if said else 'a plan-limit warning'}"
+
+
+class LoginPaused(Exception):
+    """The Trial can't start this run: every place of its login is paused at a plan limit (or the
+    whole Experiment is paused)."""
+
+
 @attrs.frozen
 class TrialInputs:
     """What a Trial's session runs with, besides its Arm."""

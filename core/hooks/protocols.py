@@ -511,6 +511,7 @@ class ExecutorOptions:
 
     name: str = LOCAL_EXECUTOR
     address: str | None = None
+    given_by: str = "--ray-address"  # where ``address`` was given, for an error to name: the flag or the config's field
 
 
 @attrs.frozen
@@ -521,9 +522,19 @@ class ExecutorCheck:
     reason: str = ""
 
 
+class ExecutorUnreachable(Exception):
+    """A remote executor's hosts can't be reached: one line naming where the address was given,
+    the address and why, raised before anything of the Experiment is written."""
+
+
 class HostLost(RuntimeError):
     """The host running a piece of remote work went away (its node died, was removed or lost its
     connection): a kill from outside, never the Arm's doing."""
+
+
+class PlaceGone(HostLost):
+    """No live host holds the work's place any more, and none was seen to take the work (a node
+    that died before the cluster said so): it may be asked of another place as it is."""
 
 
 @attrs.frozen
@@ -531,10 +542,11 @@ class RemoteWork:
     """One piece of work a remote executor runs on one of its hosts.
 
     The host calls ``call`` (``module:function`` of assay, installed there too) with ``payload``
-    (JSON, bounded) and the contents of ``blobs`` (name → a file here; each file is sent once per
-    run however many works name it); the function returns named bytes, which come back as they
-    are, for the engine to validate (:mod:`assay.storage.untrusted`) before it writes anything.
-    ``place`` is one of :meth:`RemoteWorkers.places`: a host with a free slot of that login.
+    (JSON, bounded) and, by name, the contents of ``blobs`` (name → a file here; each file is sent
+    once per run however many works name it) and ``data`` (bytes of this work's alone, such as a
+    Grader's packet); the function returns named bytes, which come back as they are, for the
+    engine to validate (:mod:`assay.storage.untrusted`) before it writes anything. ``place`` is
+    one of :meth:`RemoteWorkers.places`: a host with a free slot of that login.
     """
 
     key: str
@@ -542,6 +554,7 @@ class RemoteWork:
     call: str
     payload: bytes
     blobs: Mapping[str, Path] = attrs.field(factory=dict)
+    data: Mapping[str, bytes] = attrs.field(factory=dict)
 
 
 @runtime_checkable
@@ -557,7 +570,8 @@ class RemoteWorkers(Protocol):
 
     async def run(self, work: RemoteWork) -> Mapping[str, bytes]:
         """Run ``work`` on a host of its place to its end; raises :class:`HostLost` when that host
-        went away mid-way. Cancelled (a Stop), it cancels the remote work, leaving nothing running."""
+        went away mid-way (:class:`PlaceGone` when its place went with it before the work was seen
+        to start). Cancelled (a Stop), it cancels the remote work, leaving nothing running."""
 
 
 @runtime_checkable
@@ -575,6 +589,10 @@ class Executor(Protocol):
 
     def check(self) -> ExecutorCheck:
         """Whether this executor can run here, and why not (its library missing, say)."""
+
+    def reach(self, options: ExecutorOptions) -> None:
+        """Raise :class:`ExecutorUnreachable` if the hosts ``options`` names don't answer (quickly:
+        it is asked before the Experiment is recorded); the local executor has none to reach."""
 
     def open(self, options: ExecutorOptions, log: Callable[[str], None]) -> AbstractAsyncContextManager[RemoteWorkers]:
         """Connect for one run (a remote executor only); ``log`` takes lines for the Command log."""

@@ -20,6 +20,9 @@ class LocalExecutor:
     def check(self) -> ExecutorCheck:
         return ExecutorCheck(works=True, reason="this process's trio workers")
 
+    def reach(self, options: ExecutorOptions) -> None:
+        """Nothing to reach: the Trials run in this process."""
+
     def open(self, options: ExecutorOptions, log: Callable[[str], None]) -> AbstractAsyncContextManager[RemoteWorkers]:
         raise TypeError("the local executor runs Trials in the engine's own workers; it opens no hosts")
 

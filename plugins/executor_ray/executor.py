@@ -15,16 +15,15 @@ import contextlib
 import importlib
 import importlib.util
 import ipaddress
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from assay.hooks.protocols import ExecutorCheck, ExecutorOptions, HostLost, RemoteWork
+from assay.hooks.protocols import ExecutorCheck, ExecutorOptions, HostLost, PlaceGone, RemoteWork
 
 RESOURCE = "assay-login:"
-CANCEL_GRACE = 30.0
-CHECK_EVERY = 2.0  # seconds between checks that a waiting task's place is still on a live node  # seconds a cancelled Trial has to stop its session before its worker is killed
+CANCEL_GRACE = 30.0  # seconds a cancelled Trial has to stop its session before its worker is killed
+CHECK_EVERY = 2.0  # seconds between checks that a waiting task's place is still on a live node
 
 
 def place_name(login: str, account: str) -> str:
@@ -41,12 +40,19 @@ class RayExecutor:
             return ExecutorCheck(False, "Ray is not installed; pip install 'assay[ray]'")
         return ExecutorCheck(True, "a Ray cluster's hosts (assay worker start)")
 
+    def reach(self, options: ExecutorOptions) -> None:
+        from assay.plugins.executor_ray.address import reach
+
+        reach(options)
+
     @contextlib.asynccontextmanager
     async def open(self, options: ExecutorOptions, log: Callable[[str], None]) -> AsyncIterator[RayWorkers]:
         import ray
         import trio
 
-        address = options.address or os.environ.get("RAY_ADDRESS") or "auto"
+        from assay.plugins.executor_ray.address import head_address
+
+        address, _given_by = head_address(options)
         kwargs: dict[str, Any] = {}
         host = address.rpartition(":")[0]
         with contextlib.suppress(ValueError):
@@ -128,15 +134,16 @@ class RayWorkers:
         import trio
 
         names = sorted(work.blobs)
-        refs = [await self._blob(name, work.blobs[name]) for name in names]
+        refs = [await self._blob(name, work.blobs[name]) for name in names] + [work.data[name] for name in work.data]
+        names += list(work.data)
         ref = self._call.options(resources={work.place: 1}, num_cpus=0, max_retries=0, retry_exceptions=False,
                                  name=work.key).remote(work.call, work.payload, names, *refs)
         try:
             return await _result(ref, lambda: self._offered(work.place))
-        except PlaceGone:
+        except _Unoffered:
             with trio.CancelScope(shield=True):
                 await _cancel(ref)
-            raise HostLost(f"no live node holds {work.place} any more") from None
+            raise PlaceGone(f"no live node holds {work.place} any more") from None
         except trio.Cancelled:
             with trio.CancelScope(shield=True):
                 await _cancel(ref)
@@ -164,12 +171,12 @@ class RayWorkers:
 
 
 def _call(call: str, payload: bytes, names: list[str], *blobs: bytes) -> dict[str, bytes]:
-    """What a host runs: ``module:function`` of assay with the payload and the named blobs."""
+    """What a host runs: ``module:function`` of assay with the payload and the named blobs (and data)."""
     module, _, function = call.partition(":")
     return getattr(importlib.import_module(module), function)(payload, dict(zip(names, blobs)))
 
 
-class PlaceGone(Exception):
+class _Unoffered(Exception):
     """No live node holds the place a task waits for: Ray would keep it pending for ever."""
 
 
@@ -193,7 +200,7 @@ async def _result(ref: Any, offered: Callable[[], Awaitable[bool]]) -> Any:
             await done.wait()
             return future.result()
         if not await offered():
-            raise PlaceGone()
+            raise _Unoffered()
 
 
 async def _cancel(ref: Any) -> None:

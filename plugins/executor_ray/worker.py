@@ -6,6 +6,12 @@ slots each, named for the login and an account (``--account``, default this host
 that share one provider account give the same name, so they share its two slots). The node's
 processes inherit this environment: ``ASSAY_HOME`` is this host's (its logins, its caches),
 never the coordinator's.
+
+Ray's workers kill their direct children with SIGKILL as they exit (``RAY_kill_child_processes_on_worker_exit``,
+on by default): under ``--sandbox none`` that child is the session's reaper, which would have
+killed the session and whatever it left once its lifeline (its worker) went. So the node starts
+with that off, unless the environment sets it: the reaper does the whole job, and the session's
+parent-death signal still ends it where a reaper is killed anyway (``plugins/sandbox_none/reaper.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +28,9 @@ from typing import Optional
 import typer
 from assay.cli.output import fail, say
 from assay.hooks.loaded import Plugins
+
+
+KILL_CHILDREN = "RAY_kill_child_processes_on_worker_exit"
 
 
 def host_resources(plugins: Plugins, assay_home: Path, account: str) -> dict[str, int]:
@@ -83,7 +92,7 @@ def register(app: typer.Typer, plugins: Plugins) -> None:
             say(shlex.join(argv))
             return
         sys.stdout.flush()
-        os.execvpe(argv[0], argv, {**os.environ, "ASSAY_HOME": str(home.root)})
+        os.execvpe(argv[0], argv, {KILL_CHILDREN: "0", **os.environ, "ASSAY_HOME": str(home.root)})
 
     app.add_typer(group, name="worker", help=register.__doc__)
 

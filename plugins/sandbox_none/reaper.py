@@ -9,18 +9,24 @@ pass-through backend needs this.)
 
 ``LIFELINE`` is the read end of a pipe whose only write end the assay process holds: when that
 process dies, even by SIGKILL, the read sees end-of-file and the session is killed at once, so
-no session outlives the run that started it (a parent-death signal would not do: it fires when
-the *thread* that forked exits, and assay forks from worker threads).
+no session outlives the run that started it (the reaper itself outlives that process, to kill
+the session's leftovers too: a parent-death signal on it would end it before it could). The
+session has one of its own: SIGKILL when the reaper dies, however it dies, since then nothing is
+left to end it. A Ray worker (``--executor ray``) kills its direct children, this reaper among
+them, with SIGKILL as it exits when the coordinator is killed, before the lifeline says so.
 
-It starts for every Trial, so it imports as little as it can: no assay, no ctypes, no threading
-(one ``poll`` watches the lifeline and the session's pidfd), and ``_signal``, the C module under
-``signal``, whose wrapper imports ``enum``; each of those cost more than the rest of its start.
+It starts for every Trial, so it imports as little as it can: no assay, no threading (one
+``poll`` watches the lifeline and the session's pidfd), ctypes only in the session's own child
+before its ``exec``, and ``_signal``, the C module under ``signal``, whose wrapper imports
+``enum``; each of those cost more than the rest of its start.
 """
 
 import _signal
 import os
 import select
 import sys
+
+_PR_SET_PDEATHSIG = 1
 
 
 def _children() -> list[int]:
@@ -91,14 +97,26 @@ def _wait(session: int, lifeline: int) -> int:
                     pass
 
 
+def _die_with(parent: int) -> None:
+    """Have the kernel SIGKILL this process (the session's, before its ``exec``) when ``parent``,
+    the reaper, dies; exit at once if it already has."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, _signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # it died before the signal was asked for
+        os._exit(128 + _signal.SIGKILL)
+
+
 def main(argv: list[str]) -> int:
     lifeline, argv = int(argv[0]), argv[1:]
     stops = (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP)
     for signum in stops:
         _signal.signal(signum, lambda *_: None)  # the session, in the same group, gets them too
+    reaper = os.getpid()
     session = os.fork()
     if session == 0:
         os.close(lifeline)
+        _die_with(reaper)
         for signum in stops:
             _signal.signal(signum, _signal.SIG_DFL)
         try:

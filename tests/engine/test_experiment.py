@@ -176,6 +176,8 @@ def test_plan_limit_pauses_and_running_again_finishes(world, assay_home: Path, t
     paused = experiment(assay_home, factory, sc, "--candidate-model", "limited", "--json", "--workers", "1")
     assert paused.returncode == 3, paused.stderr
     assert last_json(paused.stdout)["outcome"] == "paused"
+    said = "paused at a plan limit of harness:fake-agent (Trial fixture/t1:candidate-0#0: a plan-limit warning)"
+    assert last_json(paused.stdout)["summary"] == f"{said}; run the same command again to resume"
     started = trial_records(assay_home)
     assert [(t["task"], t["arm"]) for t in sorted(started, key=lambda t: t["started_at"])] == [
         ("fixture/t1", "baseline"), ("fixture/t1", "candidate")], "no new Trial started after the warning"
@@ -183,7 +185,8 @@ def test_plan_limit_pauses_and_running_again_finishes(world, assay_home: Path, t
     assert record["state"] == "paused"
     inbox = json.loads(subprocess.run([sys.executable, "-m", "assay", "inbox", "--json"], capture_output=True,
                                       text=True, env=cli_env(assay_home, PLUGINS), check=True).stdout)
-    assert [r["outcome"] for r in inbox["needs_you"]] == ["paused"]
+    assert [(r["outcome"], r["summary"]) for r in inbox["needs_you"]] == [("paused", record["summary"])]
+    assert record["summary"].startswith(said)
     scenario(sc, {"good": {"*": "right"}, "limited": {"*": "right"}})
     finished = experiment(assay_home, factory, sc, "--candidate-model", "limited", "--json", "--workers", "1")
     assert finished.returncode == 0, finished.stderr

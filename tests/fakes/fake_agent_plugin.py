@@ -103,6 +103,12 @@ class FakeAgentHarness:
         return FakeDecoder()
 
 
+class FakeAgentTwoHarness(FakeAgentHarness):
+    """The fake agent under another name, so on a login of its own: an Arm on a second login."""
+
+    name = "fake-agent-2"
+
+
 class FakeJudgeHarness(FakeAgentHarness):
     """A model Grader's session: fake_judge.py reads the packet and writes scores.json."""
 
@@ -172,7 +178,7 @@ class FixtureGrader:
 
 @hookimpl
 def assay_harnesses():
-    return [FakeAgentHarness(), FakeJudgeHarness(), FakeScorerHarness()]
+    return [FakeAgentHarness(), FakeAgentTwoHarness(), FakeJudgeHarness(), FakeScorerHarness()]
 
 
 @hookimpl

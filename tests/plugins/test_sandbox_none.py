@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import subprocess
 import sys
 import textwrap
 from functools import partial
@@ -16,7 +18,7 @@ from assay.hooks import plugin_manager
 from assay.hooks.protocols import Invocation, ProcessResult
 from assay.plugins.sandbox_none.backend import NoneBackend
 
-from tests.conftest import alive
+from tests.conftest import alive, wait_for
 from tests.fakes.fake_cli import install
 
 FAST = NoneBackend(grace=0.3, poll=0.05, drain=1.0)
@@ -152,3 +154,28 @@ def test_a_cancelled_run_kills_the_whole_tree_and_re_raises(tmp_path: Path) -> N
     trio.run(main)
     assert outcome.get("cancelled") and "returned" not in outcome
     assert not any_alive(outcome["leader_pids"])
+
+
+def test_the_session_dies_with_its_reaper_killed_outright(tmp_path: Path) -> None:
+    """A reaper SIGKILLed while its assay process lives on (as a Ray worker kills its children on
+    its way out, before the lifeline says anything): the session is killed with it, by its
+    parent-death signal, instead of running on under init."""
+    from assay.plugins.sandbox_none.backend import REAPER
+
+    pidfile = tmp_path / "session.pid"
+    lifeline, held = os.pipe()
+    reaper = subprocess.Popen([sys.executable, "-S", "-I", str(REAPER), str(lifeline),
+                               *python(f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); time.sleep(300)")],
+                              pass_fds=(lifeline,), start_new_session=True)
+    os.close(lifeline)
+    try:
+        wait_for(lambda: pidfile.is_file() and pidfile.read_text(), timeout=20, what="the session to start")
+        reaper.kill()
+        reaper.wait()
+        wait_for(lambda: not any_alive(pids(pidfile)), timeout=10, what="the session to die with its reaper")
+    finally:
+        os.close(held)
+        reaper.kill()
+        for pid in pids(pidfile) if pidfile.is_file() and pidfile.read_text() else ():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)  # without the fix, it is left running
