@@ -118,7 +118,8 @@ class ProcessResult:
     """What a sandbox backend saw of a process; ``void_cause`` is set only by the sandbox itself.
 
     ``overrun`` says which of the run's budgets on the host (its output, its proxy's log lines or
-    connections) the process spent, whereupon the backend stopped it: the Arm's failure, never a void.
+    connections) the process spent, whereupon the backend stopped it, or why the host could not take
+    back all it left in its folders: the Arm's failure, never a void.
     """
 
     exit_code: int | None
@@ -450,6 +451,17 @@ class CredentialBroker(Protocol):
     with it runs each :attr:`Invocation.broker` in its proxy, so sessions get stand-ins only."""
 
     brokers_credentials: bool
+
+
+@runtime_checkable
+class LiveFolders(Protocol):
+    """The optional part of the SandboxBackend API for a backend whose sessions write their folders
+    elsewhere until they end (the bwrap backend's disk cap: an overlay's upper layer), so that the
+    host can still follow what a session writes there while it runs."""
+
+    def live(self, folder: Path) -> Path:
+        """Where the host reads what a running session has written in ``folder`` so far: ``folder``
+        itself unless a session running now writes it elsewhere."""
 
 
 PROXY_LOG = "proxy.jsonl"  # where a backend with a proxy logs each connection, in the Invocation's log_dir

@@ -16,6 +16,7 @@ from assay.hooks.protocols import (
     Harness,
     HarnessBinary,
     Invocation,
+    LiveFolders,
     ProcessResult,
     ReportDecoder,
     ReportingHarness,
@@ -83,7 +84,8 @@ class HarnessArm:
         if not (isinstance(self.harness, ReportingHarness) and isinstance(decoder, ReportDecoder)):
             return None
         return ReportFollower(ctx.home, self.harness.usage_reports,
-                              lambda line: decoder.feed_report(line, ctx.usage_warning))
+                              lambda line: decoder.feed_report(line, ctx.usage_warning),
+                              where=ctx.backend.live if isinstance(ctx.backend, LiveFolders) else None)
 
     def probe(self, folder: Path) -> Invocation:
         """The binary's ``--version`` (or the Harness's ``probe_args``), with everything a session of

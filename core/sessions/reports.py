@@ -23,43 +23,48 @@ CHUNK = MIB  # the most read of one file at a time, and the longest line kept
 
 @attrs.define
 class ReportFollower:
-    """The new lines of the files ``find(home)`` names, each fed to ``feed`` once."""
+    """The new lines of the files ``find(home)`` names, each fed to ``feed`` once. ``where(home)`` is
+    where the home is read now: while its session runs, a sandbox may keep its writes elsewhere
+    (:class:`assay.hooks.protocols.LiveFolders`); each file is known by its path below the home."""
 
     home: Path
     find: Callable[[Path], Sequence[Path]]
     feed: Callable[[str], None]
+    where: Callable[[Path], Path] | None = None
     _offsets: dict[Path, int] = attrs.field(factory=dict)
     _partial: dict[Path, bytes] = attrs.field(factory=dict)
     _skipping: set[Path] = attrs.field(factory=set)  # a line longer than CHUNK: dropped up to its end
 
     def poll(self) -> None:
         """Read what each file gained since the last poll."""
+        root = self.where(self.home) if self.where is not None else self.home
         try:
-            paths = self.find(self.home)
+            paths = self.find(root)
         except (OSError, UntrustedFileError):
             return
         for path in paths:
-            while self._read(path):
+            while self._read(root, path):
                 pass
 
-    def _read(self, path: Path) -> bool:
+    def _read(self, root: Path, path: Path) -> bool:
         """Feed the complete lines of the next chunk of ``path``; whether there may be more."""
-        offset = self._offsets.get(path, 0)
+        name = path.relative_to(root)
+        offset = self._offsets.get(name, 0)
         try:
-            data = read_from(path, root=self.home, offset=offset, limit=CHUNK)
+            data = read_from(path, root=root, offset=offset, limit=CHUNK)
         except (OSError, UntrustedFileError):
             return False
         if not data:
             return False
-        self._offsets[path] = offset + len(data)
-        *lines, rest = (self._partial.pop(path, b"") + data).split(b"\n")
+        self._offsets[name] = offset + len(data)
+        *lines, rest = (self._partial.pop(name, b"") + data).split(b"\n")
         for i, line in enumerate(lines):
-            if i == 0 and path in self._skipping:
-                self._skipping.discard(path)
+            if i == 0 and name in self._skipping:
+                self._skipping.discard(name)
                 continue
             self.feed(line.decode(errors="replace"))
         if len(rest) > CHUNK:
-            self._skipping.add(path)
+            self._skipping.add(name)
         else:
-            self._partial[path] = rest
+            self._partial[name] = rest
         return len(data) == CHUNK

@@ -84,6 +84,7 @@ class BwrapBackend(Supervisor):
     upstream_ca: Path | None = None
     ca: BrokerCA = attrs.field(factory=BrokerCA, eq=False, repr=False)
     disk_pool: disk.Pool = attrs.field(factory=disk.Pool, eq=False, repr=False)  # emptied file systems for its next Trials
+    layered: dict[Path, Path] = attrs.field(factory=dict, eq=False, repr=False)  # running sessions' folders -> their live view
 
     def with_upstreams(self, upstreams: Mapping[str, Path], ca_file: Path | None = None) -> BwrapBackend:
         """This backend, its proxy sending each ``host[:port]`` named to its Unix socket, whose
@@ -129,6 +130,7 @@ class BwrapBackend(Supervisor):
             staged = await trio.to_thread.run_sync(
                 (self.disk_caps or disk.detect()).start, self.disk_limit or disk.default_limit(), own_folders(invocation),
                 self.disk_pool)
+            self.layered.update(staged.sources)
             with tempfile.TemporaryDirectory(prefix=f"assay-proxy-{owners.tag()}-") as sockets:
                 broker, trust = self._broker(invocation, Path(sockets))
                 proxy = Proxy(
@@ -152,17 +154,26 @@ class BwrapBackend(Supervisor):
                         )
                         reports.cancel_scope.deadline = trio.current_time() + self.drain  # the last reports
                     nursery.cancel_scope.cancel()
+            _forget(self.layered, staged.sources)
             notes = cap.notes() + await trio.to_thread.run_sync(staged.finish)
             result = attrs.evolve(result, stderr_tail=result.stderr_tail + notes,
-                                  overrun=result.overrun or proxy.meter.overrun, memory_peak=cap.peak())
+                                  overrun=result.overrun or proxy.meter.overrun or staged.lost, memory_peak=cap.peak())
             return hostkills.judge(_reading(result, handshake, capped=cap.killed(), refused=proxy.refused_provider),
                                    oom_before)
         finally:
             handshake.close()
+            _forget(self.layered, staged.sources)
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(cap.remove)
                 await trio.to_thread.run_sync(staged.finish)  # when cancelled: the Trial's work is kept
                 await trio.to_thread.run_sync(residue.defuse, invocation.read_write)
+
+    def live(self, folder: Path) -> Path:
+        """Where the host reads what a running session has written in ``folder``: its overlay, while
+        the folder is layered on the session's capped disk (the folder itself shows only what the
+        session started with until it ends)."""
+        folder = Path(os.path.abspath(folder))
+        return self.layered.get(folder, folder)
 
     def _broker(self, invocation: Invocation, sockets: Path) -> tuple[Broker | None, dict[str, str]]:
         """The Trial's credential broker, and the variables through which its CLI trusts the broker's
@@ -193,6 +204,11 @@ class BwrapBackend(Supervisor):
 
     def _caps(self) -> memory.MemoryCaps:
         return self.memory_caps or memory.detect()
+
+
+def _forget(layered: dict[Path, Path], sources: Mapping[Path, Path]) -> None:
+    for folder in sources:
+        layered.pop(folder, None)
 
 
 def _signal_session(tree: ProcessTree, signum: int) -> None:

@@ -54,6 +54,7 @@ MS_NOSUID, MS_NODEV = 2, 4
 # ignores: the lower folder it was copied up from, and that it holds such entries.
 PLAIN_MARKS = {"trusted.overlay.origin", "trusted.overlay.impure"}
 OPAQUE = "trusted.overlay.opaque"  # a folder that hides the lower one's entries: the Trial emptied or replaced it
+SAID = 1024  # bytes kept of what a failed command said (the end: its last complaint, and why)
 
 
 def default_limit() -> int:
@@ -138,11 +139,12 @@ class Staged:
     layers: list[Layer] = attrs.field(factory=list)
     sources: dict[Path, Path] = attrs.field(factory=dict)  # Trial folder -> where the sandbox gets it
     pool: Pool | None = None  # where the file system goes, emptied, when the Trial is done with it
+    lost: str | None = None  # why not all the Trial left is back in its folders: its failure
 
     def finish(self) -> str:
         """Put what the Trial left into its folders and give the file system back (emptied) or
-        remove it; a note for the Trial's stderr when it filled the cap, else ``""``. Safe to call
-        again."""
+        remove it; a note for the Trial's stderr when it filled the cap or when some of what it left
+        could not be put back (then :attr:`lost` says why), else ``""``. Safe to call again."""
         if self.root is None:
             return ""
         root, self.root = self.root, None
@@ -151,17 +153,18 @@ class Staged:
         kept = False
         try:
             usage = os.statvfs(mount)
-            filled = usage.f_bavail * usage.f_frsize < (1 << 20)
+            filled = usage.f_bavail * usage.f_frsize < (1 << 20) or usage.f_ffree == 0  # its bytes or its files
             if filled:
-                notes += f"assay sandbox: the Trial filled its disk cap ({self.limit / (1 << 30):.2f} GiB)\n"
-            put_back = True
+                notes += (f"assay sandbox: the Trial filled its disk cap ({self.limit / (1 << 30):.2f} GiB, "
+                          f"{usage.f_files:,} files)\n")
             for layer in self.layers:
                 try:
                     layer.put_back()
-                except OSError as e:  # whatever the Trial left there is its own doing: its failure
-                    notes += f"assay sandbox: can't put back all the Trial left in {layer.folder}: {e}\n"
-                    put_back = False  # an overlay may still be mounted: not a file system to reuse
-            kept = self.pool is not None and put_back and not filled and _emptied(mount)
+                except Exception as e:  # whatever the Trial left there is its own doing: its failure
+                    why = f"can't put back all the Trial left in {layer.folder}: {e}"
+                    notes += f"assay sandbox: {why}\n"
+                    self.lost = self.lost or why  # and an overlay may still be mounted: not a file system to reuse
+            kept = self.pool is not None and self.lost is None and not filled and _emptied(mount)
         finally:
             if kept:
                 self.pool.give(self.limit, root)  # type: ignore[union-attr]
@@ -441,6 +444,12 @@ def _libc() -> ctypes.CDLL:
 
 
 def _run(*argv: str) -> None:
-    done = subprocess.run(argv, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise OSError(f"{argv[0]} failed: {done.stderr.strip() or done.returncode}")
+    """Run ``argv``; OSError with the end of what it said if it fails. Its stderr is read as it comes
+    and only its last :data:`SAID` bytes kept: ``cp`` of what a Trial left may name each file it can't
+    copy (a tree deeper than a path may be long here, say), in whatever bytes the Trial named it."""
+    with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as proc:
+        said = b""
+        while chunk := proc.stderr.read(1 << 16):  # type: ignore[union-attr]
+            said = (said + chunk)[-SAID:]
+    if proc.returncode != 0:
+        raise OSError(f"{argv[0]} failed: {said.decode(errors='replace').strip() or proc.returncode}")

@@ -16,6 +16,8 @@ Modes:
   bad_port     sends its proxy ``CONNECT host:\xb2`` (a non-ASCII digit), then delivers the fix.
   connect_loop opens refused CONNECTs through its proxy in a loop for up to 30 s, then delivers the fix.
   deep         delivers the fix and leaves a folder 1,200 levels deep in its repository and its home.
+  too_deep     delivers the fix and leaves, in its repository, files whose paths are longer than one call
+               may name (PATH_MAX), below folders named in bytes that aren't UTF-8.
   link_tests   delivers the fix and commits ``tests`` as a symbolic link to ``target`` (a host folder).
   new_test     commits a new test, ``tests/test_new.py`` (it passes once add() adds), and leaves the bug.
   loud_import  delivers the fix in a calc.py that prints 400 MB whenever it is imported (by its tests).
@@ -85,6 +87,23 @@ def deep_folder(top: Path, depth: int = 1200) -> None:
         os.close(here)
         here = below
     os.close(os.open("leaf", os.O_WRONLY | os.O_CREAT, dir_fd=here))
+    os.close(here)
+
+
+def too_deep(top: Path, files: int = 100) -> None:
+    """Folders of long names until their path below ``top`` is nearly as long as one call may name,
+    then ``files`` files whose paths are longer: a copy that names each file by its path (relative to
+    a folder or not) can't make them, and says so for each."""
+    here, length, longest = os.open(top, os.O_RDONLY), 0, 3950
+    name = b"\xff".decode(errors="surrogateescape") + "d" * 199
+    while length < longest:
+        part = name[:longest - length]
+        os.mkdir(part, dir_fd=here)
+        below = os.open(part, os.O_RDONLY, dir_fd=here)
+        os.close(here)
+        here, length = below, length + 1 + len(part)
+    for i in range(files):
+        os.close(os.open(f"{i:04d}" + "f" * 200, os.O_WRONLY | os.O_CREAT, dir_fd=here))
     os.close(here)
 
 
@@ -178,6 +197,9 @@ def main() -> int:
         fix_and_commit()
         deep_folder(Path.cwd())
         deep_folder(Path(request["home"]))
+    elif mode == "too_deep":
+        fix_and_commit()
+        too_deep(Path.cwd())
     elif mode == "link_tests":
         fix_and_commit()
         os.symlink(behaviour["target"], "tests")

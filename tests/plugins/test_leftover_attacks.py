@@ -210,6 +210,21 @@ def test_a_trial_that_leaves_a_deep_folder_is_graded_and_resumed(bwrap, cleaned:
     assert list(folder.iterdir()) == [] and record(assay_home, "candidate")["attempt"] == 1
 
 
+@pytest.mark.slow
+def test_a_trial_whose_leftovers_cant_be_put_back_fails_not_the_experiment(bwrap, assay_home: Path,
+                                                                          tmp_path: Path, task: str) -> None:
+    """Rule 3 for the disk cap's put-back: files whose paths are longer than the host can name, left
+    under the Trial's commit of the fix, can't be laid back over its repository. That is its failure,
+    with why (it was a note, the Trial graded as delivered); the other Arm and the Experiment go on."""
+    result = run(assay_home, tmp_path, mode="too_deep")
+    assert result.returncode == 0, result.stderr
+    candidate = record(assay_home, "candidate")
+    assert candidate["outcome"] == "failed", candidate
+    assert "can't put back all the Trial left in" in candidate["diagnostic"]
+    assert record(assay_home, "baseline")["outcome"] == "delivered"
+    assert score(assay_home, "baseline")["passed"] is True
+
+
 # --- checkouts, test runs and Pair evidence in a sandbox of their own ------------------------------
 
 PAIRED = '[process_grading]\nnew_tests = ["tests/test_*.py"]\ncommand = ["python3", "-m", "unittest", "-q", "{file}"]\n'

@@ -25,6 +25,7 @@ import trio
 from assay.hooks.protocols import Invocation, ProcessResult
 from assay.plugins.sandbox_bwrap import disk
 from assay.plugins.sandbox_bwrap.backend import BwrapBackend
+from assay.sessions.reports import ReportFollower
 
 from tests.conftest import cli_env, run_cli, wait_for
 from tests.experiment_fixtures import PLUGINS, make_factory, make_suite, scenario
@@ -206,6 +207,51 @@ def test_git_mv_of_a_folder_of_the_base_works_in_the_sandbox_and_comes_back(bwra
     assert (repo / "src" / "lib" / "mod.py").read_text() == "x = 1\n" and not (repo / "src" / "pkg").exists()
     assert git(repo, "log", "--format=%s").split() == ["rename", "base"]
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_what_a_session_writes_in_its_home_is_followed_while_it_runs(bwrap: BwrapBackend, tmp_path: Path) -> None:
+    """Finding: the host follows a CLI's usage reports in its home while its session runs (Codex's
+    rate limits, to pause the Experiment at once), but under the disk cap the host's folder shows only
+    what the session started with until it ends: nothing was read until then. The follower reads
+    the session's live view (the overlay), and after the put-back goes on from where it was."""
+    trial, go = tmp_path / "trial", tmp_path / "go"
+    for folder in (trial / "repo", trial / "home", go):
+        folder.mkdir(parents=True)
+    code = f"""
+        import os, time
+        with open(os.path.join(os.environ["HOME"], "report.jsonl"), "w") as report:
+            report.write("first\\n")
+        deadline = time.monotonic() + 30
+        while not os.path.exists({str(go / "seen")!r}) and time.monotonic() < deadline:
+            time.sleep(0.01)  # until the host has read the line (a folder it shares read-only)
+        with open(os.path.join(os.environ["HOME"], "report.jsonl"), "a") as report:
+            report.write("second\\n")
+        print("seen" if os.path.exists({str(go / "seen")!r}) else "never read", flush=True)
+    """
+    fed: list[str] = []
+    follower = ReportFollower(trial / "home", lambda home: [home / "report.jsonl"], fed.append, where=bwrap.live)
+    lines: list[str] = []
+    invocation = Invocation(argv=(sys.executable, "-c", textwrap.dedent(code)), cwd=trial / "repo",
+                            env={"PATH": "/usr/bin:/bin", "HOME": str(trial / "home")},
+                            read_write=(trial / "repo", trial / "home"), read_only=(go,), log_dir=trial)
+
+    async def session() -> ProcessResult:
+        async with trio.open_nursery() as nursery:
+            async def follow() -> None:
+                while not fed:
+                    follower.poll()
+                    await trio.sleep(0.02)
+                (go / "seen").write_text("")
+            nursery.start_soon(follow)
+            result = await bwrap.run(invocation, timeout=60, on_line=lines.append)
+            nursery.cancel_scope.cancel()
+        return result
+
+    result = trio.run(session)
+    assert lines == ["seen"] and fed == ["first"], result.stderr_tail
+    assert bwrap.layered == {}  # the session's live views go with it
+    follower.poll()  # what the session's last moments wrote, from its put-back folder
+    assert fed == ["first", "second"]
 
 
 def test_the_next_trial_sees_nothing_of_the_last_ones(bwrap: BwrapBackend, tmp_path: Path) -> None:
