@@ -263,6 +263,9 @@ class ExperimentRun:
         attempt was cut short, and runs again on resume), before it errors the Experiment."""
         with trio.move_on_after(STOP_GRACE):
             await self._stop_seen.wait()
+        # The Stop's cancellation of the run's work is delivered at a checkpoint: the waiter woke by
+        # the event would otherwise re-raise the child's error first, and the Experiment errored
+        await trio.lowlevel.checkpoint()
 
     def _pause(self, login: str, why: str) -> None:
         """A plan limit on ``login`` here: no new Trial starts, and the Experiment pauses (977)."""
