@@ -32,6 +32,7 @@ first kind running beside the second would read as a kill from outside. The READ
 (``--dist loadgroup``) runs every test of this group on one worker, one at a time."""
 
 
+@pytest.hookimpl(optionalhook=True)  # the suite also runs without xdist (-p no:xdist)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: two workers a core. Most of a test's time is spent waiting on the processes it
     started (CLI runs, sessions, sandboxes), not computing: with one worker a core the whole suite

@@ -417,13 +417,14 @@ def wrong_finding_kinds(plugins: Any) -> list[str]:
     return [name for name, kind in plugins.suite_kinds().items() if getattr(kind, "wrong_findings", False)]
 
 
-def read_verdict(exp: ExperimentDir) -> dict[str, Any] | None:
-    """``verdict.json`` as plain data (its format checked), or None before there is one."""
+def read_verdict(exp: ExperimentDir, running: bool = False) -> dict[str, Any] | None:
+    """``verdict.json`` as plain data (its format checked), or None before there is one; ``running``:
+    the Experiment's run is still going (the Verdict there is the last it wrote, not yet its word)."""
     if not exp.verdict_file.exists():
         return None
     data = {k: v for k, v in formats.unstructure(formats.read(exp.verdict_file, ExperimentVerdict)).items()
             if k != "format"}
-    return {**data, **finality(data, exp.id)}
+    return {**data, **finality(data, exp.id, running)}
 
 
 @attrs.frozen
@@ -445,16 +446,19 @@ class Wait:
             "people-beside": f"people's reviews still open (reported, not counted): {items}: {self.command}",
             "grading": f"waits on Scores still pending for {items}: {self.command}",
             "panel": f"waits on the Grader panel's missing calls for {items}: {self.command}",
+            "running": f"waits on its run, still going (this is the last Verdict it wrote): {self.command}",
         }[self.on if self.blocks or self.on != "people" else "people-beside"]
 
 
 RUN_AGAIN = "run the command that started it again (it asks again; no Trial runs again)"
 
 
-def waits(verdict: Mapping[str, Any], exp_id: str) -> list[Wait]:
+def waits(verdict: Mapping[str, Any], exp_id: str, running: bool = False) -> list[Wait]:
     """Everything a Verdict waits on, read from its fields (``verdict.json`` as data, or the record's
-    own fields): the one definition of "final" (nothing blocking) that every surface reads."""
-    out = []
+    own fields) and, with ``running``, the run still going (an extension's next look, or the moment
+    between the Verdict's file and the run's end): the one definition of "final" (nothing blocking)
+    that every surface reads."""
+    out = [Wait("running", (), f"wait for it to end, or `assay stop {exp_id}`")] if running else []
     recheck = [item["trial"] for item in verdict.get("recheck", ()) if not item["rechecked"]]
     if recheck:
         out.append(Wait("recheck", tuple(recheck),
@@ -475,9 +479,9 @@ def waits(verdict: Mapping[str, Any], exp_id: str) -> list[Wait]:
     return out
 
 
-def finality(verdict: Mapping[str, Any], exp_id: str) -> dict[str, Any]:
+def finality(verdict: Mapping[str, Any], exp_id: str, running: bool = False) -> dict[str, Any]:
     """``final`` and ``waiting`` as every ``--json``, the Inbox and the Console show them."""
-    found = waits(verdict, exp_id)
+    found = waits(verdict, exp_id, running)
     return {"final": not any(w.blocks for w in found),
             "waiting": [{**attrs.asdict(w), "text": w.text()} for w in found]}
 
@@ -615,7 +619,7 @@ def describe(exp: ExperimentDir, command: Any | None,
                 cause = record.void_cause.value
                 voids[record.arm][cause] = voids[record.arm].get(cause, 0) + 1
             trials.append(_trial_row(exp, slot, record, score if record is state.last else None))
-    verdict = read_verdict(exp)
+    verdict = read_verdict(exp, running=command_state == "running")
     return {
         "id": exp.id,
         "state": command_state,
@@ -703,12 +707,13 @@ def listing(home: AssayHome) -> tuple[list[dict[str, Any]], list[str]]:
         exp = ExperimentDir(path.parent)
         try:
             setup, command = exp.setup(), command_of(home, exp.id)
-            verdict = read_verdict(exp)
+            state = commands.effective_state(command, home) if command else "created"
+            verdict = read_verdict(exp, running=state == "running")
         except (formats.FormatError, OSError) as e:
             broken.append(f"Experiment {exp.id} can't be read: {e}")
             continue
         rows.append({
-            "id": exp.id, "state": commands.effective_state(command, home) if command else "created",
+            "id": exp.id, "state": state,
             "outcome": command.outcome if command else None,
             "baseline": setup.baseline.label(), "candidate": setup.candidate.label(),
             "suites": list(setup.suites), "tasks": len(setup.tasks), "created_at": setup.created_at.isoformat(),

@@ -199,3 +199,35 @@ def test_how_many_more_shows_the_spec_figure_and_the_look_rules_each_labelled(as
     page = console(assay_home).get(f"/experiments/{json.loads(cli(assay_home, 'experiments', '--json').stdout)[0]['id']}").text
     assert f"the spec's figure (977 D55: the credible interval, judged at one look): about {spec[1]}" in page
     assert "the look rule's figure (the confidence sequence, valid at every look): about" in page.replace("&#39;", "'")
+
+
+def test_a_verdict_while_its_experiment_runs_again_is_not_final_on_every_surface(assay_home: Path):
+    """Found in a whole run: the Console showed "Verdict: … final" while its Experiment's state said
+    "running" (the Verdict's file is written a moment before the run ends, and an extension's next
+    look runs beside the last look's Verdict). While the run goes on, every surface says the Verdict
+    it shows is not final yet, and why."""
+    import os
+
+    import attrs
+    from assay.storage import formats
+    from assay.storage.owners import process_start
+    from assay.storage.records import CommandRecord
+
+    from tests.written_experiments import write_experiment
+
+    home = AssayHome(assay_home)
+    exp_id = write_experiment(home, 0, 12)
+    record_file = home.command_logs("experiment") / f"{exp_id}.json"
+    finished = formats.read(record_file, CommandRecord)
+    assert json.loads(cli(assay_home, "experiments", exp_id, "--json").stdout)["verdict"]["final"] is True
+    # the run again, as this process (alive, so the record's process runs)
+    formats.write(record_file, attrs.evolve(finished, state="running", ended_at=None, pid=os.getpid(),
+                                            pid_start=process_start(os.getpid())))
+    shown = json.loads(cli(assay_home, "experiments", exp_id, "--json").stdout)
+    assert shown["state"] == "running" and shown["verdict"]["final"] is False
+    assert [w["on"] for w in shown["verdict"]["waiting"]] == ["running"]
+    assert f"assay stop {exp_id}" in shown["verdict"]["waiting"][0]["text"]
+    [row] = json.loads(cli(assay_home, "experiments", "--json").stdout)
+    assert row["state"] == "running" and row["final"] is False and row["waiting"] == shown["verdict"]["waiting"]
+    page = console(assay_home).get(f"/experiments/{exp_id}").text
+    assert "Provisional Verdict (not final)" in page and "waits on its run, still going" in page

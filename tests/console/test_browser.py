@@ -129,7 +129,8 @@ def test_the_experiment_page_updates_live_while_the_experiment_runs(browser, ass
         shots(page, tmp_path / "screenshots", "experiment-running")
         for p in (page, polled):
             p.wait_for_selector("h2:has-text('Verdict:')", timeout=180_000)
-            assert p.locator(".state").first.inner_text() == "done"
+            # the Verdict is written a moment before the run's record says done: the page follows
+            wait_for(lambda: p.locator(".state").first.inner_text() == "done", timeout=30, what="the page saying done")
             assert p.locator(".done-count").inner_text() == "16/16" and p.locator("ul.running li").count() == 0
             assert p.locator(".axis-chart").count() == 1 and p.locator("button.stop").count() == 0
         taken = shots(page, tmp_path / "screenshots", "experiment-done")
