@@ -14,7 +14,7 @@ stopped as the Arm's failure (``ProcessResult.overrun``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -36,6 +36,10 @@ def _never() -> bool:
 
 def _nothing() -> None:
     return None
+
+
+async def _unknown() -> bool:
+    return False
 
 
 @attrs.frozen
@@ -71,13 +75,17 @@ class Supervisor:
         on_start: Callable[[], None] = _nothing,
         signal_stop: Callable[[ProcessTree, int], None] = ProcessTree.signal_leader_group,
         end_early: Callable[[], bool] = _never,
+        all_gone: Callable[[], Awaitable[bool]] = _unknown,
     ) -> ProcessResult:
         """Run ``argv`` in a session of its own until it exits, ``timeout`` passes or ``end_early()``.
 
         ``on_start`` runs here once it has started (to close what ``pass_fds`` handed over, say).
         ``end_early`` is asked every ``poll`` seconds; when it says so the session is stopped as at a
         timeout, but not reported as timed out. Cancellation stops it the same way
-        and re-raises once nothing is left.
+        and re-raises once nothing is left. ``all_gone`` is awaited once the first process has
+        ended: True when every process the session started is then known to be gone (the first
+        process of a PID namespace has ended, say), which spares reading the machine's process
+        table to find and kill them; False (the default) when that can't be known.
         """
         started = trio.current_time()
         output = _Output(size_from_env(OUTPUT_ENV, DEFAULT_OUTPUT))
@@ -101,7 +109,7 @@ class Supervisor:
                         await proc.wait()
                 finally:
                     with trio.CancelScope(shield=True):
-                        await self._end(proc, tree, stop_signals, signal_stop)
+                        await self._end(proc, tree, stop_signals, signal_stop, all_gone)
                         with trio.move_on_after(self.drain):
                             await stdout_done.wait()
                             await stderr_done.wait()
@@ -131,7 +139,7 @@ class Supervisor:
 
     async def _end(
         self, proc: Started, tree: ProcessTree, stop_signals: Sequence[int],
-        signal_stop: Callable[[ProcessTree, int], None],
+        signal_stop: Callable[[ProcessTree, int], None], all_gone: Callable[[], Awaitable[bool]],
     ) -> None:
         """Stop a leader still running with its stop signals, then kill whatever is left."""
         for signum in stop_signals:
@@ -141,7 +149,9 @@ class Supervisor:
             signal_stop(tree, signum)
             with trio.move_on_after(self.grace):
                 await proc.wait()
-        if not proc.tree_reaped:  # else it ended every process below it, and waited for each
+        # Nothing left to kill if the leader ended every process below it and waited for each, or
+        # the backend knows them all gone once it has ended.
+        if not proc.tree_reaped and not (proc.returncode is not None and await all_gone()):
             await tree.kill()
         await proc.wait()
 

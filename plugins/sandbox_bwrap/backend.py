@@ -85,23 +85,31 @@ class BwrapBackend(Supervisor):
     ca: BrokerCA = attrs.field(factory=BrokerCA, eq=False, repr=False)
     disk_pool: disk.Pool = attrs.field(factory=disk.Pool, eq=False, repr=False)  # emptied file systems for its next Trials
     layered: dict[Path, Path] = attrs.field(factory=dict, eq=False, repr=False)  # running sessions' folders -> their live view
+    _settled: list[Settled] = attrs.field(factory=list, init=False, eq=False, repr=False)  # worked out by the first Trial
 
     def with_upstreams(self, upstreams: Mapping[str, Path], ca_file: Path | None = None) -> BwrapBackend:
         """This backend, its proxy sending each ``host[:port]`` named to its Unix socket, whose
         certificate ``ca_file`` signed (the same CA for every upstream)."""
         return attrs.evolve(self, upstreams={**self.upstreams, **upstreams}, upstream_ca=ca_file or self.upstream_ca)
 
+    def settled(self) -> Settled:
+        """What each of this backend's Trials gets, worked out by the first (one backend runs one
+        Experiment: its caps and limits are those it started with)."""
+        if not self._settled:
+            self._settled.append(Settled.of(self))
+        return self._settled[0]
+
     def check(self) -> SandboxCheck:
         """Run a real, empty Trial (proxy, relay and memory cap included); say which cap Trials get.
 
         It runs a trio loop of its own, so call it outside one.
         """
-        limit, source = (self.memory_limit, "set for this backend") if self.memory_limit else memory.default_and_source()
-        described = f"{self._caps().describe(limit)}; {source}"
+        fixed = self.settled()
+        source = "set for this backend" if self.memory_limit else memory.default_and_source()[1]
+        described = f"{fixed.memory_caps.describe(fixed.memory_limit)}; {source}"
         limits_here = limits.in_force(
-            self._caps(), limit, self.pids_caps or pids.detect(), self.pids_limit or pids.default_limit(),
-            self.disk_caps or disk.detect(), self.disk_limit or disk.default_limit(),
-            self.file_size or limits.file_size_limit(), memory_source=source)
+            fixed.memory_caps, fixed.memory_limit, fixed.pids_caps, fixed.pids_limit, fixed.disk_caps,
+            fixed.disk_limit, fixed.file_size, memory_source=source)
         if shutil.which(self.executable) is None:
             return SandboxCheck(False, f"{self.executable} is not installed (apt-get install bubblewrap)", described,
                                 limits_here)
@@ -121,15 +129,15 @@ class BwrapBackend(Supervisor):
     ) -> ProcessResult:
         for prefix in ("assay-proxy-", "assay-check-"):  # what a killed run left
             owners.sweep(Path(tempfile.gettempdir()), prefix, shutil.rmtree)
-        cap = TrialLimits.start(self._caps(), self._limit(), self.pids_caps or pids.detect(),
-                                self.pids_limit or pids.default_limit(), self.file_size or limits.file_size_limit())
+        fixed = self.settled()
+        cap = TrialLimits.start(fixed.memory_caps, fixed.memory_limit, fixed.pids_caps, fixed.pids_limit,
+                                fixed.file_size)
         handshake = Handshake.open(seccomp.program() if seccomp.supported() else None)
         staged = disk.Staged(0, None)
         oom_before = hostkills.oom_kills()
         try:
             staged = await trio.to_thread.run_sync(
-                (self.disk_caps or disk.detect()).start, self.disk_limit or disk.default_limit(), own_folders(invocation),
-                self.disk_pool)
+                fixed.disk_caps.start, fixed.disk_limit, own_folders(invocation), self.disk_pool)
             self.layered.update(staged.sources)
             with tempfile.TemporaryDirectory(prefix=f"assay-proxy-{owners.tag()}-") as sockets:
                 broker, trust = self._broker(invocation, Path(sockets))
@@ -148,7 +156,7 @@ class BwrapBackend(Supervisor):
                             env={**invocation.env, **dict.fromkeys(PROXY_ENV, f"http://127.0.0.1:{RELAY_PORT}"), **trust},
                             timeout=timeout, on_line=on_line, stop_signals=invocation.stop_signals,
                             pass_fds=handshake.child_ends, on_start=handshake.hand_over,
-                            signal_stop=_signal_session,
+                            signal_stop=_signal_session, all_gone=handshake.all_gone,
                             end_early=lambda: (cap.killed() or proxy.meter.overrun is not None
                                                or bool(proxy.refused_provider)),
                         )
@@ -191,7 +199,7 @@ class BwrapBackend(Supervisor):
         return [
             self.executable, *ISOLATION, "--json-status-fd", str(handshake.report_bwrap),
             *(("--seccomp", str(handshake.seccomp)) if handshake.seccomp is not None else ()),
-            *mounts.toolchains(), *mounts.binds(invocation, staged, self.disk_limit or disk.default_limit()),
+            *self.settled().toolchains, *mounts.binds(invocation, staged, self.settled().disk_limit),
             "--ro-bind", str(RELAY), str(INSIDE / RELAY.name), "--ro-bind", str(sockets), str(INSIDE / "proxy"),
             "--chdir", str(invocation.cwd), "--",
             os.path.realpath(sys.executable), "-I", "-S", str(INSIDE / RELAY.name), str(handshake.report_relay),
@@ -199,11 +207,31 @@ class BwrapBackend(Supervisor):
             "--", *invocation.argv,
         ]
 
-    def _limit(self) -> int:
-        return self.memory_limit or memory.default_limit()
 
-    def _caps(self) -> memory.MemoryCaps:
-        return self.memory_caps or memory.detect()
+
+@attrs.frozen
+class Settled:
+    """A backend's caps and limits (its own, else what this machine offers) and its Trials' read-only
+    toolchains: the same for each of its Trials, and milliseconds each to work out (the cgroup
+    mounts read, the install paths resolved)."""
+
+    memory_caps: memory.MemoryCaps
+    memory_limit: int
+    pids_caps: pids.PidsCaps
+    pids_limit: int
+    file_size: int
+    disk_caps: disk.DiskCaps
+    disk_limit: int
+    toolchains: tuple[str, ...]
+
+    @classmethod
+    def of(cls, backend: BwrapBackend) -> Settled:
+        return cls(
+            backend.memory_caps or memory.detect(), backend.memory_limit or memory.default_limit(),
+            backend.pids_caps or pids.detect(), backend.pids_limit or pids.default_limit(),
+            backend.file_size or limits.file_size_limit(), backend.disk_caps or disk.detect(),
+            backend.disk_limit or disk.default_limit(), tuple(mounts.toolchains()),
+        )
 
 
 def _forget(layered: dict[Path, Path], sources: Mapping[Path, Path]) -> None:

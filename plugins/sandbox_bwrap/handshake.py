@@ -7,6 +7,10 @@ Admitting the relay while its Python starts hides the cost of a cgroup v1 join, 
 an RCU grace period (about 12 ms here). The relay reports ``started`` and then ``exit N`` (the
 command's own status; negative: killed by signal -N) on the report pipe too.
 
+Once the relay is named the backend holds a pidfd of it: when it has ended, so has every process of
+the Trial (the kernel kills what is left in a PID namespace as its first process exits, and the
+relay's exit completes only once they are gone), which spares a read of the whole process table.
+
 Only the first report of each kind counts, a ``child-pid`` only if it names PID 1 of a PID
 namespace below ours, and a malformed line fails the sandbox (a Void Trial, not an errored
 Experiment). The command can't write here anyway (see relay.py); this is the second wall.
@@ -37,6 +41,7 @@ class Handshake:
     go_read: int
     go_write: int
     relay: int | None = None  # the pid bwrap first named
+    relay_fd: int | None = None  # a pidfd of it, once it is known to be the relay
     started: bool = False
     exit: int | None = None
     failure: str = ""
@@ -113,6 +118,10 @@ class Handshake:
             if not _first_of_its_own_pid_namespace(self.relay):
                 self._malformed(raw)
             else:
+                # Opened after the check: if the relay ended in between and its pid went to another
+                # process, that one too started after every process of the Trial was gone.
+                self.relay_fd = os.pidfd_open(self.relay)
+                self._open.add(self.relay_fd)
                 await trio.to_thread.run_sync(cap.admit, self.relay)
                 os.write(self.go_write, b"go")
         except ProcessLookupError:  # bwrap failed before the relay ran, and says why
@@ -120,6 +129,16 @@ class Handshake:
         except OSError as e:  # the relay sees the pipe close without a go, and stops
             self.failure = f"assay sandbox: can't apply the Trial's limits: {e}"
         self._close(self.go_write)
+
+    async def all_gone(self, within: float = 1.0) -> bool:
+        """Whether the relay, and with it every process of the Trial, has ended (waiting ``within``
+        seconds for it); False if it was never known."""
+        if self.relay_fd is None:
+            return False
+        with trio.move_on_after(within):
+            await trio.lowlevel.wait_readable(self.relay_fd)
+            return True
+        return False
 
     def _malformed(self, raw: bytes) -> None:
         self.broken = True

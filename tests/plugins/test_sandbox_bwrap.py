@@ -11,6 +11,7 @@ import functools
 import ipaddress
 from datetime import datetime
 import json
+import os
 import secrets
 import signal
 import socket
@@ -29,12 +30,13 @@ from assay.plugins.sandbox_bwrap import memory
 from assay.plugins.sandbox_bwrap.backend import PROXY_LOG, BwrapBackend
 from assay.plugins.sandbox_bwrap.mounts import installs
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, refusal, resolver
+from assay.sessions import proctree
 from assay.storage.files import read_lines
 from assay.storage.records import VoidCause
 
 from tests.conftest import OOM_KILLS, run_cli
 from tests.experiment_fixtures import PLUGINS, make_factory, make_process_suite, make_runner, make_suite, scenario
-from tests.sandbox_fixtures import Remote, netns_unavailable, own, processes_running, remote_server
+from tests.sandbox_fixtures import Remote, netns_unavailable, own, processes_running, processes_where, remote_server
 
 BACKEND = BwrapBackend(grace=0.5, poll=0.05, drain=1.0)
 
@@ -268,6 +270,58 @@ def test_nothing_a_trial_starts_outlives_it(bwrap: BwrapBackend, world: World) -
     """
     result, lines = run(bwrap, world, code)
     assert result.exit_code == 0 and lines == ["spawned 2"], result.stderr_tail  # both running when it ended
+    assert processes_running("sleep", token) == []
+
+
+DAEMONS = """
+    import os, subprocess, time
+    subprocess.Popen(["sleep", "{token}"], start_new_session=True)
+    if os.fork() == 0:  # a daemon: own session, orphaned at once
+        os.setsid()
+        subprocess.Popen(["sleep", "{token}"], stdout=subprocess.DEVNULL)
+        os._exit(0)
+    def running():
+        found = 0
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                found += open(f"/proc/{{pid}}/cmdline", "rb").read() == b"sleep\\x00{token}\\x00"
+            except OSError:
+                pass
+        return found
+    deadline = time.monotonic() + 10
+    while running() < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    print(f"running {{running()}}", flush=True)
+    {then}
+"""
+
+
+def test_the_end_of_a_trials_pid_namespace_is_proof_enough_that_nothing_outlives_it(
+    bwrap: BwrapBackend, world: World, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 39: once the relay (PID 1 of the Trial's namespace) has ended, so has everything the Trial
+    started, so its end reads no process table (each read takes in every process on the machine)."""
+    reads = []
+    real = proctree.snapshot
+    monkeypatch.setattr(proctree, "snapshot", lambda: reads.append(1) or real())
+    token = f"300.{secrets.randbelow(10**6):06d}"
+    quiet = attrs.evolve(bwrap, poll=600)  # no re-read of the tree while it runs
+    result, lines = run(quiet, world, DAEMONS.format(token=token, then=""))
+    assert result.exit_code == 0 and result.void_cause is None and lines == ["running 2"], result.stderr_tail
+    assert reads == [] and processes_running("sleep", token) == []
+
+
+def test_a_trial_whose_bwrap_is_killed_from_outside_leaves_nothing_running(bwrap: BwrapBackend, world: World) -> None:
+    """bwrap SIGKILLed mid-Trial (by the OOM killer, say): its relay dies with it, and so the whole
+    namespace, before the run returns; the Trial is a host kill."""
+    token = f"300.{secrets.randbelow(10**6):06d}"
+
+    def kill_bwrap(line: str) -> None:
+        [relay] = processes_where(lambda argv: argv[3:4] == [b"/run/assay/relay.py"] and any(token.encode() in a for a in argv))
+        os.kill(int(Path(f"/proc/{relay}/stat").read_text().rsplit(")", 1)[1].split()[1]), signal.SIGKILL)  # its parent
+
+    result, lines = run(bwrap, world, DAEMONS.format(token=token, then="time.sleep(60)"), on_line=kill_bwrap)
+    assert lines == ["running 2"] and result.void_cause is VoidCause.HOST_KILL and not result.timed_out, result
     assert processes_running("sleep", token) == []
 
 
