@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.util
+import marshal
 import os
 import shutil
 import sys
@@ -37,6 +39,7 @@ from assay.storage.records import VoidCause
 
 RELAY = Path(__file__).with_name("relay.py")
 INSIDE = Path("/run/assay")  # where the relay and the proxy's socket folder appear in the sandbox
+RELAY_INSIDE = INSIDE / "relay.pyc"  # compiled once per process: Python would compile it at each Trial's start
 SOCKET = "proxy.sock"
 CA_FILE = "ca.pem"  # the credential broker's CA certificate, beside the socket
 RELAY_PORT = 3128
@@ -132,7 +135,7 @@ class BwrapBackend(Supervisor):
         fixed = self.settled()
         cap = TrialLimits.start(fixed.memory_caps, fixed.memory_limit, fixed.pids_caps, fixed.pids_limit,
                                 fixed.file_size)
-        handshake = Handshake.open(seccomp.program() if seccomp.supported() else None)
+        handshake = Handshake.open(seccomp.program() if seccomp.supported() else None, relay_code())
         staged = disk.Staged(0, None)
         oom_before = hostkills.oom_kills()
         try:
@@ -200,9 +203,9 @@ class BwrapBackend(Supervisor):
             self.executable, *ISOLATION, "--json-status-fd", str(handshake.report_bwrap),
             *(("--seccomp", str(handshake.seccomp)) if handshake.seccomp is not None else ()),
             *self.settled().toolchains, *mounts.binds(invocation, staged, self.settled().disk_limit),
-            "--ro-bind", str(RELAY), str(INSIDE / RELAY.name), "--ro-bind", str(sockets), str(INSIDE / "proxy"),
-            "--chdir", str(invocation.cwd), "--",
-            os.path.realpath(sys.executable), "-I", "-S", str(INSIDE / RELAY.name), str(handshake.report_relay),
+            "--perms", "0444", "--file", str(handshake.code), str(RELAY_INSIDE),
+            "--ro-bind", str(sockets), str(INSIDE / "proxy"), "--chdir", str(invocation.cwd), "--",
+            os.path.realpath(sys.executable), "-I", "-S", str(RELAY_INSIDE), str(handshake.report_relay),
             str(handshake.go_read), str(INSIDE / "proxy" / SOCKET), str(RELAY_PORT), str(seccomp.keyctl_number() or "-"),
             "--", *invocation.argv,
         ]
@@ -232,6 +235,15 @@ class Settled:
             backend.file_size or limits.file_size_limit(), backend.disk_caps or disk.detect(),
             backend.disk_limit or disk.default_limit(), tuple(mounts.toolchains()),
         )
+
+
+@functools.cache
+def relay_code() -> bytes:
+    """:data:`RELAY` compiled for the Python that runs assay (and the relay), as a ``.pyc`` file: a
+    file of the sandbox's own (``--file``), where a bind would cost bwrap another read of the mount table."""
+    code = compile(RELAY.read_bytes(), str(RELAY_INSIDE.with_suffix(".py")), "exec", dont_inherit=True)
+    header = importlib.util.MAGIC_NUMBER + bytes(4) + bytes(8)  # no flags; no source time or size to check
+    return header + marshal.dumps(code)
 
 
 def _forget(layered: dict[Path, Path], sources: Mapping[Path, Path]) -> None:

@@ -40,6 +40,7 @@ class Handshake:
     report_relay: int
     go_read: int
     go_write: int
+    code: int | None = None  # a pipe holding the relay's compiled code, which bwrap copies in (``--file``)
     relay: int | None = None  # the pid bwrap first named
     relay_fd: int | None = None  # a pidfd of it, once it is known to be the relay
     started: bool = False
@@ -49,20 +50,22 @@ class Handshake:
     _open: set[int] = attrs.field(factory=set)
 
     @classmethod
-    def open(cls, seccomp: bytes | None = None) -> Handshake:
-        """The pipes, and one holding ``seccomp`` (a filter program) when given."""
+    def open(cls, seccomp: bytes | None = None, code: bytes | None = None) -> Handshake:
+        """The pipes, one holding ``seccomp`` (a filter program) and one ``code`` (the relay's) when given."""
         report_read, report_bwrap = os.pipe()
         go_read, go_write = os.pipe()
         program = _holding(seccomp) if seccomp is not None else None
-        handshake = cls(program, report_read, report_bwrap, os.dup(report_bwrap), go_read, go_write)
+        handshake = cls(program, report_read, report_bwrap, os.dup(report_bwrap), go_read, go_write,
+                        _holding(code) if code is not None else None)
         handshake._open.update((report_read, report_bwrap, handshake.report_relay, go_read, go_write))
-        handshake._open.update(() if program is None else (program,))
+        handshake._open.update(fd for fd in (program, handshake.code) if fd is not None)
         return handshake
 
     @property
     def child_ends(self) -> tuple[int, ...]:
         """The descriptors the sandbox inherits."""
-        return self.report_bwrap, self.report_relay, self.go_read, *(() if self.seccomp is None else (self.seccomp,))
+        return (self.report_bwrap, self.report_relay, self.go_read,
+                *(fd for fd in (self.seccomp, self.code) if fd is not None))
 
     def hand_over(self) -> None:
         """Close the child's ends here once the sandbox holds them, so the reports end with it."""
@@ -160,7 +163,7 @@ class Handshake:
 
 
 def _holding(data: bytes) -> int:
-    """The read end of a pipe that holds ``data`` and then ends (``data`` fits a pipe's buffer)."""
+    """The read end of a pipe that holds ``data`` and then ends (``data`` fits a pipe's buffer, 64 KiB)."""
     read, write = os.pipe()
     try:
         os.write(write, data)

@@ -1,7 +1,8 @@
 """Inside the sandbox: the Trial's PID 1 and its one way out.
 
 bwrap starts this (``--as-pid-1``) with the Python that runs assay, bound read-only, as
-``python -I -S relay.py REPORT_FD GO_FD SOCKET PORT KEYCTL -- COMMAND…``. It listens on 127.0.0.1:PORT
+``python -I -S relay.pyc REPORT_FD GO_FD SOCKET PORT KEYCTL -- COMMAND…`` (compiled once by the
+backend and copied into the sandbox's own ``/run/assay``). It listens on 127.0.0.1:PORT
 of the Trial's own network (where ``HTTPS_PROXY`` points) and forwards each connection byte for
 byte to the proxy's Unix socket, bound in from outside. Once the backend says go on GO_FD (it
 has put the relay under the Trial's limits), it starts COMMAND in its process group (a new

@@ -58,7 +58,7 @@ def test_a_runner_that_kills_itself_fails_once_and_is_never_void(
 
 def _relays_of(home: Path) -> list[int]:
     """Host pids of the bwrap relays (PID 1 of each sandbox) running a Trial of a runner frozen in ``home``."""
-    return processes_where(lambda argv: b"/run/assay/relay.py" in argv and b"assay-probe" not in argv and any(
+    return processes_where(lambda argv: b"/run/assay/relay.pyc" in argv and b"assay-probe" not in argv and any(
         a.startswith(str(home).encode()) and a.endswith(b"/runner.py") for a in argv))  # a Trial's, not the probe's
     # (the pre-flight probe names runner.py too, as a path it checks exists)
 

@@ -27,7 +27,7 @@ import pytest
 import trio
 from assay.hooks.protocols import Invocation, ProcessResult
 from assay.plugins.sandbox_bwrap import memory
-from assay.plugins.sandbox_bwrap.backend import PROXY_LOG, BwrapBackend
+from assay.plugins.sandbox_bwrap.backend import PROXY_LOG, RELAY_INSIDE, BwrapBackend
 from assay.plugins.sandbox_bwrap.mounts import installs
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, refusal, resolver
 from assay.sessions import proctree
@@ -317,7 +317,7 @@ def test_a_trial_whose_bwrap_is_killed_from_outside_leaves_nothing_running(bwrap
     token = f"300.{secrets.randbelow(10**6):06d}"
 
     def kill_bwrap(line: str) -> None:
-        [relay] = processes_where(lambda argv: argv[3:4] == [b"/run/assay/relay.py"] and any(token.encode() in a for a in argv))
+        [relay] = processes_where(lambda argv: argv[3:4] == [str(RELAY_INSIDE).encode()] and any(token.encode() in a for a in argv))
         os.kill(int(Path(f"/proc/{relay}/stat").read_text().rsplit(")", 1)[1].split()[1]), signal.SIGKILL)  # its parent
 
     result, lines = run(bwrap, world, DAEMONS.format(token=token, then="time.sleep(60)"), on_line=kill_bwrap)
