@@ -17,7 +17,8 @@ counted the same way (in a process of its own). The issue 39 target: assay's CPU
 below inspect_ai's per sample under ``--sandbox none``, within 10 ms of it under bwrap.
 ``--rounds N`` repeats both, interleaved, and prints the medians (a shared machine's load drifts).
 
-Run: ``python benchmarks/bench_experiment.py [--tasks N] [--sandbox bwrap] [--rounds N]``.
+Run: ``python benchmarks/bench_experiment.py [--tasks N] [--sandbox none,bwrap] [--rounds N] [--workers 2]``
+(several backends run in turn in each round, their order alternating, beside one inspect_ai run).
 
 ``--disk-cap-pairs N`` (bwrap only) measures instead what the per-Trial disk cap costs: N rounds at
 ``--workers``, each running the Experiment with the cap and without it (order alternating), and
@@ -134,39 +135,46 @@ def run(tasks: int, workers: int, sandbox: str, disk_cap: bool = True) -> tuple[
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, default=125)
-    parser.add_argument("--sandbox", default="none", help="the sandbox backend (none, bwrap)")
+    parser.add_argument("--sandbox", default="none",
+                        help="the sandbox backend (none, bwrap), or several (none,bwrap), run in turn each round")
     parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds; medians are printed")
     parser.add_argument("--disk-cap-pairs", type=int, default=0, metavar="N",
                         help="bwrap: N paired rounds with and without the disk cap, instead")
-    parser.add_argument("--workers", type=int, default=2, help="with --disk-cap-pairs")
+    parser.add_argument("--workers", type=int, nargs="+", help="worker counts (default: 1 2; with --disk-cap-pairs: 2)")
     parser.add_argument("--inspect-ai", type=int, nargs=2, metavar=("SAMPLES", "WORKERS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.inspect_ai:
         return print(json.dumps(inspect_ai_run(*args.inspect_ai)))
     if args.disk_cap_pairs:
-        return disk_cap_pairs(args.tasks, args.workers, args.disk_cap_pairs)
+        return disk_cap_pairs(args.tasks, (args.workers or [2])[0], args.disk_cap_pairs)
     session = bare_session()
     peer = importlib.util.find_spec("inspect_ai") is not None
     print(f"bare session (sh -c echo), median: {session * 1000:.1f} ms   [{os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.1f}]" + ("" if peer else "; inspect_ai is not installed: assay alone"))
-    for workers in (1, 2):
-        found: dict[str, list[tuple[float, float]]] = {"assay": [], "inspect_ai": []}
-        for _ in range(args.rounds):
-            wall, cpu, trials = run(args.tasks, workers, args.sandbox)
-            found["assay"].append((wall / trials, cpu / trials))
+    sandboxes = args.sandbox.split(",")
+    for workers in args.workers or (1, 2):
+        found: dict[str, list[tuple[float, float]]] = {name: [] for name in (*sandboxes, "inspect_ai")}
+        for n in range(args.rounds):
+            for sandbox in sandboxes if n % 2 == 0 else sandboxes[::-1]:  # paired: each order as often
+                wall, cpu, trials = run(args.tasks, workers, sandbox)
+                found[sandbox].append((wall / trials, cpu / trials))
             if peer:
                 found["inspect_ai"].append(inspect_ai_peer(trials, workers))
-        wall, cpu = (statistics.median(x) for x in zip(*found["assay"]))
-        overhead = wall - session
-        print(f"workers {workers}: {trials} Trials, {wall * 1000:.1f} ms wall per Trial; overhead per Trial "
-              f"{overhead * 1000:.1f} ms (target at 2 workers: ≤ 40 ms); CPU {cpu * 1000:.1f} ms per Trial"
-              + (f" (median of {args.rounds})" if args.rounds > 1 else ""))
         if peer:
             peer_wall, peer_cpu = (statistics.median(x) for x in zip(*found["inspect_ai"]))
-            target = "≤ 1.00x" if args.sandbox == "none" else f"≤ {peer_cpu * 1000 + 10:.1f} ms"
+        for sandbox in sandboxes:
+            wall, cpu = (statistics.median(x) for x in zip(*found[sandbox]))
+            overhead = wall - session
+            print(f"workers {workers}, --sandbox {sandbox}: {trials} Trials, {wall * 1000:.1f} ms wall per Trial; "
+                  f"overhead per Trial {overhead * 1000:.1f} ms (target at 2 workers: ≤ 40 ms); CPU {cpu * 1000:.1f} ms "
+                  f"per Trial" + (f" (median of {args.rounds})" if args.rounds > 1 else ""))
+            if peer:
+                target = "≤ 1.00x" if sandbox == "none" else f"≤ {peer_cpu * 1000 + 10:.1f} ms"
+                print(f"  assay's CPU {cpu / peer_cpu:.2f}x inspect_ai's, {(cpu - peer_cpu) * 1000:+.1f} ms per Trial "
+                      f"(target: {target})")
+        if peer:
             print(f"  inspect_ai, {trials} samples (local sandbox, one exec, no model): {peer_wall * 1000:.1f} ms wall, "
-                  f"CPU {peer_cpu * 1000:.1f} ms per sample; assay's CPU {cpu / peer_cpu:.2f}x, "
-                  f"{(cpu - peer_cpu) * 1000:+.1f} ms per Trial (target: {target})")
+                  f"CPU {peer_cpu * 1000:.1f} ms per sample (load average now {os.getloadavg()[0]:.1f})")
 
 
 def inspect_ai_peer(samples: int, workers: int) -> tuple[float, float]:
