@@ -135,7 +135,7 @@ class BwrapBackend(Supervisor):
         fixed = self.settled()
         cap = TrialLimits.start(fixed.memory_caps, fixed.memory_limit, fixed.pids_caps, fixed.pids_limit,
                                 fixed.file_size)
-        handshake = Handshake.open(seccomp.program() if seccomp.supported() else None, relay_code())
+        handshake = Handshake.open(seccomp.program() if seccomp.supported() else None, relay_code(), fixed.etc_files)
         staged = disk.Staged(0, None)
         oom_before = hostkills.oom_kills()
         try:
@@ -202,7 +202,8 @@ class BwrapBackend(Supervisor):
         return [
             self.executable, *ISOLATION, "--json-status-fd", str(handshake.report_bwrap),
             *(("--seccomp", str(handshake.seccomp)) if handshake.seccomp is not None else ()),
-            *self.settled().toolchains, *mounts.binds(invocation, staged, self.settled().disk_limit),
+            *self.settled().toolchains, *mounts.copies(handshake.files),
+            *mounts.binds(invocation, staged, self.settled().disk_limit),
             "--perms", "0444", "--file", str(handshake.code), str(RELAY_INSIDE),
             "--ro-bind", str(sockets), str(INSIDE / "proxy"), "--chdir", str(invocation.cwd), "--",
             os.path.realpath(sys.executable), "-I", "-S", str(RELAY_INSIDE), str(handshake.report_relay),
@@ -214,8 +215,8 @@ class BwrapBackend(Supervisor):
 
 @attrs.frozen
 class Settled:
-    """A backend's caps and limits (its own, else what this machine offers) and its Trials' read-only
-    toolchains: the same for each of its Trials, and milliseconds each to work out (the cgroup
+    """A backend's caps and limits (its own, else what this machine offers), its Trials' read-only
+    toolchains and the ``/etc`` files they get a copy of: the same for each of its Trials, and milliseconds each to work out (the cgroup
     mounts read, the install paths resolved)."""
 
     memory_caps: memory.MemoryCaps
@@ -226,6 +227,7 @@ class Settled:
     disk_caps: disk.DiskCaps
     disk_limit: int
     toolchains: tuple[str, ...]
+    etc_files: tuple[Path, ...]
 
     @classmethod
     def of(cls, backend: BwrapBackend) -> Settled:
@@ -233,7 +235,7 @@ class Settled:
             backend.memory_caps or memory.detect(), backend.memory_limit or memory.default_limit(),
             backend.pids_caps or pids.detect(), backend.pids_limit or pids.default_limit(),
             backend.file_size or limits.file_size_limit(), backend.disk_caps or disk.detect(),
-            backend.disk_limit or disk.default_limit(), tuple(mounts.toolchains()),
+            backend.disk_limit or disk.default_limit(), tuple(mounts.toolchains()), tuple(mounts.etc_files()),
         )
 
 

@@ -1,4 +1,4 @@
-"""The pipes between the backend, bwrap and the relay for one Trial.
+"""The pipes between the backend, bwrap and the relay for one Trial (and the files bwrap copies in).
 
 bwrap names the relay's pid on the report pipe (``--json-status-fd``) as soon as it has cloned
 it. The backend then puts that process under the Trial's memory cap and says go on the go pipe;
@@ -18,9 +18,11 @@ Experiment). The command can't write here anyway (see relay.py); this is the sec
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
@@ -41,6 +43,7 @@ class Handshake:
     go_read: int
     go_write: int
     code: int | None = None  # a pipe holding the relay's compiled code, which bwrap copies in (``--file``)
+    files: dict[Path, int] = attrs.field(factory=dict)  # files bwrap copies in, each from its descriptor
     relay: int | None = None  # the pid bwrap first named
     relay_fd: int | None = None  # a pidfd of it, once it is known to be the relay
     started: bool = False
@@ -50,8 +53,9 @@ class Handshake:
     _open: set[int] = attrs.field(factory=set)
 
     @classmethod
-    def open(cls, seccomp: bytes | None = None, code: bytes | None = None) -> Handshake:
-        """The pipes, one holding ``seccomp`` (a filter program) and one ``code`` (the relay's) when given."""
+    def open(cls, seccomp: bytes | None = None, code: bytes | None = None, files: Sequence[Path] = ()) -> Handshake:
+        """The pipes, one holding ``seccomp`` (a filter program) and one ``code`` (the relay's) when
+        given, and each of ``files`` opened (one gone meanwhile is left out)."""
         report_read, report_bwrap = os.pipe()
         go_read, go_write = os.pipe()
         program = _holding(seccomp) if seccomp is not None else None
@@ -59,13 +63,17 @@ class Handshake:
                         _holding(code) if code is not None else None)
         handshake._open.update((report_read, report_bwrap, handshake.report_relay, go_read, go_write))
         handshake._open.update(fd for fd in (program, handshake.code) if fd is not None)
+        for path in files:
+            with contextlib.suppress(FileNotFoundError):
+                handshake.files[path] = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOCTTY)
+                handshake._open.add(handshake.files[path])
         return handshake
 
     @property
     def child_ends(self) -> tuple[int, ...]:
         """The descriptors the sandbox inherits."""
         return (self.report_bwrap, self.report_relay, self.go_read,
-                *(fd for fd in (self.seccomp, self.code) if fd is not None))
+                *(fd for fd in (self.seccomp, self.code) if fd is not None), *self.files.values())
 
     def hand_over(self) -> None:
         """Close the child's ends here once the sandbox holds them, so the reports end with it."""

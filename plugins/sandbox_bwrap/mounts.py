@@ -5,6 +5,11 @@ it, the few ``/etc`` files programs need, the Python that runs assay and git whe
 installed), a fresh ``/tmp``, a ``/proc`` of its own PID namespace, a minimal ``/dev``, and the
 paths its Invocation names, each at its own path. Nothing else: no ``ASSAY_HOME``, no other
 Trial, no real home.
+
+The plain ``/etc`` files are copied into the sandbox's own root (``--file``, from a descriptor the
+backend opens for each Trial) rather than bound: bwrap reads the whole mount table at each bind,
+and a dozen binds of small files cost it more than the copies. A Trial may change its copy; it is
+its own, and gone with it.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ ETC = (
 
 
 def toolchains() -> list[str]:
-    """The fresh special folders and every read-only toolchain present on this machine."""
+    """The fresh special folders and every read-only toolchain present on this machine (the plain
+    ``/etc`` files aside: :func:`etc_files`)."""
     args = ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     for folder in SYSTEM:
         if folder.is_symlink():  # merged /usr: /bin -> usr/bin
@@ -33,11 +39,25 @@ def toolchains() -> list[str]:
         elif folder.is_dir():
             args += ["--ro-bind", str(folder), str(folder)]
     for name in ETC:
-        if (Path("/etc") / name).exists():
-            args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+        path = Path("/etc") / name
+        if path.is_symlink():  # /etc/localtime -> its zone's file: the link, as a program reads its zone's name
+            args += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            args += ["--ro-bind", str(path), str(path)]
     for root in installs():
         args += ["--ro-bind", str(root), str(root)]
     return args
+
+
+def etc_files() -> list[Path]:
+    """The plain ``/etc`` files a Trial gets a copy of (``--file``)."""
+    return [path for path in (Path("/etc") / name for name in ETC) if path.is_file() and not path.is_symlink()]
+
+
+def copies(files: Mapping[Path, int]) -> list[str]:
+    """bwrap's arguments copying each file from its open descriptor to the same path inside, read-only
+    to all but their owner."""
+    return [arg for path, fd in files.items() for arg in ("--perms", "0444", "--file", str(fd), str(path))]
 
 
 def installs() -> list[Path]:
