@@ -47,10 +47,10 @@ class Supervisor:
     """The shared process handling of a sandbox backend; ``name`` is the backend's.
 
     ``grace`` is how long each stop signal gets before the next (then SIGKILL for the whole
-    tree, unless the leader says it ended every process below it itself); ``poll`` how often the
-    tree is re-read while the session runs, so descendants that leave its session are still known
-    when it ends; ``drain`` how long output may keep flowing once the tree is dead; ``line_bytes``
-    how much of one stdout line is kept. One gap remains without a PID namespace or a subreaper
+    tree, unless the leader says it ended every process below it itself, or the backend knows
+    them all gone: ``all_gone``); ``poll`` how often the tree is re-read while the session runs,
+    so descendants that leave its session are still known when it ends; ``drain`` how long output
+    may keep flowing once the tree is dead; ``line_bytes`` how much of one stdout line is kept. One gap remains without a PID namespace or a subreaper
     leader: a process that leaves the session's own session and is orphaned less than ``poll``
     before the leader exits normally is never seen.
     """

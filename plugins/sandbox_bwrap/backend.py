@@ -212,12 +212,11 @@ class BwrapBackend(Supervisor):
         ]
 
 
-
 @attrs.frozen
 class Settled:
     """A backend's caps and limits (its own, else what this machine offers), its Trials' read-only
-    toolchains and the ``/etc`` files they get a copy of: the same for each of its Trials, and milliseconds each to work out (the cgroup
-    mounts read, the install paths resolved)."""
+    toolchains and the ``/etc`` files they get a copy of: the same for each of its Trials, and
+    milliseconds each to work out (the cgroup mounts read, the install paths resolved)."""
 
     memory_caps: memory.MemoryCaps
     memory_limit: int
