@@ -416,9 +416,12 @@ def run_on_host(payload: bytes, blobs: Mapping[str, bytes]) -> dict[str, bytes]:
     plugins = _host_plugins()
 
     worker = home.root / "worker"
+    def refused(why: str) -> dict[str, bytes]:
+        return {RESULT: json.dumps(formats.unstructure(HostReport(host, refused=why))).encode()}
+
     checked = (_runner_here if work.arm.runner else _harness_here)(plugins, home, worker, work, blobs)
     if isinstance(checked, str):
-        return {RESULT: json.dumps(formats.unstructure(HostReport(host, refused=checked))).encode()}
+        return refused(checked)
     runtime, backend = checked
     cached = _host_cache(home, worker, work, blobs)
     with _scratch(worker) as scratch:
@@ -427,8 +430,11 @@ def run_on_host(payload: bytes, blobs: Mapping[str, bytes]) -> dict[str, bytes]:
         inputs = TrialInputs(_task_here(work.task, blobs, scratch), work.prompt, folder, folder / "repo", home.root,
                              work.review_only)
         timesafe.trial_copy(cached, inputs.repository)
-        outcome, process = interrupts.run_trio(trial_session, runtime, inputs, backend, work.bar, _nothing,
-                                               contextlib.nullcontext())
+        try:
+            outcome, process = interrupts.run_trio(trial_session, runtime, inputs, backend, work.bar, _nothing,
+                                                   contextlib.nullcontext())
+        except CannotGoOn as e:  # this host's copy of the Arm can't go on (a frozen file changed since its check)
+            return refused(str(e))
         sent = {name: (folder / name).read_bytes() for name in ("session.log", "stderr.log", PROXY_LOG)
                 if (folder / name).is_file()}
         sent.update(_reports(folder))

@@ -25,8 +25,9 @@ from assay.evaltasks import manifests
 from assay.evaltasks.manifests import ManifestError
 from assay.evaltasks.prompts import PromptError
 from assay.hooks.loaded import PluginError, Plugins
-from assay.hooks.protocols import (LOCAL_EXECUTOR, ArmKind, ArmRuntime, Executor, ExecutorOptions, ExecutorUnreachable,
-                                   Harness, NotYetImplemented, SandboxBackend, SeatedGrader, SuiteKind)
+from assay.hooks.protocols import (LOCAL_EXECUTOR, ArmKind, ArmRuntime, CannotGoOn, Executor, ExecutorOptions,
+                                   ExecutorUnreachable, Harness, NotYetImplemented, SandboxBackend, SeatedGrader,
+                                   SuiteKind)
 from assay.pairs.votes import voting_families
 from assay.sessions import interrupts
 from assay.sessions.credentials import CredentialsError
@@ -563,6 +564,9 @@ async def _run_on(run: ExperimentRun, executor: Executor, options: ExecutorOptio
             run.queued = run.workers  # one waits on each slot: it starts as the one before is written here
             builds = {arm: Path(a.build) if a.runner and a.build else getattr(run.runtimes[arm], "build", None)
                       for arm, a in arms.items()}
+            for arm, a in arms.items():  # a runner's copy here is what travels: hosts check theirs against its digest
+                if a.runner and (why := plan.sources[arm].check_copy(a, builds[arm])):  # type: ignore[union-attr]
+                    raise CannotGoOn(f"the {arm.title()}'s frozen runner here: {why}")
             run.remote = RemoteTrials(workers, run.backend, arms, builds, run.bar, run.command.log, Path(scratch),
                                       run.pause_place)
             with sessions_on(run.remote.grader_session):  # model Graders' sessions where their login is

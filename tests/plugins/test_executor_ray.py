@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 from collections.abc import Iterator
@@ -30,7 +31,8 @@ from assay.storage.home import AssayHome
 from starlette.testclient import TestClient
 
 from tests.conftest import run_cli, wait_for
-from tests.experiment_fixtures import PLUGINS, experiment, make_factory, make_suite, scenario, start_experiment
+from tests.experiment_fixtures import (PLUGINS, experiment, make_factory, make_process_suite, make_runner, make_suite,
+                                       scenario, start_experiment)
 from tests.ray_fixtures import RayCluster, ray_cluster, ray_missing
 from tests.review_fixtures import make_code_review_suite, make_review_factory
 from tests.sandbox_fixtures import bwrap_unavailable
@@ -43,15 +45,16 @@ SHARED_CLUSTER = pytest.mark.xdist_group("ray-cluster")  # the tests of the modu
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
-    """The module's cluster: host-a, the head, holds no login; host-b and host-c share the account
-    "shared" of the fake Harness's login (each offers Ray its two slots); host-c alone also holds
-    fake-agent-2's (a second Arm's login) and fake-judge's (a model Grader's). Every node's
-    sessions read the scenario :func:`steps` writes."""
+    """The module's cluster: host-a, the head, holds no login and runs no Custom runner; host-b and
+    host-c share the account "shared" of the fake Harness's login (each offers Ray its two slots);
+    host-c alone also holds fake-agent-2's (a second Arm's login) and fake-judge's (a model
+    Grader's). host-b runs one Custom runner's Trial at once, host-c two. Every node's sessions
+    read the scenario :func:`steps` writes."""
     root = tmp_path_factory.mktemp("ray")
     with ray_cluster(root, FAKE_SCENARIO=str(root / "scenario.json")) as shared:
-        shared.add("host-a", **NO_LOGIN)
-        shared.add("host-b", account="shared", FAKE_LOGINS="fake-agent")
-        shared.add("host-c", account="shared", FAKE_LOGINS="fake-agent,fake-agent-2,fake-judge")
+        shared.add("host-a", runner_slots=0, **NO_LOGIN)
+        shared.add("host-b", account="shared", runner_slots=1, FAKE_LOGINS="fake-agent")
+        shared.add("host-c", account="shared", runner_slots=2, FAKE_LOGINS="fake-agent,fake-agent-2,fake-judge")
         yield shared
 
 
@@ -93,6 +96,39 @@ def _most_at_once(home: Path) -> int:
         now += step
         most = max(most, now)
     return most
+
+
+def _ran_on(home: Path) -> dict[str, str]:
+    """Each Trial's key (``TASK:ARM-INDEX#ATTEMPT``) and the place it ran on, from the Command log."""
+    return dict(re.findall(r"Trial (\S+) ran on host \S+ \((\S+)\)", _log(home)))
+
+
+def _most_working(folders: list[Path]) -> int:
+    """The most runner sessions working at one moment, from what each says in its session log
+    (the scripted runner's ``fix_after``: ``worked from T to T``)."""
+    spans = [tuple(map(float, re.search(r"worked from (\S+) to (\S+)", (f / "session.log").read_text()).groups()))
+             for f in folders]
+    most = now = 0
+    for _at, step in sorted(e for begin, end in spans for e in ((begin, 1), (end, -1))):
+        now += step
+        most = max(most, now)
+    return most
+
+
+def _key(trial: dict) -> str:
+    return f"{trial['task']}:{trial['arm']}-{trial['index']}#{trial['attempt']}"
+
+
+def _folder(home: Path, trial: dict) -> Path:
+    [folder] = home.glob(f"evals/experiments/*/trials/{trial['task'].replace('/', '__')}/"
+                         f"{trial['arm']}-{trial['index']}/attempt-{trial['attempt']}")
+    return folder
+
+
+def _runner_experiment(home: Path, cwd: Path, *args: str, **env: str):
+    """``assay experiment`` on the process suite "proc", one Trial per task, --json; ``args`` name the Arms."""
+    return run_cli(home, "experiment", "--suite", "proc", "--trials-per-task", "1", "--sandbox", "none", "--json",
+                   *args, plugins=PLUGINS, cwd=cwd, **env)
 
 
 def _this_tests(marker: str) -> list[tuple[list[bytes], str]]:
@@ -260,6 +296,115 @@ def test_model_grader_sessions_run_on_a_host_holding_the_graders_login(tmp_path:
         assert (grading / "packet" / "judge-saw-the-key.txt").read_text() == "no\n", "only the packet travels"
         assert '"type": "prompt"' in (grading / "session-0" / "session.log").read_text()
     assert any("fake-judge" in p.read_text() for p in exp.glob("traces/**/*.jsonl")), "the session's trace came back"
+
+
+@pytest.mark.slow
+@SHARED_CLUSTER
+def test_a_custom_runner_candidate_against_a_factory_baseline_gives_the_local_verdict(tmp_path: Path, cluster: RayCluster):
+    """A Custom runner Candidate against a Factory Baseline: the frozen runner travels to the hosts
+    that offer runner places (host-b, host-c; never the head, which offers none), each unpacks it
+    once, checks its copy hashes to the Arm's digest and runs it in its own sandbox; its commits
+    come back and are graded here, and the Verdict is bit-identical to the local executor's."""
+    sc = steps(cluster, {"good": {"*": "right"}})
+    factory = make_factory(tmp_path)
+    runner = make_runner(tmp_path / "fixer", "fixer", {"*": "fix"})
+    local, remote = tmp_path / "local", tmp_path / "remote"
+    for home in (local, remote):
+        home.mkdir()
+        make_process_suite(home, tasks=2)
+    arms = ("--factory", str(factory), "--candidate-runner", str(runner))
+    here = _runner_experiment(local, tmp_path, *arms, FAKE_SCENARIO=str(sc))
+    assert here.returncode in (0, 5), here.stderr
+    there = _runner_experiment(remote, tmp_path, *arms, "--executor", "ray", "--ray-address", cluster.address,
+                               FAKE_SCENARIO=str(sc), **cluster.auth)
+    assert there.returncode == here.returncode, there.stderr
+    assert json.loads(there.stdout.splitlines()[-1])["verdict"] == json.loads(here.stdout.splitlines()[-1])["verdict"]
+    assert _verdict(remote) == _verdict(local)
+    trials = _trials(remote)
+    assert sorted((t["arm"], t["outcome"]) for t in trials) == sorted(
+        (t["arm"], t["outcome"]) for t in _trials(local)) == [("baseline", "delivered")] * 2 + [("candidate", "delivered")] * 2
+    ran = _ran_on(remote)
+    runners = {f"assay-runner@{node.ip}" for node in cluster.nodes[1:]}
+    assert {ran[_key(t)] for t in trials if t["arm"] == "candidate"} <= runners
+    assert {ran[_key(t)] for t in trials if t["arm"] == "baseline"} == {PLACE + "shared"}
+    assert "the runner:fixer login has 2 place(s): " + ", ".join(
+        f"assay-runner@{node.ip} ({n} at once)" for node, n in zip(cluster.nodes[1:], (1, 2))) in _log(remote)
+    digest = json.loads(next(remote.glob("evals/experiments/*/setup.json")).read_text())["candidate"]["runner_digest"]
+    copies = [node.name for node in cluster.nodes if (node.home / "worker" / "builds" / f"runner-{digest}").is_dir()]
+    assert copies and "host-a" not in copies
+
+
+@pytest.mark.slow
+@SHARED_CLUSTER
+def test_a_host_whose_copy_of_the_runner_differs_is_refused_with_why_and_the_work_runs_elsewhere(
+        tmp_path: Path, cluster: RayCluster):
+    """host-b (whose runner place is asked first) holds a copy of the Candidate's frozen runner
+    with one file changed since: re-hashed, it doesn't give the Arm's digest, so host-b refuses
+    the Trial, saying why, is dropped for the run, and every runner Trial runs on host-c."""
+    from assay.plugins.runner_custom.freeze import freeze
+    from assay.plugins.runner_custom.manifest import read_manifest
+
+    sc = steps(cluster, {"good": {"*": "right"}})
+    factory = make_factory(tmp_path)
+    home = tmp_path / "home"
+    home.mkdir()
+    make_process_suite(home, tasks=2)
+    runner = make_runner(tmp_path / "fixer", "fixer", {"*": "fix", "(this test's own)": "nofix"})  # its own digest
+    digest, frozen = freeze(read_manifest(runner), tmp_path / "frozen")
+    host_b = cluster.nodes[1]
+    copy = host_b.home / "worker" / "builds" / f"runner-{digest}"
+    shutil.copytree(frozen, copy)
+    (copy / "bundle" / "runner.py").chmod(0o644)
+    with open(copy / "bundle" / "runner.py", "a") as f:
+        f.write("# changed on host-b\n")
+    done = _runner_experiment(home, tmp_path, "--factory", str(factory), "--candidate-runner", str(runner),
+                              "--executor", "ray", "--ray-address", cluster.address, FAKE_SCENARIO=str(sc), **cluster.auth)
+    assert done.returncode in (0, 5), done.stderr
+    assert json.loads(done.stdout.splitlines()[-1])["verdict"]
+    log = _log(home)
+    refused = re.search(rf"host \S+ \(assay-runner@{host_b.ip}\) refused: (.*); its work goes to other hosts", log)
+    assert refused, log
+    assert refused[1] == (f"its copy of the runner 'fixer' ({copy}) hashes to {refused[1].split(' hashes to ')[1][:12]}, "
+                          f"not the Experiment's {digest[:12]}: a frozen file differs")
+    trials = [t for t in _trials(home) if t["arm"] == "candidate"]
+    assert [t["outcome"] for t in trials] == ["delivered", "delivered"]
+    assert {_ran_on(home)[_key(t)] for t in trials} == {f"assay-runner@{cluster.nodes[2].ip}"}
+    # The coordinator's own frozen copy changed since: what would travel is checked first, and the run stops.
+    home_copy = next((home / "evals" / "builds" / "runners").iterdir())
+    (home_copy / "bundle" / "runner.py").chmod(0o644)
+    with open(home_copy / "bundle" / "runner.py", "a") as f:
+        f.write("# changed here\n")
+    again = run_cli(home, "experiment", "--factory", str(factory), "--candidate-runner", str(runner), "--suite", "proc",
+                    "--trials-per-task", "1", "--label", "again", "--sandbox", "none", "--executor", "ray",
+                    "--ray-address", cluster.address, plugins=PLUGINS, cwd=tmp_path, FAKE_SCENARIO=str(sc), **cluster.auth)
+    assert again.returncode == 1
+    assert f"the Candidate's frozen runner here: its copy of the runner 'fixer' ({home_copy}) hashes to " in again.stderr
+    assert len(_trials(home)) == 4, "no Trial of the second Experiment ran"
+
+
+@pytest.mark.slow
+@SHARED_CLUSTER
+def test_custom_runner_trials_never_run_more_at_once_than_the_hosts_offered(tmp_path: Path, cluster: RayCluster):
+    """Two Custom runner Arms share the hosts' runner places: host-b offers one at once, host-c
+    two, the head none. Six Trials of a runner that works two seconds fill the three places and
+    never more: at most one at once on host-b, two on host-c, three in all, none on the head."""
+    home = tmp_path / "home"
+    home.mkdir()
+    make_process_suite(home, tasks=3)
+    slow = make_runner(tmp_path / "slow", "slow", {"*": "fix_after:2"})
+    slower = make_runner(tmp_path / "slower", "slower", {"*": "fix_after:2", "(slower)": "nofix"})
+    done = _runner_experiment(home, tmp_path, "--baseline-runner", str(slow), "--candidate-runner", str(slower),
+                              "--executor", "ray", "--ray-address", cluster.address, **cluster.auth)
+    assert done.returncode in (0, 5), done.stderr
+    trials, ran = _trials(home), _ran_on(home)
+    assert len(trials) == 6 and {t["outcome"] for t in trials} == {"delivered"}
+    host_b, host_c = (f"assay-runner@{node.ip}" for node in cluster.nodes[1:3])
+    assert {ran[_key(t)] for t in trials} == {host_b, host_c}
+    folders = {place: [_folder(home, t) for t in trials if ran[_key(t)] == place] for place in (host_b, host_c)}
+    assert _most_working(folders[host_b]) == 1
+    assert _most_working(folders[host_c]) <= 2
+    assert _most_working([*folders[host_b], *folders[host_c]]) == 3
+    assert not (cluster.nodes[0].home / "worker").exists()
 
 
 @pytest.mark.slow
