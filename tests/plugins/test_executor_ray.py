@@ -409,6 +409,36 @@ def test_custom_runner_trials_never_run_more_at_once_than_the_hosts_offered(tmp_
 
 @pytest.mark.slow
 @SHARED_CLUSTER
+def test_a_custom_runners_usage_limit_pauses_every_runner_place_and_the_experiment_ends_paused(
+        tmp_path: Path, cluster: RayCluster):
+    """A runner's usage limit is its own account's, not its host's: the Trial that hits it pauses
+    every runner place, so it is not re-run on another host (which would only spend its re-runs
+    against the same limit) and no runner Trial starts after it; the Factory Baseline's Trials
+    still run on their login, and the Experiment ends paused naming each place, as a local one pauses."""
+    sc = steps(cluster, {"good": {"*": "right"}})
+    factory = make_factory(tmp_path)
+    home = tmp_path / "home"
+    home.mkdir()
+    make_process_suite(home, tasks=4)
+    limited = make_runner(tmp_path / "limited", "limited", {"proc/p1": "usage_limit", "*": "fix_after:2"})
+    done = _runner_experiment(home, tmp_path, "--factory", str(factory), "--candidate-runner", str(limited),
+                              "--executor", "ray", "--ray-address", cluster.address, FAKE_SCENARIO=str(sc), **cluster.auth)
+    assert done.returncode == 3, done.stderr
+    summary = json.loads(done.stdout.splitlines()[-1])["summary"]
+    assert summary.startswith("paused at a plan limit of assay-runner@")
+    for node in cluster.nodes[1:3]:
+        assert f"assay-runner@{node.ip} (Trial proc/p1:candidate-0#0: " in summary, summary
+    trials = _trials(home)
+    assert sorted(t["outcome"] for t in trials if t["arm"] == "baseline") == ["delivered"] * 4
+    candidate = {t["task"]: t for t in trials if t["arm"] == "candidate"}
+    assert len(candidate) == len([t for t in trials if t["arm"] == "candidate"]), "none re-run"
+    hit = candidate.pop("proc/p1")
+    assert hit["void_cause"] == "usage_limit"
+    assert all(t["outcome"] == "delivered" and t["started_at"] < hit["ended_at"] for t in candidate.values())
+
+
+@pytest.mark.slow
+@SHARED_CLUSTER
 def test_a_head_that_refuses_the_coordinator_is_one_line_and_nothing_is_written(tmp_path: Path, cluster: RayCluster):
     """A coordinator without the cluster's token: one line naming the flag, the address and why,
     exit 2 (Ray's own connection retried for 20 s, printing each retry, and the run ended errored)."""
