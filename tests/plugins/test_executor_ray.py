@@ -496,17 +496,21 @@ def test_stop_and_kill_9_of_the_coordinator_leave_no_ray_task_nor_session_runnin
 def test_a_node_lost_mid_trial_voids_that_attempt_and_the_experiment_finishes_elsewhere(tmp_path: Path, cluster: RayCluster):
     """A node of its own (host-d, account d, taken first: its place sorts before "shared") SIGKILLed
     with a Trial's session running on it, as a host that loses power: that attempt is void
-    host_kill, its re-run lands on a host left, and the Experiment ends in a Verdict."""
+    host_kill, its re-run lands on a host left, and the Experiment ends in a Verdict. Host-d's
+    sessions read a scenario of their own that sleeps two minutes, so the kill lands mid-session
+    however loaded the machine (with the others' 2 s, one could end between seeing it and the kill)."""
     factory = make_factory(tmp_path)
     home = tmp_path / "home"
     home.mkdir()
     make_suite(home, tasks=2)
     sc = steps(cluster, {"good": {"*": "sleep:2,right"}})
-    doomed = cluster.add("host-d", account="d", FAKE_LOGINS="fake-agent")
+    long = scenario(tmp_path / "host-d.json", {"good": {"*": "sleep:120,right"}})
+    doomed = cluster.add("host-d", account="d", FAKE_LOGINS="fake-agent", FAKE_SCENARIO=str(long))
     proc = start_experiment(home, factory, sc, "--trials-per-task", "1", "--executor", "ray",
                             "--ray-address", cluster.address, **cluster.auth)
     try:
-        wait_for(lambda: _sessions(marker(cluster), on=doomed.home), timeout=120, what="a session running on host-d")
+        wait_for(lambda: _sessions(f"FAKE_SCENARIO={long}", on=doomed.home), timeout=120,
+                 what="a session running on host-d")
         doomed.kill()
         out, err = proc.communicate(timeout=240)
     finally:
