@@ -414,8 +414,8 @@ def run_on_host(payload: bytes, blobs: Mapping[str, bytes]) -> dict[str, bytes]:
     home = AssayHome.from_env()
     host = socket.gethostname()
     plugins = _host_plugins()
-
     worker = home.root / "worker"
+
     def refused(why: str) -> dict[str, bytes]:
         return {RESULT: json.dumps(formats.unstructure(HostReport(host, refused=why))).encode()}
 
