@@ -26,6 +26,7 @@ RESOURCE = "assay-login:"
 RUNNERS = "assay-runner@"  # a host's place for Custom runners' Trials
 CANCEL_GRACE = 30.0  # seconds a cancelled Trial has to stop its session before its worker is killed
 CHECK_EVERY = 2.0  # seconds between checks that a waiting task's place is still on a live node
+LOST_GRACE = 30.0  # seconds a task whose place is gone has to fail with its node before it counts as never run
 
 
 def place_name(login: str, account: str) -> str:
@@ -195,7 +196,10 @@ class _Unoffered(Exception):
 async def _result(ref: Any, offered: Callable[[], Awaitable[bool]]) -> Any:
     """The task's value, awaited in trio without holding a thread; every :data:`CHECK_EVERY`
     seconds, whether a live node still holds its place (a task sent to a node that died before
-    Ray marked it dead waits for that node's resources otherwise)."""
+    Ray marked it dead waits for that node's resources otherwise). A place gone is not yet proof
+    the task never ran: the cluster drops a dead node's resources a moment before the task that
+    was running there fails with it (then it is a host lost mid-Trial, void ``host_kill``), so the
+    task has :data:`LOST_GRACE` seconds to end before it counts as never started."""
     import trio
 
     future = ref.future()
@@ -212,6 +216,9 @@ async def _result(ref: Any, offered: Callable[[], Awaitable[bool]]) -> Any:
             await done.wait()
             return future.result()
         if not await offered():
+            with trio.move_on_after(LOST_GRACE):
+                await done.wait()
+                return future.result()
             raise _Unoffered()
 
 
