@@ -13,7 +13,9 @@ linear, and Ray's added cost per Trial:
     added cost per Trial = (wall × 2 × n − Trials × session seconds) / Trials
 
 (the slot-seconds each Trial held beyond its session: shipping, the host's checks and repository,
-the results' checks and writing). The issue's target: ≥ 0.85 of linear at 4 hosts.
+the results' checks and writing). The issue's target: ≥ 0.85 of linear at 4 hosts. The
+coordinator's peak memory and CPU are printed too: it must hold nothing per Trial beyond its
+records, so at 1,000 Trials over 8 hosts (``--trials 1000 --hosts 8``) its memory stays flat.
 
 On one machine the hosts share its cores: the figures hold while the hosts' own work per Trial
 (a git copy, the session's start) fits in the session's seconds; the load average is printed
@@ -52,7 +54,7 @@ def walls(home: Path) -> tuple[float, float]:
     return seconds(record), seconds(stage)
 
 
-def run(root: Path, hosts: int, trials: int, seconds: float) -> tuple[float, float]:
+def run(root: Path, hosts: int, trials: int, seconds: float) -> tuple[float, float, float, float]:
     home = root / f"home-{hosts}"
     home.mkdir()
     make_suite(home, tasks=trials // 2)  # one Trial per Arm per task
@@ -61,13 +63,19 @@ def run(root: Path, hosts: int, trials: int, seconds: float) -> tuple[float, flo
     with ray_cluster(root / f"ray-{hosts}", FAKE_SCENARIO=str(sc)) as cluster:
         for i in range(hosts):
             cluster.add(f"host-{i}", account=f"account-{i}")
-        done = subprocess.run(
-            [sys.executable, "-m", "assay", "experiment", "change", "--factory", str(factory), "--suite", "fixture",
-             "--sandbox", "none", "--trials-per-task", "1", "--executor", "ray", "--ray-address", cluster.address,
-             "--json", "--yes"],
-            env=cli_env(home, PLUGINS, FAKE_SCENARIO=str(sc), **cluster.auth), capture_output=True, text=True)
-    if '"verdict"' not in done.stdout:  # a Verdict (or one that waits on a recheck: exit 5) ends it
-        raise SystemExit(f"the Experiment on {hosts} host(s) failed (exit {done.returncode}): {done.stdout[-1000:]} {done.stderr[-2000:]}")
+        command = [sys.executable, "-m", "assay", "experiment", "change", "--factory", str(factory), "--suite", "fixture",
+                   "--sandbox", "none", "--trials-per-task", "1", "--executor", "ray", "--ray-address", cluster.address,
+                   "--json", "--yes"]
+        with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+            started = subprocess.Popen(command, env=cli_env(home, PLUGINS, FAKE_SCENARIO=str(sc), **cluster.auth),
+                                       stdout=out, stderr=err, text=True)
+            _, status, usage = os.wait4(started.pid, 0)  # the coordinator's own resource use, not the nodes'
+            started.returncode = os.waitstatus_to_exitcode(status)
+            out.seek(0), err.seek(0)
+            stdout, stderr = out.read(), err.read()
+    if '"verdict"' not in stdout:  # a Verdict (or one that waits on a recheck: exit 5) ends it
+        raise SystemExit(f"the Experiment on {hosts} host(s) failed (exit {started.returncode}): {stdout[-1000:]} {stderr[-2000:]}")
+    return (*walls(home), usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime)
     return walls(home)
 
 
@@ -90,12 +98,13 @@ def main() -> None:
         base_hosts = min(measured)
         print(f"{args.trials} Trials of a {args.seconds:g} s session, {SLOTS} slots per host; load average "
               f"{load} before, {' '.join(f'{v:.2f}' for v in os.getloadavg())} after")
-        print(f"{'hosts':>5} {'experiment s':>13} {'trials s':>9} {'ideal s':>8} {'of linear':>10} {'added s/Trial':>14}")
-        for hosts, (whole, wall) in measured.items():
+        print(f"{'hosts':>5} {'experiment s':>13} {'trials s':>9} {'ideal s':>8} {'of linear':>10} {'added s/Trial':>14}"
+              f" {'coordinator MiB':>16} {'its CPU s':>10}")
+        for hosts, (whole, wall, rss, cpu) in measured.items():
             ideal = args.trials * args.seconds / (SLOTS * hosts)
             linear = (measured[base_hosts][1] / wall) / (hosts / base_hosts)
             added = (wall * SLOTS * hosts - args.trials * args.seconds) / args.trials
-            print(f"{hosts:>5} {whole:>13.1f} {wall:>9.1f} {ideal:>8.1f} {linear:>10.2f} {added:>14.2f}")
+            print(f"{hosts:>5} {whole:>13.1f} {wall:>9.1f} {ideal:>8.1f} {linear:>10.2f} {added:>14.2f} {rss:>16.0f} {cpu:>10.1f}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -12,6 +12,8 @@ import sys
 
 import _signal  # signal's C module: ``import signal`` would first build its enums, a window of its own
 
+from assay import startup
+
 STOPPED = "assay: stopped (Ctrl-C); nothing is left running"
 
 
@@ -24,6 +26,7 @@ _stop_at_once.assay_start_up = True  # type: ignore[attr-defined]  # how assay.c
 
 
 def run() -> None:
+    startup.starting()
     if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:  # not if started with SIGINT ignored
         _signal.signal(_signal.SIGINT, _stop_at_once)
     try:

@@ -70,8 +70,10 @@ class RayCluster:
     nodes: list[Node] = attrs.field(factory=list)
     address: str = ""
 
-    def add(self, name: str, account: str | None = None, plugins: str = PLUGINS, **env: str) -> Node:
-        """Start a node (the head first) with its own ``ASSAY_HOME``; ``env`` is its own (``FAKE_LOGINS``)."""
+    def add(self, name: str, account: str | None = None, plugins: str = PLUGINS, runner_slots: int | None = None,
+            **env: str) -> Node:
+        """Start a node (the head first) with its own ``ASSAY_HOME``, offering ``runner_slots`` Custom
+        runners' Trials at once (default: the machine's CPUs); ``env`` is its own (``FAKE_LOGINS``)."""
         index = len(self.nodes)
         ip = f"127.0.0.{index + 2}"
         home = self.root / f"home-{name}"
@@ -79,6 +81,8 @@ class RayCluster:
         output = self.root / f"{name}.out"
         argv = [sys.executable, "-m", "assay", "worker", "start", "--block", "--num-cpus", "1",
                 "--node-ip-address", ip, "--account", account or name]
+        if runner_slots is not None:
+            argv += ["--runner-slots", str(runner_slots)]
         if index == 0:
             argv += ["--head", "--port", str(_free_port(ip)), "--temp-dir", str(self.root / "ray")]
         else:

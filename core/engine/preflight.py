@@ -31,18 +31,27 @@ def probe_arms(sources: Mapping[Arm, Harness | ArmKind], setups: Mapping[Arm, Ar
         setup, source = setups[arm], sources[arm]
         runtime: ArmRuntime = (source.runtime(setup, assay_home=assay_home) if setup.runner  # type: ignore[union-attr]
                                else HarnessArm(source, setup, None))  # type: ignore[arg-type]
-        probe = getattr(runtime, "probe", None)
-        if probe is None:  # an Arm kind from a plugin written before probes: its Trials will tell
-            continue
-        with tempfile.TemporaryDirectory(prefix="assay-probe-") as folder:
-            invocation = probe(Path(folder))
-            lines: list[str] = []
-            try:
-                result = interrupts.run_trio(functools.partial(backend.run, invocation, timeout=TIMEOUT, on_line=lines.append))
-            except OSError as e:
-                raise ArmCannotStart(_refusal(arm, setup, backend, f"{type(e).__name__}: {e}")) from None
-        if result.exit_code != 0 or result.void_cause is not None or result.timed_out:
-            raise ArmCannotStart(_refusal(arm, setup, backend, _why(result, lines)))
+        if why := probe(runtime, backend):
+            raise ArmCannotStart(_refusal(arm, setup, backend, why))
+
+
+def probe(runtime: ArmRuntime, backend: SandboxBackend) -> str | None:
+    """Why the Arm's program can't start in ``backend`` (its probe's last words), or None when it
+    starts (or the Arm has no probe: an Arm kind from a plugin written before probes, whose Trials
+    will tell)."""
+    make = getattr(runtime, "probe", None)
+    if make is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="assay-probe-") as folder:
+        invocation = make(Path(folder))
+        lines: list[str] = []
+        try:
+            result = interrupts.run_trio(functools.partial(backend.run, invocation, timeout=TIMEOUT, on_line=lines.append))
+        except OSError as e:
+            return f"{type(e).__name__}: {e}"
+    if result.exit_code != 0 or result.void_cause is not None or result.timed_out:
+        return _why(result, lines)
+    return None
 
 
 def _why(result: ProcessResult, lines: list[str]) -> str:

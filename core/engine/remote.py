@@ -35,15 +35,18 @@ from pathlib import Path
 from typing import ClassVar
 
 import attrs
+from assay.engine.arms import RUNNER_KIND
 from assay.engine.folder import Slot
+from assay.engine.preflight import probe
 from assay.engine.trial import LoginPaused, TrialInputs, described, plan_limit, trial_session
 from assay.evaltasks import timesafe
-from assay.hooks.loaded import Plugins
-from assay.hooks.protocols import (PROXY_LOG, ArmRuntime, CannotGoOn, Harness, HarnessBinary, HostLost, Invocation,
+from assay.hooks.loaded import PluginError, Plugins
+from assay.hooks.protocols import (PROXY_LOG, ArmKind, ArmRuntime, CannotGoOn, Harness, HarnessBinary, HostLost, Invocation,
                                    PlaceGone, ProcessResult, RemoteWork, RemoteWorkers, SandboxBackend, SessionOutcome)
 from assay.sessions import interrupts
 from assay.sessions.grader_session import grader_session, session_here
-from assay.sessions.slots import harness_login, place_slot
+from assay.sessions.harness_arm import HarnessArm
+from assay.sessions.slots import RUNNER_LOGIN, harness_login, place_slot
 from assay.storage import files, formats
 from assay.storage.home import AssayHome
 from assay.storage.records import ArmSetup, Bar, EvalTask, Outcome, VoidCause
@@ -56,12 +59,14 @@ BUNDLE = "commits.bundle"
 REPORTS = "home/reports/"  # what a session leaves for its code Grader (a review), by file name
 PACKET = "packet.tar"  # a Grader session's packet, sent with it alone
 ANSWERS = "packet/"  # what a Grader session wrote in its packet (its answer), by file name
+INPUTS = "input/"  # a Custom runner Trial's task inputs, by their place in the task's sorted names
 # What a host may send back, each at most this many bytes (its session log is capped at 8 MiB
 # there, head and tail, as here).
 LIMITS = {RESULT: MIB, "session.log": 9 * MIB, "stderr.log": MIB, PROXY_LOG: 8 * MIB, BUNDLE: 256 * MIB}
 REPORTS_LIMIT = ANSWERS_LIMIT = 4 * MIB
 _SHA = frozenset("0123456789abcdef")
 _PREPARED: dict[tuple[str, str, str], timesafe.CachedRepo] = {}  # a host's caches, verified once per worker process
+_STARTED: set[tuple[str, str, str]] = set()  # the runners a host's worker process has seen start, by sandbox
 
 
 @attrs.frozen
@@ -151,20 +156,23 @@ class RemoteTrials:
         blobs = {f"repo-{cached.base}": await trio.to_thread.run_sync(self._repository_blob, cached)}
         build = self.builds.get(arm)
         if build is not None:
-            blobs[f"build-{self.arms[arm].commit}"] = await trio.to_thread.run_sync(self._build_blob, arm, build)
+            blobs[self._build_name(arm)] = await trio.to_thread.run_sync(self._build_blob, arm, build)
 
         def work(place: str) -> RemoteWork:
             inputs = begin()
             payload = TrialPayload(key, inputs.task, self.arms[arm], inputs.prompt, self.bar, self.backend.name,
                                    inputs.review_only, cached.base, f"repo-{cached.base}",
-                                   f"build-{self.arms[arm].commit}" if build else None)
-            return RemoteWork(key, place, CALL, json.dumps(formats.unstructure(payload)).encode(), blobs)
+                                   self._build_name(arm) if build else None)
+            return RemoteWork(key, place, CALL, json.dumps(formats.unstructure(payload)).encode(), blobs,
+                              _task_inputs(inputs.task) if self.arms[arm].runner else {})
 
         try:
             place, sent, report = await self._on_a_host(login, work)
         except _NoPlace:
-            raise CannotGoOn(f"no host of the cluster can run the {arm.title()}'s Trials: none holds the "
-                             f"{login.partition(':')[2]} login (with its Harness at the Experiment's version)") from None
+            raise CannotGoOn(f"no host of the cluster can run the {arm.title()}'s Trials: " + (
+                f"none offers a place for Custom runners (with the runner '{self.arms[arm].runner}' as frozen)"
+                if self.arms[arm].runner else f"none holds the {login.partition(':')[2]} login (with its Harness at "
+                "the Experiment's version)")) from None
         except HostLost as e:
             self.log(f"Trial {key}: its host was lost mid-Trial ({e}); void host_kill")
             return (SessionOutcome(Outcome.VOID, VoidCause.HOST_KILL, diagnostic=f"its host was lost: {e}"),
@@ -174,7 +182,7 @@ class RemoteTrials:
                     ProcessResult(exit_code=None, backend=self.backend.name, duration=0.0))
         assert report.outcome is not None and report.process is not None
         self.log(f"Trial {key} ran on host {report.host} ({place})")
-        self._plan_limit(place, report.outcome, key)
+        self._plan_limit(place, report.outcome, key, login)
         return await self._write(sent, report, begin(), cached)
 
     async def grader_session(self, harness: Harness, model: str, effort: str | None, packet: Path, folder: Path,
@@ -212,7 +220,7 @@ class RemoteTrials:
             return SessionOutcome(Outcome.VOID, VoidCause.SANDBOX_FAILED, diagnostic=f"its host's report: {e}")
         assert report.outcome is not None
         self.log(f"Grader session {key} ran on host {report.host} ({place})")
-        self._plan_limit(place, report.outcome, key)
+        self._plan_limit(place, report.outcome, key, login)
         await trio.to_thread.run_sync(_write_grading, sent, packet, folder)
         return report.outcome
 
@@ -227,7 +235,7 @@ class RemoteTrials:
             places = self.workers.places(login)
             if not places:
                 raise _NoPlace(login)
-            if not (open_places := tuple(p for p in places if p not in self.paused)):
+            if not (open_places := {p: n for p, n in places.items() if p not in self.paused}):
                 raise LoginPaused(login)
             async with place_slot(open_places) as place:
                 if place in self.paused:
@@ -243,11 +251,14 @@ class RemoteTrials:
             self.workers.drop(place, report.refused)
             self.log(f"host {report.host} ({place}) refused: {report.refused}; its work goes to other hosts")
 
-    def _plan_limit(self, place: str, outcome: SessionOutcome, key: str) -> None:
-        """A plan limit the session saw pauses its place for the rest of the run."""
+    def _plan_limit(self, place: str, outcome: SessionOutcome, key: str, login: str) -> None:
+        """A plan limit the session saw pauses its place for the rest of the run: a login's account;
+        a Custom runner's usage limit is its own account's, not its host's, so every runner place
+        (the Experiment pauses, as it does here)."""
         if why := plan_limit(outcome, key):
-            self.paused.add(place)
-            self.on_plan_limit(place, why)
+            for paused in self.workers.places(login) if login.startswith(RUNNER_LOGIN) else (place,):
+                self.paused.add(paused)
+                self.on_plan_limit(paused, why)
 
     async def _write(self, sent: Mapping[str, bytes], report: HostReport, inputs: TrialInputs,
                      cached: timesafe.CachedRepo) -> tuple[SessionOutcome, ProcessResult]:
@@ -319,12 +330,17 @@ class RemoteTrials:
         """The cache as a git bundle (its one branch at base: nothing later, as the cache), once per run."""
         return self._blob(f"repo-{cached.base}", "bundle", lambda path: timesafe.bundle(cached, path))
 
+    def _build_name(self, arm: str) -> str:
+        setup = self.arms[arm]
+        return f"runner-{setup.runner_digest}" if setup.runner else f"build-{setup.commit}"
+
     def _build_blob(self, arm: str, build: Path) -> Path:
-        """The Arm's materialised Factory as a tarball (no links followed), once per run."""
+        """The Arm's materialised Factory, or its frozen Custom runner, as a tarball (no links
+        followed), once per run."""
         def pack(path: Path) -> None:
             with tarfile.open(path, "w") as tar:
                 tar.add(build, arcname=".")
-        return self._blob(f"build-{self.arms[arm].commit}", "tar", pack)
+        return self._blob(self._build_name(arm), "tar", pack)
 
     def _blob(self, name: str, suffix: str, make: Callable[[Path], object]) -> Path:
         """The blob ``name``, made by ``make`` once per run however many Trials (threads) ask at once."""
@@ -338,6 +354,12 @@ class RemoteTrials:
 
 class _NoPlace(Exception):
     """No live host of the cluster holds the login."""
+
+
+def _task_inputs(task: EvalTask) -> dict[str, bytes]:
+    """The task's input files (a Custom runner reads its issue itself), sent with its Trial: each
+    by its place in the task's sorted names (a name is the task manifest's, not a file's)."""
+    return {f"{INPUTS}{i}": task.inputs[name].read_bytes() for i, name in enumerate(sorted(task.inputs))}
 
 
 def _packed(packet: Path) -> bytes:
@@ -388,32 +410,31 @@ def run_on_host(payload: bytes, blobs: Mapping[str, bytes]) -> dict[str, bytes]:
     plugins; what it left, as named bytes (:class:`HostReport` in ``result.json``)."""
     import socket
 
-    from assay.sessions.harness_arm import HarnessArm
-
     work = formats.structure(json.loads(payload), TrialPayload, source="the coordinator's payload")
     home = AssayHome.from_env()
     host = socket.gethostname()
     plugins = _host_plugins()
+    worker = home.root / "worker"
 
     def refused(why: str) -> dict[str, bytes]:
         return {RESULT: json.dumps(formats.unstructure(HostReport(host, refused=why))).encode()}
 
-    checked = _can_run(plugins, home, work.arm.harness or "", work.arm.harness_version or "", work.sandbox)
+    checked = (_runner_here if work.arm.runner else _harness_here)(plugins, home, worker, work, blobs)
     if isinstance(checked, str):
         return refused(checked)
-    harness, binary, backend = checked
-    worker = home.root / "worker"
-    worker.mkdir(parents=True, exist_ok=True)
-    build = _unpacked(worker / "builds", work.build, blobs) if work.build else None
+    runtime, backend = checked
     cached = _host_cache(home, worker, work, blobs)
-    runtime: ArmRuntime = HarnessArm(harness, attrs.evolve(work.arm, harness_path=binary.path), build)
     with _scratch(worker) as scratch:
         folder = scratch / "attempt"
         folder.mkdir()
-        inputs = TrialInputs(work.task, work.prompt, folder, folder / "repo", home.root, work.review_only)
+        inputs = TrialInputs(_task_here(work.task, blobs, scratch), work.prompt, folder, folder / "repo", home.root,
+                             work.review_only)
         timesafe.trial_copy(cached, inputs.repository)
-        outcome, process = interrupts.run_trio(trial_session, runtime, inputs, backend, work.bar, _nothing,
-                                               contextlib.nullcontext())
+        try:
+            outcome, process = interrupts.run_trio(trial_session, runtime, inputs, backend, work.bar, _nothing,
+                                                   contextlib.nullcontext())
+        except CannotGoOn as e:  # this host's copy of the Arm can't go on (a frozen file changed since its check)
+            return refused(str(e))
         sent = {name: (folder / name).read_bytes() for name in ("session.log", "stderr.log", PROXY_LOG)
                 if (folder / name).is_file()}
         sent.update(_reports(folder))
@@ -483,11 +504,71 @@ def _can_run(plugins: Plugins, home: AssayHome, name: str, version: str,
         return f"the Harness '{harness.name}''s login here can't be read ({described(e)})"
     if not present:
         return f"no login for the Harness '{harness.name}' here"
-    backend = plugins.sandbox_backends().get(sandbox)
+    backend = _sandbox(plugins, sandbox)
+    return backend if isinstance(backend, str) else (harness, binary, backend)
+
+
+def _harness_here(plugins: Plugins, home: AssayHome, worker: Path, work: TrialPayload,
+                  blobs: Mapping[str, bytes]) -> tuple[ArmRuntime, SandboxBackend] | str:
+    """The Factory Arm's Harness here (:func:`_can_run`) with its build unpacked (once); or why not."""
+    checked = _can_run(plugins, home, work.arm.harness or "", work.arm.harness_version or "", work.sandbox)
+    if isinstance(checked, str):
+        return checked
+    harness, binary, backend = checked
+    worker.mkdir(parents=True, exist_ok=True)
+    build = _unpacked(worker / "builds", work.build, blobs) if work.build else None
+    return HarnessArm(harness, attrs.evolve(work.arm, harness_path=binary.path), build), backend
+
+
+def _runner_here(plugins: Plugins, home: AssayHome, worker: Path, work: TrialPayload,
+                 blobs: Mapping[str, bytes]) -> tuple[ArmRuntime, SandboxBackend] | str:
+    """The Custom runner Arm's frozen runner, unpacked here (once) and checked before each Trial:
+    its copy, hashed afresh by the runner's own kind, gives the Arm's digest, and (once per worker
+    process) its command starts in the sandbox; or why this host can't run it."""
+    try:
+        kind: ArmKind = plugins.get("assay_arm_kinds", RUNNER_KIND)
+    except PluginError as e:
+        return f"it can't run Custom runners ({e})"
+    backend = _sandbox(plugins, work.sandbox)
+    if isinstance(backend, str):
+        return backend
+    if work.build is None:
+        return f"its payload holds no copy of the runner '{work.arm.runner}'"
+    worker.mkdir(parents=True, exist_ok=True)
+    folder = _unpacked(worker / "builds", work.build, blobs)
+    setup = attrs.evolve(work.arm, build=str(folder))
+    if why := kind.check_copy(setup, folder):
+        return why
+    runtime = kind.runtime(setup, assay_home=home.root)
+    started = (str(home.root), work.build, work.sandbox)
+    if started not in _STARTED:
+        if why := probe(runtime, backend):
+            return f"the runner '{work.arm.runner}' can't start in the '{work.sandbox}' sandbox here ({why})"
+        _STARTED.add(started)
+    return runtime, backend
+
+
+def _sandbox(plugins: Plugins, name: str) -> SandboxBackend | str:
+    """The ``name`` sandbox backend, working here; or why not."""
+    backend = plugins.sandbox_backends().get(name)
     check = backend.check() if backend is not None else None
     if backend is None or check is None or not check.works:
-        return f"the '{sandbox}' sandbox can't run here" + (f" ({check.reason})" if check else "")
-    return harness, binary, backend
+        return f"the '{name}' sandbox can't run here" + (f" ({check.reason})" if check else "")
+    return backend
+
+
+def _task_here(task: EvalTask, blobs: Mapping[str, bytes], scratch: Path) -> EvalTask:
+    """The task with the input files sent with its Trial (:func:`_task_inputs`) in ``scratch``;
+    as it is when none were sent (a Harness Arm's prompt holds what it needs)."""
+    sent = {int(n.removeprefix(INPUTS)): body for n, body in blobs.items() if n.startswith(INPUTS)}
+    if not sent:
+        return task
+    (scratch / "inputs").mkdir()
+    here = {}
+    for i, name in enumerate(sorted(task.inputs)):
+        here[name] = scratch / "inputs" / str(i)
+        files.write_bytes(here[name], sent[i])
+    return attrs.evolve(task, inputs=here)
 
 
 def _nothing() -> None:

@@ -25,8 +25,9 @@ from assay.evaltasks import manifests
 from assay.evaltasks.manifests import ManifestError
 from assay.evaltasks.prompts import PromptError
 from assay.hooks.loaded import PluginError, Plugins
-from assay.hooks.protocols import (LOCAL_EXECUTOR, ArmKind, ArmRuntime, Executor, ExecutorOptions, ExecutorUnreachable,
-                                   Harness, NotYetImplemented, SandboxBackend, SeatedGrader, SuiteKind)
+from assay.hooks.protocols import (LOCAL_EXECUTOR, ArmKind, ArmRuntime, CannotGoOn, Executor, ExecutorOptions,
+                                   ExecutorUnreachable, Harness, NotYetImplemented, SandboxBackend, SeatedGrader,
+                                   SuiteKind)
 from assay.pairs.votes import voting_families
 from assay.sessions import interrupts
 from assay.sessions.credentials import CredentialsError
@@ -460,10 +461,6 @@ def choose_executor(plugins: Plugins, plan: Plan, options: ExecutorOptions) -> E
     if plan.scripts or plan.grader_script:
         raise PlanError(f"--executor {options.name}: a scripted Experiment's providers run in this process; "
                         "run it on the local executor")
-    for arm in ARMS:
-        if plan.setup.arm(arm).runner:
-            raise PlanError(f"--executor {options.name}: the {arm.title()} is a Custom runner; remote hosts run "
-                            "Factory Arms (a Harness) only so far")
     kinds = plugins.suite_kinds()
     for task in plan.tasks.values():
         if kinds[task.kind].needs_origin:
@@ -551,19 +548,25 @@ async def _run_on(run: ExperimentRun, executor: Executor, options: ExecutorOptio
 
     from assay.engine.remote import RemoteTrials
     from assay.sessions.grader_session import sessions_on
-    from assay.sessions.slots import PER_LOGIN, arm_login
+    from assay.sessions.slots import arm_login
 
     arms = arms_summary(run.setup)
     logins = {arm_login(a, run.plugins.harnesses()) for a in arms.values()}
     with tempfile.TemporaryDirectory(prefix="assay-remote-") as scratch:
         async with executor.open(options, run.command.log) as workers:
+            slots: dict[str, int] = {}  # each place once: two runner Arms share the hosts' runner places
             for login in sorted(logins):
                 places = workers.places(login)
-                run.command.log(f"executor {executor.name}: the {login} login has {len(places)} place(s) of "
-                                f"{PER_LOGIN} slots: {', '.join(places) or 'none'}")
-            run.workers = max(1, sum(PER_LOGIN * len(workers.places(login)) for login in logins))
+                slots.update(places)
+                run.command.log(f"executor {executor.name}: the {login} login has {len(places)} place(s): "
+                                f"{', '.join(f'{p} ({n} at once)' for p, n in places.items()) or 'none'}")
+            run.workers = max(1, sum(slots.values()))
             run.queued = run.workers  # one waits on each slot: it starts as the one before is written here
-            builds = {arm: getattr(run.runtimes[arm], "build", None) for arm in ARMS}
+            builds = {arm: Path(a.build) if a.runner and a.build else getattr(run.runtimes[arm], "build", None)
+                      for arm, a in arms.items()}
+            for arm, a in arms.items():  # a runner's copy here is what travels: hosts check theirs against its digest
+                if a.runner and (why := plan.sources[arm].check_copy(a, builds[arm])):  # type: ignore[union-attr]
+                    raise CannotGoOn(f"the {arm.title()}'s frozen runner here: {why}")
             run.remote = RemoteTrials(workers, run.backend, arms, builds, run.bar, run.command.log, Path(scratch),
                                       run.pause_place)
             with sessions_on(run.remote.grader_session):  # model Graders' sessions where their login is

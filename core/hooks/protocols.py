@@ -421,6 +421,10 @@ class ArmKind(Protocol):
     def runtime(self, setup: ArmSetup, *, assay_home: Path) -> ArmRuntime:
         """The session runner for a prepared Arm."""
 
+    def check_copy(self, setup: ArmSetup, folder: Path) -> str | None:
+        """Why ``folder``, a copy of the prepared Arm's build (unpacked on a remote executor's
+        host), is not the build ``setup`` fixed; None when it is."""
+
 
 @runtime_checkable
 class Runner(Protocol):
@@ -561,9 +565,11 @@ class RemoteWork:
 class RemoteWorkers(Protocol):
     """An open connection to a remote executor's hosts, for one Experiment run."""
 
-    def places(self, login: str) -> tuple[str, ...]:
-        """The places that hold ``login`` (``harness:NAME``, :mod:`assay.sessions.slots`): one per
-        account of it on the cluster, each good for two sessions at once; empty: no host has it."""
+    def places(self, login: str) -> Mapping[str, int]:
+        """The places that hold ``login`` (:mod:`assay.sessions.slots`), each with how many of its
+        sessions it runs at once: for ``harness:NAME`` one per account of it on the cluster, two
+        each; for a Custom runner's ``runner:NAME`` each host's place for runners, as many as it
+        offers; empty: no host has it."""
 
     def drop(self, place: str, why: str) -> None:
         """Use ``place`` no more this run (its host can't run this Experiment's Arms)."""

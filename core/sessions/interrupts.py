@@ -20,6 +20,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from types import FrameType
 from typing import Any, TypeVar
 
+from assay import startup
+
 T = TypeVar("T")
 
 _noted = False  # a Ctrl-C came; were it taken, the process would be ending
@@ -70,8 +72,11 @@ async def next_stop(signals: AsyncIterator[int]) -> str:
 def run_trio(async_fn: Callable[..., Awaitable[T]], *args: Any) -> T:
     """``trio.run``, with trio's own Ctrl-C handling inside (a KeyboardInterrupt at a checkpoint
     where trio's internals are protected), which it installs only over Python's default handler;
-    a Ctrl-C in the run is noted as well, and :func:`keep`'s handler is back once it ends."""
+    a Ctrl-C in the run is noted as well, and :func:`keep`'s handler is back once it ends. The
+    command's work begins here, so start-up's collector setting ends (:mod:`assay.startup`)."""
     import trio
+
+    startup.settled()
 
     if signal.getsignal(signal.SIGINT) is not _ctrl_c:  # before a command begins, or Ctrl-C ignored
         return trio.run(async_fn, *args)

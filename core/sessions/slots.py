@@ -9,7 +9,7 @@ Experiment's Trials, its model Graders and its Grader panel together never hold 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -17,6 +17,7 @@ from assay.hooks.protocols import Harness
 from assay.storage.records import ArmSetup
 
 PER_LOGIN = 2
+RUNNER_LOGIN = "runner:"  # a Custom runner's login, by the runner's name
 _SLOTS: list[Any] = []  # the trio RunVar holding each run's limiters, made on first use (no trio at start-up)
 _FREED = "(freed)"  # where :func:`place_slot` keeps the event a freed place sets (no login is named so)
 
@@ -30,7 +31,7 @@ def harness_login(harness: Harness) -> str:
 def arm_login(arm: ArmSetup, harnesses: Mapping[str, Harness]) -> str:
     """The login an Arm's sessions spend: its Custom runner's own, or its Harness's."""
     if arm.runner:
-        return f"runner:{arm.runner}"
+        return f"{RUNNER_LOGIN}{arm.runner}"
     harness = harnesses.get(arm.harness or "")
     return harness_login(harness) if harness is not None else f"harness:{arm.harness}"
 
@@ -63,10 +64,13 @@ def _slots() -> dict[str, Any]:
         return slots
 
 
-def _limiter(login: str) -> Any:
+def _limiter(login: str, slots: int = PER_LOGIN) -> Any:
+    """``login``'s limiter (a remote place's: ``slots`` at once, as many as its hosts offer now)."""
     import trio
 
-    return _slots().setdefault(login, trio.CapacityLimiter(PER_LOGIN))
+    limiter = _slots().setdefault(login, trio.CapacityLimiter(slots))
+    limiter.total_tokens = slots
+    return limiter
 
 
 @asynccontextmanager
@@ -77,15 +81,16 @@ async def login_slot(login: str) -> AsyncIterator[None]:
 
 
 @asynccontextmanager
-async def place_slot(places: Sequence[str]) -> AsyncIterator[str]:
-    """Hold a slot of one of ``places`` (the accounts of one login on a remote executor's hosts,
-    :data:`PER_LOGIN` sessions at once each), the first with one free, waiting for any; yields it."""
+async def place_slot(places: Mapping[str, int]) -> AsyncIterator[str]:
+    """Hold a slot of one of ``places`` (a remote executor's places for one login, each with the
+    sessions it runs at once: :data:`PER_LOGIN` for an account of a login, what its hosts offer
+    for a Custom runners' place), the first with one free, waiting for any; yields it."""
     import trio
 
     slots = _slots()
     while True:
-        for place in places:
-            limiter = _limiter(place)
+        for place, most in places.items():
+            limiter = _limiter(place, most)
             try:
                 limiter.acquire_nowait()
             except trio.WouldBlock:

@@ -1,10 +1,11 @@
 """The Ray executor itself: connect as the Experiment's driver, place each Trial by its login's
 custom resource, await it without blocking trio, and cancel it on a Stop.
 
-A place is a custom resource ``assay-login:LOGIN@ACCOUNT`` that ``assay worker start`` gives a
-node (:mod:`.worker`), two per login; the coordinator holds the two slots of each place itself
+A place is a custom resource that ``assay worker start`` gives a node (:mod:`.worker`):
+``assay-login:LOGIN@ACCOUNT``, two per login, or ``assay-runner@HOST``, as many as the host
+offers Custom runners' Trials. The coordinator holds each place's slots itself
 (:func:`assay.sessions.slots.place_slot`), so two hosts that share an account never run more
-than two of its sessions between them. Ray notices a dead node, so a Trial whose node died ends
+than two of its sessions between them, and Ray's own count keeps each node to what it offered. Ray notices a dead node, so a Trial whose node died ends
 in :class:`~assay.hooks.protocols.HostLost`. The driver's tasks are the job's, never detached: if
 the coordinator dies, Ray ends them.
 """
@@ -22,13 +23,20 @@ from typing import Any
 from assay.hooks.protocols import ExecutorCheck, ExecutorOptions, HostLost, PlaceGone, RemoteWork
 
 RESOURCE = "assay-login:"
+RUNNERS = "assay-runner@"  # a host's place for Custom runners' Trials
 CANCEL_GRACE = 30.0  # seconds a cancelled Trial has to stop its session before its worker is killed
 CHECK_EVERY = 2.0  # seconds between checks that a waiting task's place is still on a live node
+LOST_GRACE = 30.0  # seconds a task whose place is gone has to fail with its node before it counts as never run
 
 
 def place_name(login: str, account: str) -> str:
     """The custom resource of one account of ``login`` (``harness:NAME``) on a host."""
     return f"{RESOURCE}{login}@{account}"
+
+
+def runner_place(host: str) -> str:
+    """The custom resource of a host's place for Custom runners' Trials (no login: the host's own)."""
+    return f"{RUNNERS}{host}"
 
 
 class RayExecutor:
@@ -119,12 +127,17 @@ class RayWorkers:
         self._putting = trio.Lock()
         self._call = ray.remote(_call)
 
-    def places(self, login: str) -> tuple[str, ...]:
+    def places(self, login: str) -> dict[str, int]:
         import ray
 
-        prefix = f"{RESOURCE}{login}@"
+        from assay.sessions.slots import PER_LOGIN, RUNNER_LOGIN
+
         live = ray.cluster_resources()  # alive nodes only: a dead node's places are gone
-        return tuple(sorted(p for p in live if p.startswith(prefix) and p not in self._dropped))
+        if login.startswith(RUNNER_LOGIN):  # every runner's Trials take the hosts' runner places
+            found = {p: int(n) for p, n in live.items() if p.startswith(RUNNERS) and n >= 1}
+        else:  # an account's two, however many of its hosts offer them to Ray
+            found = {p: PER_LOGIN for p in live if p.startswith(f"{RESOURCE}{login}@")}
+        return {p: n for p, n in sorted(found.items()) if p not in self._dropped}
 
     def drop(self, place: str, why: str) -> None:
         self._dropped[place] = why
@@ -183,7 +196,10 @@ class _Unoffered(Exception):
 async def _result(ref: Any, offered: Callable[[], Awaitable[bool]]) -> Any:
     """The task's value, awaited in trio without holding a thread; every :data:`CHECK_EVERY`
     seconds, whether a live node still holds its place (a task sent to a node that died before
-    Ray marked it dead waits for that node's resources otherwise)."""
+    Ray marked it dead waits for that node's resources otherwise). A place gone is not yet proof
+    the task never ran: the cluster drops a dead node's resources a moment before the task that
+    was running there fails with it (then it is a host lost mid-Trial, void ``host_kill``), so the
+    task has :data:`LOST_GRACE` seconds to end before it counts as never started."""
     import trio
 
     future = ref.future()
@@ -200,6 +216,9 @@ async def _result(ref: Any, offered: Callable[[], Awaitable[bool]]) -> Any:
             await done.wait()
             return future.result()
         if not await offered():
+            with trio.move_on_after(LOST_GRACE):
+                await done.wait()
+                return future.result()
             raise _Unoffered()
 
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from assay import hookimpl
-from assay.plugins.runner_custom.freeze import freeze
+from assay.plugins.runner_custom.freeze import digest, freeze
 from assay.plugins.runner_custom.manifest import RunnerError, read_manifest
 from assay.plugins.runner_custom.trial import CustomRunnerArm
 from assay.storage.home import AssayHome
@@ -33,6 +33,16 @@ class CustomRunnerKind:
         if not setup.build:
             raise RunnerError(f"runner {setup.runner} was never frozen")
         return CustomRunnerArm(Path(setup.build))
+
+    def check_copy(self, setup: ArmSetup, folder: Path) -> str | None:
+        try:
+            found = digest(folder)
+        except (OSError, ValueError, KeyError, TypeError) as e:  # no frozen.json, or not a runner's record
+            return f"its copy of the runner '{setup.runner}' can't be read ({type(e).__name__}: {e})"
+        if found != setup.runner_digest:
+            return (f"its copy of the runner '{setup.runner}' ({folder}) hashes to {found[:12]}, not the "
+                    f"Experiment's {(setup.runner_digest or '')[:12]}: a frozen file differs")
+        return None
 
     @staticmethod
     def _locate(ref: str, home: AssayHome, named: Mapping[str, Path]) -> tuple[str, Path]:

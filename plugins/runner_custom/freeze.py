@@ -34,6 +34,27 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _digest(body: Mapping[str, Any]) -> str:
+    """A runner's digest: its command, git_exclude, roles and every file's place and SHA-256."""
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def digest(folder: Path) -> str:
+    """The digest of the frozen runner as it stands in ``folder`` (a copy unpacked on another
+    host, say): its record's command, git_exclude and roles, and every file under ``bundle/`` and
+    ``home/`` hashed afresh, in the record's order, those it doesn't list after them. A file
+    changed, added or taken away, or a record edited, gives another digest than the one frozen."""
+    record = json.loads((folder / "frozen.json").read_text())
+    there = {(where, str(rel)): path for where in ("bundle", "home") for rel, path in _walk(folder / where)}
+    order = [(entry["where"], entry["path"]) for entry in record["files"]]
+    order += sorted(set(there) - set(order))
+    return _digest({
+        "command": record["command"], "git_exclude": record["git_exclude"], "roles": record["roles"],
+        "files": [{"where": where, "path": path, "sha256": _sha256(there[(where, path)]) if (where, path) in there else None}
+                  for where, path in order],
+    })
+
+
 def _walk(source: Path) -> Iterator[tuple[Path, Path]]:
     """(path relative to ``source``, file): the file itself, or every file under a folder, sorted."""
     if source.is_file():
@@ -77,7 +98,7 @@ def freeze(manifest: Manifest, builds: Path) -> tuple[str, Path]:
     provenance = {name: _provenance(base / name) for name in sorted(manifest.files)}
     body = {"command": list(manifest.command), "git_exclude": list(manifest.git_exclude), "roles": dict(manifest.roles),
             "files": [{k: e[k] for k in ("where", "path", "sha256")} for e in entries]}
-    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+    digest = _digest(body)
     folder = builds / digest
     if (folder / "frozen.json").is_file():
         return digest, folder

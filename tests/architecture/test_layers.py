@@ -16,7 +16,7 @@ from pathlib import Path
 CORE = Path(__file__).resolve().parents[2] / "core"
 
 # Lowest first; a part may import only parts strictly below it (and itself).
-LAYERS = ["verdict", "storage", "hooks", "traces", "evaltasks|sessions", "scripted_provider|pairs", "engine|scoring", "harnesscheck|console", "cli"]
+LAYERS = ["verdict|startup", "storage", "hooks", "traces", "evaltasks|sessions", "scripted_provider|pairs", "engine|scoring", "harnesscheck|console", "cli"]
 RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts.split("|")}
 
 

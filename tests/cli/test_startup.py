@@ -234,3 +234,30 @@ def test_a_declared_command_that_fails_to_load_is_one_line(assay_home: Path, tmp
     assert ran.returncode == 1
     assert ran.stderr.strip() == ("assay: error: the command 'hello' (hello_cmd:register) failed to load: "
                                   "RuntimeError: boom")
+
+
+def test_the_collector_waits_through_start_up_and_is_as_usual_once_the_work_begins() -> None:
+    """assay.startup: the ``assay`` script collects rarely while it starts; the first trio run
+    (where a command's work begins) sets start-up's objects aside and brings the usual thresholds
+    back, once; a program that imports assay as a library keeps its own collector settings."""
+    code = (
+        "import gc, json\n"
+        "from assay import startup\n"
+        "from assay.sessions.interrupts import run_trio\n"
+        "usual = gc.get_threshold()\n"
+        "async def seen():\n    return list(gc.get_threshold()), gc.get_freeze_count()\n"
+        "library = run_trio(seen)\n"
+        "startup.starting()\n"
+        "kept = [[x] for x in range(20_000)]\n"  # 20,000 young containers: no collection yet
+        "young = gc.get_count()[0]\n"
+        "first = run_trio(seen)\n"
+        "again = run_trio(seen)\n"
+        "print(json.dumps({'usual': usual, 'library': library, 'young': young, 'first': first, 'again': again}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["library"] == [seen["usual"], 0]  # no freeze, no change where start-up wasn't assay's
+    assert seen["young"] >= 20_000  # the start-up threshold held the collector back
+    assert seen["first"][0] == seen["usual"] and seen["first"][1] >= 20_000  # usual again; start-up set aside
+    assert seen["again"] == seen["first"]  # once: a later run freezes nothing more

@@ -4,7 +4,7 @@
 Modes: fix, nofix (delivers without a fix), noresult, garbage, exit3, outer_void (claims
 memory_cap), usage_limit and rate_limit (runner voids), commit_scratch (fixes, but commits an excluded file),
 uncommitted (fixes on disk only), ask (stopped_to_ask), sleep (hangs), fix_after:SECONDS (works that
-long, as a real agent does, then fixes), sigkill (kills itself, as an agent's ``kill -9 $$`` would),
+long, as a real agent does, then fixes; its session log says from when to when), sigkill (kills itself, as an agent's ``kill -9 $$`` would),
 or ``{"write": {path: text}}`` (writes those files, commits them and delivers).
 """
 
@@ -36,7 +36,9 @@ def main() -> int:
         commit(*mode["write"])
         mode = "written"
     if mode.startswith("fix_after:"):
+        began = time.time()
         time.sleep(float(mode.split(":")[1]))
+        print(f"scripted runner: worked from {began:.3f} to {time.time():.3f}", flush=True)
         mode = "fix"
     out = Path(request["output_dir"]) / "result.json"
     assert Path(request["home"], ".agent", "skills", "fix.md").is_file(), "home files mapped"

@@ -5,7 +5,9 @@ file and field, exit 2, and no Trial runs (docs/distributed.md)."""
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import socket
 from pathlib import Path
 
 import pytest
@@ -57,8 +59,9 @@ def test_a_bad_executor_table_in_the_user_config_names_its_file_and_field(world)
 
 @pytest.mark.slow
 def test_the_user_config_chooses_ray_and_a_flag_chooses_local_again(world, tmp_path: Path):
-    """``[executor] name = "ray"`` is every run's executor: a Custom runner Arm, which remote hosts
-    don't run yet, is refused there with why before any Trial; ``--executor local`` runs it here."""
+    """``[executor] name = "ray"`` is every run's executor: two Custom runner Arms go to it (the
+    config's head, which doesn't answer, refuses them naming the file and field, before any
+    Trial); ``--executor local`` runs them here."""
     if why := ray_missing():
         pytest.skip(why)
     home, _factory, _sc = world
@@ -72,16 +75,19 @@ def test_the_user_config_chooses_ray_and_a_flag_chooses_local_again(world, tmp_p
             "--trials-per-task", "1", "--sandbox", "none", "--json")
     refused = run_cli(home, *args, plugins=PLUGINS, cwd=tmp_path)
     assert refused.returncode == 2
-    assert "--executor ray: the Baseline is a Custom runner" in refused.stderr
+    assert f"{home / 'config.toml'}: executor.address 127.0.0.1:1" in refused.stderr
+    assert "no Ray head answers there" in refused.stderr
     assert _no_trials(home)
     here = run_cli(home, *args, "--executor", "local", plugins=PLUGINS, cwd=tmp_path)
     assert here.returncode == 0, here.stderr
     assert json.loads(here.stdout)["verdict"]
 
 
-def test_worker_start_offers_each_login_found_here_as_two_slots(tmp_path: Path):
+def test_worker_start_offers_each_login_found_here_as_two_slots_and_a_place_for_runners(tmp_path: Path):
     """``assay worker start`` gives its node one custom resource per login present on this host,
-    two slots each (the spec's two sessions at once per login), named for the account."""
+    two slots each (the spec's two sessions at once per login), named for the account, and a
+    place for Custom runners' Trials named for the host, as many at once as ``--runner-slots``
+    (default: the host's CPUs; 0: none)."""
     home = tmp_path / "home"
     home.mkdir()
     shown = run_cli(home, "worker", "start", "--head", "--account", "team-a", "--dry-run", plugins=PLUGINS)
@@ -91,9 +97,23 @@ def test_worker_start_offers_each_login_found_here_as_two_slots(tmp_path: Path):
     resources = json.loads(command[command.index("--resources") + 1])
     assert resources["assay-login:harness:fake-agent@team-a"] == 2
     assert command[1:3] == ["start", "--head"] and "--include-dashboard=false" in command
+    cpus = len(os.sched_getaffinity(0))
+    assert resources[f"assay-runner@{socket.gethostname()}"] == cpus
+    assert f"Custom runners here: assay-runner@{socket.gethostname()} ({cpus} at once)" in shown.stdout
+    three = run_cli(home, "worker", "start", "--head", "--runner-slots", "3", "--node-ip-address", "10.0.0.7",
+                    "--dry-run", plugins=PLUGINS)
+    command = shlex.split(three.stdout.splitlines()[-1])
+    assert {k: v for k, v in json.loads(command[command.index("--resources") + 1]).items()
+            if k.startswith("assay-runner")} == {"assay-runner@10.0.0.7": 3}
+    none_for_runners = run_cli(home, "worker", "start", "--head", "--runner-slots", "0", "--dry-run", plugins=PLUGINS)
+    assert "Custom runners here: none" in none_for_runners.stdout
+    assert "assay-runner" not in none_for_runners.stdout.splitlines()[-1]
     none = run_cli(home, "worker", "start", "--address", "10.0.0.5:6379", "--dry-run", plugins=PLUGINS,
                    FAKE_LOGINS="")
     assert none.returncode == 0 and "logins here: none" in none.stdout
-    assert "no Harness has a login on this host" in none.stderr
+    assert "no Harness has a login on this host (`assay harnesses`); it will run Custom runners' Trials only" in none.stderr
+    idle = run_cli(home, "worker", "start", "--address", "10.0.0.5:6379", "--runner-slots", "0", "--dry-run",
+                   plugins=PLUGINS, FAKE_LOGINS="")
+    assert idle.returncode == 0 and idle.stderr.rstrip().endswith("it will run no Trial")
     both = run_cli(home, "worker", "start", "--dry-run", plugins=PLUGINS)
     assert both.returncode == 2 and "give --address HEAD to join a cluster, or --head to start one" in both.stderr
