@@ -56,6 +56,10 @@ class Supervisor:
     """
 
     name: ClassVar[str]
+    # Whether the tree is re-read every ``poll`` while the session runs (each read takes in every
+    # process on the machine): not for a backend whose sessions can't leave a PID namespace whose
+    # end it sees (its all_gone), and whose stop signals find their way from the leader's children.
+    tracks_tree: ClassVar[bool] = True
     grace: float = 10.0
     poll: float = 0.5
     drain: float = 2.0
@@ -129,11 +133,12 @@ class Supervisor:
         return spawn(argv, cwd=cwd, env=env, pass_fds=pass_fds)  # never on a worker thread
 
     async def _keep_track(self, tree: ProcessTree, end_early: Callable[[], bool], session: trio.CancelScope) -> None:
-        """Re-read the tree every ``poll``: a read at the start would find the leader alone (each
-        read takes in every process on the machine), and a leader that ends sooner is read at its end."""
+        """Ask ``end_early`` and re-read the tree (if :attr:`tracks_tree`) every ``poll``: a read at the
+        start would find the leader alone, and a leader that ends sooner is read at its end."""
         while True:
             await trio.sleep(self.poll)
-            tree.refresh()
+            if self.tracks_tree:
+                tree.refresh()
             if end_early():
                 session.cancel()
 

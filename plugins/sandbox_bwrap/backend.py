@@ -72,6 +72,7 @@ class BwrapBackend(Supervisor):
     """
 
     name = "bwrap"
+    tracks_tree = False  # nothing leaves the Trial's PID namespace, whose end the relay's pidfd shows
     brokers_credentials = True  # each Invocation's login is held by its proxy (:mod:`.broker`)
     memory_limit: int | None = None
     memory_caps: memory.MemoryCaps | None = None
