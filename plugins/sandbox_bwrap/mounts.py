@@ -43,15 +43,36 @@ def toolchains() -> list[str]:
         if path.is_symlink():  # /etc/localtime -> its zone's file: the link, as a program reads its zone's name
             args += ["--symlink", os.readlink(path), str(path)]
         elif path.is_dir():
-            args += ["--ro-bind", str(path), str(path)]
+            args += ["--ro-bind", str(path), str(path), *masks(path)]
     for root in installs():
         args += ["--ro-bind", str(root), str(root)]
     return args
 
 
+def masks(folder: Path) -> list[str]:
+    """bwrap's arguments hiding what inside a bound ``folder`` only its owner or group may read (a
+    TLS key under ``/etc/ssl/private`` or ``/etc/pki/tls/private``): an empty read-only folder over
+    such a folder, ``/dev/null`` over such a file (bound without devices, it can't be opened). A Trial runs as the user running assay, root included,
+    so a permission the host keeps from others would not keep it from the Trial: hidden, not read."""
+    args = []
+    for parent, folders, files in os.walk(folder):
+        for name in list(folders):
+            path = Path(parent) / name
+            if not path.is_symlink() and not path.lstat().st_mode & 0o001:
+                args += ["--tmpfs", str(path), "--remount-ro", str(path)]
+                folders.remove(name)  # nothing under it shows
+        for name in files:
+            path = Path(parent) / name
+            if not path.is_symlink() and not path.lstat().st_mode & 0o004:
+                args += ["--ro-bind", "/dev/null", str(path)]
+    return args
+
+
 def etc_files() -> list[Path]:
-    """The plain ``/etc`` files a Trial gets a copy of (``--file``)."""
-    return [path for path in (Path("/etc") / name for name in ETC) if path.is_file() and not path.is_symlink()]
+    """The plain ``/etc`` files a Trial gets a copy of (``--file``): those anyone may read (see
+    :func:`masks`; a copy would show a private one to the Trial, read-only to all)."""
+    return [path for path in (Path("/etc") / name for name in ETC)
+            if path.is_file() and not path.is_symlink() and path.stat().st_mode & 0o004]
 
 
 def copies(files: Mapping[Path, int]) -> list[str]:

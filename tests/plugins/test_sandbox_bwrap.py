@@ -15,6 +15,7 @@ import os
 import secrets
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -166,6 +167,43 @@ def test_a_trial_sees_its_own_paths_and_nothing_else(bwrap: BwrapBackend, world:
     assert seen["oom_score_adj"] == "1000" and seen["capabilities"] == ["0000000000000000"]
     assert seen["proxy"] == "http://127.0.0.1:3128"
     assert (world.repo / "made-inside.txt").read_text() == "from the Trial\n"
+
+
+def test_what_only_its_owner_may_read_in_a_bound_etc_folder_is_hidden(bwrap: BwrapBackend, tmp_path: Path) -> None:
+    """A hostile review's finding: /etc/ssl is bound whole, and a Trial runs as the user running
+    assay, so under root it read /etc/ssl/private (TLS keys). What in a bound /etc folder others may
+    not read is hidden (mounts.masks), and a private plain /etc file is never copied in. Checked
+    with bwrap itself, as root or not: a folder like /etc/ssl, its private key and public certs."""
+    ssl = tmp_path / "ssl"
+    (ssl / "certs").mkdir(parents=True)
+    (ssl / "certs" / "ca.pem").write_text("public cert\n")
+    (ssl / "private").mkdir(mode=0o700)
+    (ssl / "private" / "host.key").write_text("PRIVATE KEY\n")
+    (ssl / "secret.cnf").write_text("a password\n")
+    (ssl / "secret.cnf").chmod(0o640)
+    os.chmod(ssl / "private", 0o710)  # as /etc/ssl/private on Debian: root, group ssl-cert, no access for others
+    read = ("import os, sys\n"
+            "def show(p):\n"
+            "    try:\n        return sorted(os.listdir(p)) if os.path.isdir(p) else open(p).read()\n"
+            "    except OSError as e:\n        return type(e).__name__\n"
+            f"print(repr([show(p) for p in sys.argv[1:]]))")
+    paths = [str(ssl / "certs" / "ca.pem"), str(ssl / "private"), str(ssl / "private" / "host.key"), str(ssl / "secret.cnf")]
+
+    def seen(*hide: str) -> list:
+        argv = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--ro-bind", str(ssl), str(ssl), *hide,
+                sys.executable, "-c", read, *paths]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        return eval(done.stdout)  # noqa: S307  # the repr of a list of strings and lists, printed above
+
+    from assay.plugins.sandbox_bwrap.mounts import masks
+
+    if os.geteuid() == 0:  # the hole itself: root reads what others may not
+        assert seen() == ["public cert\n", ["host.key"], "PRIVATE KEY\n", "a password\n"]
+    shown = seen(*masks(ssl))
+    assert shown[0] == "public cert\n"  # what anyone may read is there
+    assert shown[1] == [] and shown[2] == "FileNotFoundError"  # an empty folder over the private one
+    assert shown[3] == "PermissionError"  # /dev/null bound without devices: nothing to read
 
 
 # --- What a Trial reaches ------------------------------------------------------------------------
