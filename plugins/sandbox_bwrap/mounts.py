@@ -45,7 +45,24 @@ def toolchains() -> list[str]:
         elif path.is_dir():
             args += ["--ro-bind", str(path), str(path), *masks(path)]
     for root in installs():
-        args += ["--ro-bind", str(root), str(root)]
+        args += install_binds(root)
+    return args
+
+
+VENV = ("bin", "lib", "lib64", "pyvenv.cfg")  # what a virtual environment's Python reads of it
+
+
+def install_binds(root: Path) -> list[str]:
+    """bwrap's arguments showing an install where it is: a virtual environment only as far as its
+    Python needs (its own ``pip.conf``, say, may hold a private index's token), anything else whole."""
+    if not (root / "pyvenv.cfg").is_file():
+        return ["--ro-bind", str(root), str(root)]
+    args = []
+    for path in (root / name for name in VENV):
+        if path.is_symlink():  # lib64 -> lib
+            args += ["--symlink", os.readlink(path), str(path)]
+        elif path.exists():
+            args += ["--ro-bind", str(path), str(path)]
     return args
 
 

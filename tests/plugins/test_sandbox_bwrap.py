@@ -206,6 +206,28 @@ def test_what_only_its_owner_may_read_in_a_bound_etc_folder_is_hidden(bwrap: Bwr
     assert shown[3] == "PermissionError"  # /dev/null bound without devices: nothing to read
 
 
+def test_a_virtual_environment_shows_only_what_its_python_reads(bwrap: BwrapBackend, tmp_path: Path) -> None:
+    """The same mechanism, asked what else it let in: the Python running assay is bound where it is
+    installed, and a virtual environment's root may hold a pip.conf with a private index's token.
+    Only its bin, lib, lib64 and pyvenv.cfg are shown; its Python still starts as that venv's."""
+    import venv
+
+    from assay.plugins.sandbox_bwrap.mounts import install_binds
+
+    root = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(root)
+    (root / "pip.conf").write_text("[global]\nindex-url = https://user:TOKEN@pypi.example/simple\n")
+    look = f"import os, sys; print(sys.prefix, sorted(os.listdir({str(root)!r})))"
+    argv = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", str(root), *install_binds(root),
+            str(root / "bin" / "python"), "-c", look]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    prefix, _, listed = done.stdout.strip().partition(" ")
+    assert prefix == str(root)  # its own venv, pyvenv.cfg read
+    assert "pip.conf" not in listed and "pyvenv.cfg" in listed and "bin" in listed
+    assert install_binds(Path(sys.base_prefix)) == ["--ro-bind", sys.base_prefix, sys.base_prefix]  # not a venv: whole
+
+
 # --- What a Trial reaches ------------------------------------------------------------------------
 
 CONNECT = """
