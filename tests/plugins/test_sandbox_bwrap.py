@@ -182,11 +182,11 @@ def test_what_only_its_owner_may_read_in_a_bound_etc_folder_is_hidden(bwrap: Bwr
     (ssl / "secret.cnf").write_text("a password\n")
     (ssl / "secret.cnf").chmod(0o640)
     os.chmod(ssl / "private", 0o710)  # as /etc/ssl/private on Debian: root, group ssl-cert, no access for others
-    read = ("import os, sys\n"
+    read = ("import json, os, sys\n"
             "def show(p):\n"
             "    try:\n        return sorted(os.listdir(p)) if os.path.isdir(p) else open(p).read()\n"
             "    except OSError as e:\n        return type(e).__name__\n"
-            f"print(repr([show(p) for p in sys.argv[1:]]))")
+            "print(json.dumps([show(p) for p in sys.argv[1:]]))")
     paths = [str(ssl / "certs" / "ca.pem"), str(ssl / "private"), str(ssl / "private" / "host.key"), str(ssl / "secret.cnf")]
 
     def seen(*hide: str) -> list:
@@ -194,7 +194,7 @@ def test_what_only_its_owner_may_read_in_a_bound_etc_folder_is_hidden(bwrap: Bwr
                 sys.executable, "-c", read, *paths]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
         assert done.returncode == 0, done.stderr
-        return eval(done.stdout)  # noqa: S307  # the repr of a list of strings and lists, printed above
+        return json.loads(done.stdout)
 
     from assay.plugins.sandbox_bwrap.mounts import masks
 
