@@ -80,6 +80,17 @@ def alive(pid: int) -> bool:
     return process_start(pid) is not None
 
 
+@pytest.fixture(scope="session", autouse=True)
+def not_the_users_assay_home(tmp_path_factory: pytest.TempPathFactory) -> Generator[None, None, None]:
+    """No test reads the user's own ``ASSAY_HOME`` (or ``~/.assay``): a test without
+    :func:`assay_home` gets an empty one of this run. An ``assay harnesses check`` run beside the
+    suite once wrote ``~/.assay/footprints.json``, and a test's memory cap changed with it."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("ASSAY_HOME", str(tmp_path_factory.mktemp("default-assay-home")))
+    yield
+    patch.undo()
+
+
 @pytest.fixture
 def assay_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "assay-home"
