@@ -21,7 +21,7 @@ import pytest
 
 from tests.conftest import cli_env, wait_for
 from tests.console.test_cron_jobs import crontab, write  # noqa: F401 - crontab is a fixture
-from tests.console.test_routes import finished  # noqa: F401 - a fixture
+from tests.console.test_routes import finished, finished_once  # noqa: F401 - fixtures
 from tests.experiment_fixtures import PLUGINS, make_factory, make_suite, scenario, start_experiment
 from tests.scoring_fixtures import RUN, score, score_in_background, seats, world  # noqa: F401 - world is a fixture
 
