@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -17,8 +16,9 @@ from assay.hooks import plugin_manager
 from assay.storage.home import AssayHome
 from starlette.testclient import TestClient
 
-from tests.conftest import built_once, cli_env, copy_home, run_cli, wait_for
-from tests.experiment_fixtures import PLUGINS, experiment, make_factory, make_suite, scenario, start_experiment
+from tests.conftest import cli_env, run_cli, wait_for
+from tests.experiment_fixtures import (PLUGINS, finished_copy, finished_experiment_once, make_factory, make_suite, scenario,
+                                      start_experiment)
 
 JSON = {"accept": "application/json"}
 PLUGGED = plugin_manager.load()  # the built-in plugins: suite kinds and Graders
@@ -27,31 +27,15 @@ WITH_FAKES = plugin_manager.load(modules=["tests.fakes.fake_agent_plugin"])  # a
 
 @pytest.fixture(scope="session")
 def finished_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder whose ``assay-home`` holds a finished Experiment of the fake Harness (its id in
-    ``id``), run once per test run for every test that reads one (about 2 s of CPU each time)."""
-    def build(folder: Path) -> None:
-        # The Experiment records its Factory's path, and extending it reads the Factory there: it
-        # goes beside the folder, which is renamed when built.
-        root = folder.parent / "console-finished-factory"
-        shutil.rmtree(root, ignore_errors=True)  # a build cut short earlier
-        factory = make_factory(root)
-        home = folder / "assay-home"
-        home.mkdir()
-        make_suite(home)
-        sc = scenario(folder / "s.json", {"good": {"*": "right"}, "bad": {"fixture/t1": "wrong", "*": "right"}})
-        result = experiment(home, factory, sc, "--candidate-model", "bad", "--json")
-        assert result.returncode == 0, result.stderr
-        (folder / "id").write_text(json.loads(result.stdout.splitlines()[-1])["id"])
-
-    return built_once(tmp_path_factory, "console-finished", build)
+    """The finished Experiment below, run once per test run (about 2 s of CPU each time)."""
+    return finished_experiment_once(tmp_path_factory, tasks=4)
 
 
 @pytest.fixture
 def finished(finished_once: Path, assay_home: Path) -> str:
     """A finished Experiment of the fake Harness (its id), in this test's own ``ASSAY_HOME``: a
     copy of the one run once, so a test may change it."""
-    copy_home(finished_once / "assay-home", assay_home)
-    return (finished_once / "id").read_text()
+    return finished_copy(finished_once, assay_home)
 
 
 def client(home: Path, plugins=PLUGGED, **kw) -> TestClient:
