@@ -21,7 +21,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from tests.conftest import run_cli
 from tests.experiment_fixtures import (PLUGINS, finished_copy, finished_experiment_once, make_process_suite, make_runner,
                                        runner_experiment)
-from tests.scoring_fixtures import RUN, score, world  # noqa: F401 - world is a fixture
+from tests.scoring_fixtures import RUN, score, scored, scored_once, world  # noqa: F401 - fixtures
 
 HEX = re.compile(r"[0-9a-f]+")
 
@@ -218,10 +218,11 @@ def test_traces_export_refused_or_unknown_is_one_line_and_non_zero(assay_home, f
 
 
 @pytest.mark.slow
-def test_a_scoring_run_traces_its_grader_sessions_and_exports_them(assay_home, world):  # noqa: F811
+def test_a_scoring_run_traces_its_grader_sessions_and_exports_them(assay_home, scored):  # noqa: F811
     """Issue 32: "The Scoring run does the same for its Grader sessions": its trace is the run, a step per
     pull request graded, and each Grader session under its step."""
-    done = score(assay_home, world, *RUN)
+    _, run = scored  # the world after one Scoring run, made once
+    done = run
     assert done.returncode == 0, done.stderr
     run_id = json.loads(done.stdout)["id"]
     folder = assay_home / "evals" / "scoring" / "traces" / run_id
