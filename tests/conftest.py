@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from pathlib import Path
 
 import pytest
@@ -53,13 +53,42 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return  # an xdist worker: the controller compiled already
     root = Path(__file__).parents[1]
     data = re.compile(re.escape(str(root / "plugins" / "demo")) + "/(runners|tasks)/")
-    for part in ("core", "plugins"):
+    for part in ("core", "plugins", "tests/fakes"):  # tests/fakes: the plugins CLI processes load (ASSAY_PLUGINS)
         compileall.compile_dir(root / part, quiet=2, rx=data)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Generator[None, None, None]:
+    """Keep the test modules pytest rewrites as it collects them, even where bytecode writing is off.
+
+    Rewriting every test module's asserts takes about 3.5 s of CPU in each xdist worker, and pytest
+    keeps the result beside the module only if bytecode writing is on; ``PYTHONDONTWRITEBYTECODE``
+    turns it off on this workplace's machines. Kept (``__pycache__`` is ignored by git), later runs'
+    workers read them: a worker's collection takes about 2.8 s of CPU instead of 6.2. Only while
+    collecting: a test that loads the demo's runner code must not leave bytecode in the runners'
+    folder, which is frozen file for file."""
+    kept = sys.dont_write_bytecode
+    sys.dont_write_bytecode = False
+    try:
+        return (yield)
+    finally:
+        sys.dont_write_bytecode = kept
 
 
 def alive(pid: int) -> bool:
     """Whether process ``pid`` still runs (a zombie waiting to be reaped has ended)."""
     return process_start(pid) is not None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def not_the_users_assay_home(tmp_path_factory: pytest.TempPathFactory) -> Generator[None, None, None]:
+    """No test reads the user's own ``ASSAY_HOME`` (or ``~/.assay``): a test without
+    :func:`assay_home` gets an empty one of this run. An ``assay harnesses check`` run beside the
+    suite once wrote ``~/.assay/footprints.json``, and a test's memory cap changed with it."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("ASSAY_HOME", str(tmp_path_factory.mktemp("default-assay-home")))
+    yield
+    patch.undo()
 
 
 @pytest.fixture

@@ -8,29 +8,9 @@ method, :mod:`assay.verdict.confidence_sequence` the interval valid at every loo
 :mod:`assay.verdict.efficiency` the judgement of a saving the Bar says a change is meant to make.
 """
 
-import os
+from assay.verdict import runtime
 
-
-def _import_numpy_with_one_blas_thread() -> None:
-    """Load numpy's OpenBLAS with one thread unless the user chose otherwise, and leave the environment as it was.
-
-    OpenBLAS starts a thread per core when it loads, and they spin: about 0.1 s of CPU in every
-    process that computes a Verdict (half of a short ``assay experiment``'s imports), for matrices
-    of a few thousand numbers that one thread multiplies faster. One thread also sums in one fixed
-    order on every machine. The variable is read once, at load, so it is put back at once: a Factory
-    build or a session started later gets the user's environment unchanged.
-    """
-    if "OPENBLAS_NUM_THREADS" in os.environ:
-        import numpy  # noqa: F401  # the user's choice stands
-        return
-    os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    try:
-        import numpy  # noqa: F401
-    finally:
-        del os.environ["OPENBLAS_NUM_THREADS"]
-
-
-_import_numpy_with_one_blas_thread()
+runtime.prepare()
 
 from assay.verdict.dirichlet import (  # noqa: E402  # after numpy's load above
     CLEAR_CHANCE,

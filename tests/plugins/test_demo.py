@@ -69,10 +69,16 @@ def test_a_hasty_trial_draws_the_same_in_every_attempt_and_differently_per_trial
     assert draws("baseline-0", 0) != draws("candidate-0", 0)
 
 
+LOADED = ("nice", "-n", "10")
+"""The busy loops and the demo they load share one lower priority: loaded against each other as on
+a busy machine, while the tests running beside this one keep their share of the cores."""
+
+
 @contextlib.contextmanager
 def busy_machine():
-    """A busy loop on every core, for as long as the block runs: the load that hid issue 40's bug."""
-    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    """A busy loop on every core, for as long as the block runs: the load that hid issue 40's bug.
+    Run what the loops should load under ``LOADED`` too."""
+    loops = [subprocess.Popen([*LOADED, sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
     try:
         yield
     finally:
@@ -104,14 +110,14 @@ def test_a_demo_killed_mid_trial_under_load_resumes_to_the_uninterrupted_verdict
     core, and run again, ends in exactly the Verdict of an uninterrupted run, bit for bit."""
     if backend == "bwrap" and not (check := BwrapBackend().check()).works:
         pytest.skip(f"bwrap can't run here: {check.reason}")
-    argv = [sys.executable, "-m", "assay", "demo", "--sandbox", backend, "--json"]
+    argv = [*LOADED, sys.executable, "-m", "assay", "demo", "--sandbox", backend, "--json"]
     with busy_machine():
         with subprocess.Popen(argv, env=cli_env(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
             wait_for(lambda: running_trial(tmp_path, "pager-off-by-one") or proc.poll() is not None,
                      timeout=240, what="a Baseline Trial of pager-off-by-one to start")
             assert proc.poll() is None, "the demo ended before a Trial could be cut short"
-            proc.send_signal(signal.SIGKILL)
-        resumed = run_cli(tmp_path, "demo", "--sandbox", backend, "--json")
+            proc.send_signal(signal.SIGKILL)  # nice execs the demo: this is its process
+        resumed = subprocess.run(argv, env=cli_env(tmp_path), capture_output=True, text=True, timeout=300)
         assert resumed.returncode == 0, resumed.stderr
     assert list(tmp_path.glob("evals/experiments/*/trials/assay-demo__pager-off-by-one/baseline-*/attempt-1")), \
         "the Trial cut short re-ran as a new attempt"
