@@ -111,25 +111,33 @@ def _cpu() -> float:
             + ticks / os.sysconf("SC_CLK_TCK"))
 
 
-def run(tasks: int, workers: int, sandbox: str, disk_cap: bool = True) -> tuple[float, float, int]:
-    with tempfile.TemporaryDirectory() as tmp:
-        home, factory = world(Path(tmp), tasks)
-        sys.path.insert(0, str(HERE))
-        plugins = plugin_manager.load(modules=["instant_plugin"])
-        plan = start.plan(
-            home, plugins, factory_path=factory, suites=["bench"], bar=attrs.evolve(Bar(), timeout_seconds=60),
-            candidate=ArmFlags("HEAD", model="b"), baseline=ArmFlags("HEAD"), sandbox=sandbox,
-        )
-        if not disk_cap:
-            from assay.plugins.sandbox_bwrap import disk
+# Every run's folder is kept until the benchmark ends: deleting a run's tens of thousands of files
+# just before the next run made each file that run created cost up to ten times the CPU (ext4
+# without a journal, as on this machine, skips inodes freed in the last 5-10 s one by one when it
+# allocates), which fell on whichever run came next and on assay's runs far more than on
+# inspect_ai's, which create few files. A run of 500 Trials keeps about 90 MB.
+SCRATCH = tempfile.TemporaryDirectory(prefix="bench_experiment.")
 
-            plan = attrs.evolve(plan, backend=attrs.evolve(plan.backend, disk_caps=disk.DiskCaps("none")))
-        started, cpu = time.perf_counter(), _cpu()
-        _, outcome = start.start(home, plugins, plan, workers=workers, report=lambda *a: None)
-        wall, cpu = time.perf_counter() - started, _cpu() - cpu
-        trials = len(list(home.experiments.glob("*/trials/*/*/attempt-*/trial.json")))
-        assert outcome in ("pass", "fail", "inconclusive"), outcome
-        return wall, cpu, trials
+
+def run(tasks: int, workers: int, sandbox: str, disk_cap: bool = True) -> tuple[float, float, int]:
+    tmp = tempfile.mkdtemp(dir=SCRATCH.name)  # removed with SCRATCH, when the benchmark ends
+    home, factory = world(Path(tmp), tasks)
+    sys.path.insert(0, str(HERE))
+    plugins = plugin_manager.load(modules=["instant_plugin"])
+    plan = start.plan(
+        home, plugins, factory_path=factory, suites=["bench"], bar=attrs.evolve(Bar(), timeout_seconds=60),
+        candidate=ArmFlags("HEAD", model="b"), baseline=ArmFlags("HEAD"), sandbox=sandbox,
+    )
+    if not disk_cap:
+        from assay.plugins.sandbox_bwrap import disk
+
+        plan = attrs.evolve(plan, backend=attrs.evolve(plan.backend, disk_caps=disk.DiskCaps("none")))
+    started, cpu = time.perf_counter(), _cpu()
+    _, outcome = start.start(home, plugins, plan, workers=workers, report=lambda *a: None)
+    wall, cpu = time.perf_counter() - started, _cpu() - cpu
+    trials = len(list(home.experiments.glob("*/trials/*/*/attempt-*/trial.json")))
+    assert outcome in ("pass", "fail", "inconclusive"), outcome
+    return wall, cpu, trials
 
 
 def main() -> None:

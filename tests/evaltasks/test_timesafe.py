@@ -375,6 +375,49 @@ def test_copies_are_independent_and_writable(cached: timesafe.CachedRepo, tmp_pa
     assert out(b, "rev-parse", "HEAD") == cached.base
 
 
+def listing(folder: Path) -> list[tuple[str, str, int, str, bytes]]:
+    """Every entry below ``folder``: its path, type, mode, link target and content."""
+    rows = []
+    for path in sorted(folder.rglob("*")):
+        kind = "link" if path.is_symlink() else "folder" if path.is_dir() else "file"
+        rows.append((str(path.relative_to(folder)), kind, path.lstat().st_mode & 0o7777,
+                     os.readlink(path) if kind == "link" else "", path.read_bytes() if kind == "file" else b""))
+    return rows
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o277], ids=["umask-022", "umask-277"])
+def test_the_copy_is_what_cp_and_chmod_made(umask: int, tmp_path: Path):
+    """The in-process copy leaves exactly what ``cp -R -P --reflink=auto`` then ``chmod -R u+w`` left
+    (modes less the umask, even one that takes the owner's write bit; links as links; nesting)."""
+    source = tmp_path / "source"
+    source.mkdir()
+    git(source, "init", "-q", "-b", "main")
+    (source / "deep" / "er").mkdir(parents=True)
+    (source / "deep" / "er" / "x.txt").write_text("deep\n")
+    (source / "run.sh").write_text("#!/bin/sh\necho hi\n")
+    (source / "run.sh").chmod(0o755)
+    (source / "to-run").symlink_to("run.sh")
+    (source / "dangling").symlink_to("nowhere")
+    git(source, "add", ".")
+    git(source, "commit", "-q", "-m", "base")
+    cache = timesafe.prepare_cache(AssayHome(tmp_path / "home"), str(source), out(source, "rev-parse", "HEAD"))
+    before = os.umask(umask)
+    try:
+        repo = timesafe.trial_copy(cache, tmp_path / "repo")
+        subprocess.run(["cp", "-R", "-P", "--reflink=auto", "--no-target-directory", str(cache.path), str(tmp_path / "cp")],
+                       check=True)
+        subprocess.run(["chmod", "-R", "u+w", str(tmp_path / "cp")], check=True)
+    finally:
+        os.umask(before)
+    made, expected = listing(repo), listing(tmp_path / "cp")
+    assert [row for row in made if not row[0].startswith(".git/index")] == \
+        [row for row in expected if not row[0].startswith(".git/index")]  # the index alone is re-stamped
+    assert ("run.sh", "file", 0o755 & ~umask | 0o200, "", b"#!/bin/sh\necho hi\n") in made
+    assert ("to-run", "link", 0o777, "run.sh", b"") in made
+    assert (repo.stat().st_mode & 0o7777) == ((tmp_path / "cp").stat().st_mode & 0o7777)
+    assert out(repo, "status", "--porcelain") == ""
+
+
 # --- the command line ---------------------------------------------------------------------------------
 
 
