@@ -71,7 +71,10 @@ def experiment_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def finished_experiment(experiment_once: Path, assay_home: Path) -> Path:
     """A whole fake-Harness Experiment: 2 tasks, 2 Trials per Arm; the Candidate wrong on t1. Run
     once for this file's tests, each reading its own copy in its ``ASSAY_HOME``."""
-    return assay_home / "evals" / "experiments" / finished_copy(experiment_once, assay_home)
+    exp_id = finished_copy(experiment_once, assay_home)
+    [folder] = (assay_home / "evals" / "experiments").iterdir()
+    assert folder.name == exp_id
+    return folder
 
 
 @pytest.mark.slow
