@@ -203,12 +203,13 @@ def shim(folder: Path, name: str, when: str, marker: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, when", [("git", "archive"), ("cp", "--reflink")],
-                         ids=["git-before-the-trials", "cp-of-a-trial-repository"])
+@pytest.mark.parametrize("name, when", [("git", "archive"), ("git", "update-index")],
+                         ids=["git-before-the-trials", "git-in-a-trial-repository-copy"])
 def test_ctrl_c_on_a_child_process_is_a_stop(world, assay_home: Path, tmp_path: Path, name: str, when: str):
     """Finding 5: a terminal's Ctrl-C (SIGINT to the whole foreground group) that lands while assay
-    waits on a git or cp child - before the Trials (the Factory's build) or inside them (a Trial's
-    repository copy) - is a Stop: exit 3, "stopped", no traceback, and the run resumes."""
+    waits on a git child - before the Trials (the Factory's build) or inside them (a Trial's
+    repository copy re-stamps its index with git; the copy itself, once ``cp``, is made in assay's
+    process) - is a Stop: exit 3, "stopped", no traceback, and the run resumes."""
     factory, _ = world
     marker = tmp_path / "child-started"
     shim(tmp_path / "bin", name, when, marker)
@@ -232,17 +233,18 @@ def test_ctrl_c_on_a_child_process_is_a_stop(world, assay_home: Path, tmp_path: 
 
 @pytest.mark.slow
 def test_a_child_killed_by_the_ctrl_c_before_assay_sees_it_is_still_a_stop(world, assay_home: Path, tmp_path: Path):
-    """Found in a whole run: a terminal's Ctrl-C killed the Trial's repository copy (`cp`, in
-    assay's process group) and its exit -2 reached the run before the signal did, so the
-    Experiment errored ("cp … failed: exit -2", exit 1) instead of stopping. Here the copy dies of
-    SIGINT first and assay gets its Ctrl-C 0.3 s later: still a Stop (exit 3), and it resumes."""
+    """Found in a whole run: a terminal's Ctrl-C killed a child of the Trial's repository copy (then
+    `cp`, in assay's process group) and its exit -2 reached the run before the signal did, so the
+    Experiment errored ("cp … failed: exit -2", exit 1) instead of stopping. Here the copy's child
+    (git re-stamping the index) dies of SIGINT first and assay gets its Ctrl-C 0.3 s later: still a
+    Stop (exit 3), and it resumes."""
     factory, _ = world
     bin_folder = tmp_path / "bin"
     bin_folder.mkdir()
-    real = shutil.which("cp")
-    (bin_folder / "cp").write_text(
-        f'#!/bin/sh\ncase "$*" in *--reflink*) (sleep 0.3; kill -INT $PPID) </dev/null >/dev/null 2>&1 & kill -INT $$;; esac\nexec {real} "$@"\n')
-    (bin_folder / "cp").chmod(0o755)
+    real = shutil.which("git")
+    (bin_folder / "git").write_text(
+        f'#!/bin/sh\ncase "$*" in *update-index*) (sleep 0.3; kill -INT $PPID) </dev/null >/dev/null 2>&1 & kill -INT $$;; esac\nexec {real} "$@"\n')
+    (bin_folder / "git").chmod(0o755)
     sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "bad": {"*": "right"}})
     env = cli_env(assay_home, PLUGINS, FAKE_SCENARIO=str(sc), PATH=f"{bin_folder}:{os.environ['PATH']}")
     done = subprocess.run(
