@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import cli_env, run_cli
+import pytest
+
+from tests.conftest import built_once, cli_env, copy_home, run_cli
 
 PLUGINS = "fake_agent_plugin"
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
@@ -95,6 +98,36 @@ def experiment(home: Path, factory: Path, scenario_file: Path, *args: str, **kw)
         "--sandbox", "none", *args, plugins=PLUGINS, FAKE_SCENARIO=str(scenario_file), **kw,
     )
 
+
+
+def finished_experiment_once(tmp_path_factory: pytest.TempPathFactory, tasks: int) -> Path:
+    """A folder whose ``assay-home`` holds a finished Experiment of the fake Harness on ``tasks``
+    tasks of the fixture suite, the Candidate (model bad) wrong on t1, and its id in ``id``: run
+    once per test run for every test that reads one; each test reads a copy (:func:`finished_copy`)."""
+    name = f"finished-{tasks}-tasks"
+
+    def build(folder: Path) -> None:
+        # The Experiment records its Factory's path, and extending it reads the Factory there: it
+        # goes beside the folder, which is renamed once built.
+        root = folder.parent / f"{name}-factory"
+        shutil.rmtree(root, ignore_errors=True)  # a build cut short earlier
+        factory = make_factory(root)
+        home = folder / "assay-home"
+        home.mkdir()
+        make_suite(home, tasks=tasks)
+        sc = scenario(folder / "s.json", {"good": {"*": "right"}, "bad": {"fixture/t1": "wrong", "*": "right"}})
+        result = experiment(home, factory, sc, "--candidate-model", "bad", "--json")
+        assert result.returncode == 0, result.stderr
+        (folder / "id").write_text(json.loads(result.stdout.splitlines()[-1])["id"])
+
+    return built_once(tmp_path_factory, name, build)
+
+
+def finished_copy(once: Path, assay_home: Path) -> str:
+    """The Experiment :func:`finished_experiment_once` ran, copied into a test's own ``assay_home``, which it
+    may change: its id."""
+    copy_home(once / "assay-home", assay_home)
+    return (once / "id").read_text()
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"

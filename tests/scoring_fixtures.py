@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 
 from assay.plugins.demo.scoring import gh_on_path
 
-from tests.conftest import cli_env, run_cli
+from tests.conftest import built_once, cli_env, copy_home, run_cli
 from tests.experiment_fixtures import PLUGINS, git
 
 CLAUDE = "Built with claude 2.1.197 · claude-opus-5 · high"
@@ -67,7 +68,12 @@ def make_history(repo: Path, history: list = HISTORY) -> list[str]:
 def world(tmp_path: Path, assay_home: Path) -> dict:
     """acme/app with six merged factory PRs (three per setup), a security fix, one with no Built-with
     line and one merged before the window; and a gh that serves them."""
-    repo = tmp_path / "acme-app"
+    return make_world(tmp_path, assay_home)
+
+
+def make_world(root: Path, assay_home: Path) -> dict:
+    """The :func:`world` in ``root``, its seats in ``assay_home``."""
+    repo = root / "acme-app"
     commits = make_history(repo)
     pulls = [pull("acme/app", n, commits[2], CLAUDE if n % 2 else CODEX, issue=100 + n) for n in range(1, 7)]
     pulls += [pull("acme/app", 7, "7" * 40, CLAUDE, issue=107),  # its issue is a security fix
@@ -91,10 +97,44 @@ def world(tmp_path: Path, assay_home: Path) -> dict:
                 "closed_at": stamp(100)}]  # closed before any window, with no fix commit: the first run finds it
     data = {"logged_in": True, "repos": {"acme/app": {"clone_url": str(repo)}}, "pulls": pulls, "issues": issues,
             "commit_diffs": {commits[2]: git(repo, "diff", commits[1], commits[2])}, "commits": commits}
-    (tmp_path / "world.json").write_text(json.dumps(data))
-    bin_dir = gh_on_path(tmp_path / "bin", tmp_path / "world.json", tmp_path / "gh.log")  # the fake gh assay ships
+    (root / "world.json").write_text(json.dumps(data))
+    bin_dir = gh_on_path(root / "bin", root / "world.json", root / "gh.log")  # the fake gh assay ships
     seats(assay_home)
-    return {"path": tmp_path / "world.json", "bin": bin_dir, "data": data, "log": tmp_path / "gh.log"}
+    return {"path": root / "world.json", "bin": bin_dir, "data": data, "log": root / "gh.log"}
+
+
+@pytest.fixture(scope="session")
+def scored_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder whose ``assay-home`` has had one Scoring run (RUN, the default seats) of the world,
+    its output kept in ``run.json``: made once per test run for the tests that start from one
+    (about 3 s of CPU each time); read it through :func:`scored`."""
+    def build(folder: Path) -> None:
+        shutil.rmtree(_scored_world(folder), ignore_errors=True)  # a build cut short earlier
+        home = folder / "assay-home"
+        home.mkdir()
+        done = score(home, make_world(_scored_world(folder), home), *RUN)
+        (folder / "run.json").write_text(json.dumps([done.returncode, done.stdout, done.stderr]))
+
+    return built_once(tmp_path_factory, "scored", build)
+
+
+def _scored_world(folder: Path) -> Path:
+    """Where :func:`scored_once` keeps its world: beside its folder, which is renamed once built,
+    as the run's records and the world's own files name the world's paths."""
+    return folder.parent / "scored-world"
+
+
+@pytest.fixture
+def scored(scored_once: Path, assay_home: Path) -> tuple[dict, subprocess.CompletedProcess[str]]:
+    """The world after one Scoring run (RUN) in this test's own ``ASSAY_HOME`` (a copy of the one
+    made once, which a test may change), and that run as its process ended. The world is shared:
+    read it, and run more commands against it, but don't change its files."""
+    copy_home(scored_once / "assay-home", assay_home)
+    code, out, err = json.loads((scored_once / "run.json").read_text())
+    world_dir = _scored_world(scored_once)
+    world = {"path": world_dir / "world.json", "bin": world_dir / "bin",
+             "data": json.loads((world_dir / "world.json").read_text()), "log": world_dir / "gh.log"}
+    return world, subprocess.CompletedProcess(list(RUN), code, out, err)
 
 
 def score(assay_home: Path, world: dict, *args: str, **env: str):

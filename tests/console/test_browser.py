@@ -21,9 +21,10 @@ import pytest
 
 from tests.conftest import cli_env, wait_for
 from tests.console.test_cron_jobs import crontab, write  # noqa: F401 - crontab is a fixture
-from tests.console.test_routes import finished  # noqa: F401 - a fixture
+from tests.console.test_routes import finished, finished_once  # noqa: F401 - fixtures
 from tests.experiment_fixtures import PLUGINS, make_factory, make_suite, scenario, start_experiment
-from tests.scoring_fixtures import RUN, score, score_in_background, seats, world  # noqa: F401 - world is a fixture
+from tests.scoring_fixtures import (  # noqa: F401 - world, scored and scored_once are fixtures
+    RUN, score, score_in_background, scored, scored_once, seats, world)
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SIZES = {"desktop": (1440, 900), "phone": (390, 844)}
@@ -142,8 +143,9 @@ def test_the_experiment_page_updates_live_while_the_experiment_runs(browser, ass
 
 
 @pytest.mark.slow
-def test_the_scores_form_in_a_browser(browser, assay_home, world):  # noqa: F811
-    assert score(assay_home, world, *RUN).returncode == 0
+def test_the_scores_form_in_a_browser(browser, assay_home, tmp_path, scored):  # noqa: F811
+    world, run = scored  # the world after one Scoring run, made once
+    assert run.returncode == 0
     with console(assay_home, FAKE_GH_WORLD=str(world["path"])) as url:
         page = browser.new_page()
         page.goto(f"{url}/scores")
@@ -155,7 +157,7 @@ def test_the_scores_form_in_a_browser(browser, assay_home, world):  # noqa: F811
         page.click("button:has-text('Save')")
         page.wait_for_selector("text=Correct judged by")
         assert page.locator("text=my tested reason").count() == 1
-        shots(page, world["path"].parent / "screenshots", "scores")
+        shots(page, tmp_path / "screenshots", "scores")
         assert sideways(page) <= 1  # a pull request's Scores at 390 px: stacked rows (issue 32)
 
 

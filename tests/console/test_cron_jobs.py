@@ -15,7 +15,7 @@ from assay.storage import cronjobs
 from assay.storage.home import AssayHome
 
 from tests.conftest import run_cli
-from tests.console.test_routes import JSON, client, finished  # noqa: F401
+from tests.console.test_routes import JSON, client, finished, finished_once  # noqa: F401 - fixtures
 from tests.experiment_fixtures import PLUGINS
 from tests.scoring_fixtures import RUN, score, world  # noqa: F401 - world is a fixture
 

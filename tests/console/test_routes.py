@@ -17,22 +17,25 @@ from assay.storage.home import AssayHome
 from starlette.testclient import TestClient
 
 from tests.conftest import cli_env, run_cli, wait_for
-from tests.experiment_fixtures import PLUGINS, experiment, make_factory, make_suite, scenario, start_experiment
+from tests.experiment_fixtures import (PLUGINS, finished_copy, finished_experiment_once, make_factory, make_suite, scenario,
+                                      start_experiment)
 
 JSON = {"accept": "application/json"}
 PLUGGED = plugin_manager.load()  # the built-in plugins: suite kinds and Graders
 WITH_FAKES = plugin_manager.load(modules=["tests.fakes.fake_agent_plugin"])  # and the fake Harness
 
 
+@pytest.fixture(scope="session")
+def finished_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The finished Experiment below, run once per test run (about 2 s of CPU each time)."""
+    return finished_experiment_once(tmp_path_factory, tasks=4)
+
+
 @pytest.fixture
-def finished(tmp_path: Path, assay_home: Path) -> str:
-    """A finished Experiment of the fake Harness (its id)."""
-    factory = make_factory(tmp_path)
-    make_suite(assay_home)
-    sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "bad": {"fixture/t1": "wrong", "*": "right"}})
-    result = experiment(assay_home, factory, sc, "--candidate-model", "bad", "--json")
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout.splitlines()[-1])["id"]
+def finished(finished_once: Path, assay_home: Path) -> str:
+    """A finished Experiment of the fake Harness (its id), in this test's own ``ASSAY_HOME``: a
+    copy of the one run once, so a test may change it."""
+    return finished_copy(finished_once, assay_home)
 
 
 def client(home: Path, plugins=PLUGGED, **kw) -> TestClient:

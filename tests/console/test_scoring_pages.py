@@ -15,7 +15,8 @@ from assay.storage.home import AssayHome
 from starlette.testclient import TestClient
 
 from tests.conftest import wait_for
-from tests.scoring_fixtures import RUN, score, score_in_background, seats, world  # noqa: F401 - world is a fixture
+from tests.scoring_fixtures import (  # noqa: F401 - world, scored and scored_once are fixtures
+    RUN, score, score_in_background, scored, scored_once, seats, world)
 
 JSON = {"accept": "application/json"}
 PLUGGED = plugin_manager.load()  # the built-in plugins: suite kinds and Graders
@@ -31,8 +32,9 @@ def csrf(c: TestClient, url: str) -> str:
 
 
 @pytest.mark.slow
-def test_the_scores_form_hides_the_models_until_all_five_then_shows_both(assay_home, world):  # noqa: F811
-    assert score(assay_home, world, *RUN).returncode == 0
+def test_the_scores_form_hides_the_models_until_all_five_then_shows_both(assay_home, scored):  # noqa: F811
+    world, run = scored  # the world after one Scoring run, made once
+    assert run.returncode == 0
     c = console(assay_home, world)
     listing = c.get("/scores", headers=JSON).json()
     assert listing == json.loads(score(assay_home, world, "scores", "--json").stdout)
@@ -51,8 +53,9 @@ def test_the_scores_form_hides_the_models_until_all_five_then_shows_both(assay_h
 
 
 @pytest.mark.slow
-def test_the_bug_origin_form_confirms_or_rejects_as_the_cli_does(assay_home, world):  # noqa: F811
-    assert score(assay_home, world, *RUN).returncode == 0
+def test_the_bug_origin_form_confirms_or_rejects_as_the_cli_does(assay_home, scored):  # noqa: F811
+    world, run = scored  # the world after one Scoring run, made once
+    assert run.returncode == 0
     c = console(assay_home, world)
     assert c.get("/bug-origins", headers=JSON).json() == json.loads(score(assay_home, world, "bug-origins", "--json").stdout)
     url = "/bug-origins/acme%2Fapp%23120"
@@ -69,10 +72,11 @@ def test_the_bug_origin_form_confirms_or_rejects_as_the_cli_does(assay_home, wor
 
 
 @pytest.mark.slow
-def test_a_confirmed_bug_origins_eval_task_is_approved_from_the_console(assay_home, world):  # noqa: F811
+def test_a_confirmed_bug_origins_eval_task_is_approved_from_the_console(assay_home, scored):  # noqa: F811
     """`assay proposals` and `assay approve` from the Console: listed with their problems, approved
     only once valid (a missing suite is refused, nothing moved)."""
-    assert score(assay_home, world, *RUN).returncode == 0
+    world, run = scored  # the world after one Scoring run, made once
+    assert run.returncode == 0
     c = console(assay_home, world)
     token = csrf(c, "/bug-origins/acme%2Fapp%23120")
     c.post("/bug-origins/acme%2Fapp%23120", data={"csrf": token, "action": "confirm"})

@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import secrets
+import shutil
 from pathlib import Path
 
+import attrs
 import pytest
 import trio
 from assay.harnesscheck.bench import Bench, Session
@@ -35,6 +38,7 @@ from assay.scripted_provider.routing import ScriptedProviders
 from assay.sessions import credentials
 from assay.sessions.harnesskit import HarnessNotInstalled
 
+from tests.conftest import built_once
 from tests.harness_fixtures import kimi_login
 from tests.sandbox_fixtures import bwrap_unavailable
 
@@ -168,14 +172,43 @@ def test_codex_refreshes_through_the_broker_the_user_keeps_the_new_tokens_the_tr
     assert fingerprint(inside["refresh_token"]) in found["seen"]  # the probe read the Trial's own copy
 
 
+@pytest.fixture(scope="session")
+def kimi_refreshed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Session, Path, dict]:
+    """One whole Trial of the real ``kimi`` under bwrap on a user's own Kimi Code login
+    (``[kimi] login``, issue 36) whose access token has expired, its turn the probe: the session,
+    the user's token file after it and that file's tokens before it. Run once per test run (a
+    Kimi Code session is about 6 s of CPU): the Kimi test here reads it, and so does
+    test_kimi_login_real_cli.py's refresh test, which is the same Trial less the probe."""
+    if bwrap_unavailable():
+        pytest.skip(bwrap_unavailable())
+
+    def build(folder: Path) -> None:
+        with pytest.MonkeyPatch.context() as patch:
+            home = folder / "user-home"
+            home.mkdir()
+            patch.setenv("HOME", str(home))
+            patch.delenv("KIMI_CODE_HOME", raising=False)
+            patch.setenv("ASSAY_HOME", str(folder / "assay-home"))
+            token = kimi_login(home / ".kimi-code", expires_in=-60)
+            shutil.copyfile(token, folder / "before.json")
+            credentials.put(folder / "assay-home" / "credentials.toml", credentials.KIMI_LOGIN, True)
+            session = trial(KimiHarness(), folder)
+        (folder / "session.pickle").write_bytes(pickle.dumps(session))
+
+    done = built_once(tmp_path_factory, "kimi-refreshed", build)
+    session = pickle.loads((done / "session.pickle").read_bytes())
+    session = attrs.evolve(session, folder=done / "trials" / session.name)  # where it ran, renamed
+    token = done / "user-home" / ".kimi-code" / "credentials" / "kimi-code.json"
+    return session, token, json.loads((done / "before.json").read_text())
+
+
 @pytest.mark.slow
-def test_kimi_code_s_own_login_refreshes_through_the_broker_and_neither_token_is_readable_inside(user: Path) -> None:
+def test_kimi_code_s_own_login_refreshes_through_the_broker_and_neither_token_is_readable_inside(
+    kimi_refreshed: tuple[Session, Path, dict]
+) -> None:
     """Issue 36: `[kimi]` takes Kimi Code's login, provisioned by the rules above. Its access token
     has expired, so Kimi Code refreshes it at auth.kimi.com before it asks api.kimi.com."""
-    token = kimi_login(user / "user-home" / ".kimi-code", expires_in=-60)
-    before = json.loads(token.read_text())
-    credentials.put(user / "assay-home" / "credentials.toml", credentials.KIMI_LOGIN, True)
-    session = trial(KimiHarness(), user)
+    session, token, before = kimi_refreshed
     [refresh] = [e for e in session.provider.entries() if e["path"] in oauth.PATHS]
     assert refresh["answer"]["status"] == 200
     assert refresh["body"]["refresh_token"] == fingerprint(before["refresh_token"])  # the real one went out

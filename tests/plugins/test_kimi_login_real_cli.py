@@ -29,6 +29,7 @@ from assay.sessions import credentials
 from assay.storage.records import Outcome, VoidCause
 
 from tests.harness_fixtures import FAST, kimi_login
+from tests.plugins.test_broker_real_clis import kimi_refreshed  # noqa: F401 - a fixture
 from tests.sandbox_fixtures import bwrap_unavailable
 
 pytestmark = pytest.mark.slow
@@ -108,17 +109,16 @@ def test_under_bwrap_the_broker_sends_the_real_token_the_trial_holds_stand_ins_t
     assert token.read_bytes() == before
 
 
-@pytest.mark.skipif(bool(bwrap_unavailable()), reason=bwrap_unavailable() or "")
 def test_under_bwrap_a_refresh_goes_through_the_broker_the_user_keeps_the_new_tokens_the_trial_stand_ins(
-    user: Path, tmp_path: Path
+    kimi_refreshed: tuple[Session, Path, dict]
 ) -> None:
     """Kimi Code refreshes an access token with under max(300 s, half its life) left, at
     auth.kimi.com/api/oauth/token, and its refresh token rotates: the broker sends the real one,
     keeps what the provider issued in the user's file (outside the sandbox) and hands the Trial
-    stand-ins, which Kimi Code writes into the Trial's copy."""
-    token = kimi_login(user, expires_in=-60)
-    real = json.loads(token.read_text())
-    session = trial(BwrapBackend(), tmp_path)
+    stand-ins, which Kimi Code writes into the Trial's copy. Its Trial is the one
+    test_broker_real_clis.py's Kimi Code test reads (run once for both): this Trial, a probe's turn
+    before its answer."""
+    session, token, real = kimi_refreshed
     [refresh] = [e for e in session.provider.entries() if e["path"] in oauth.PATHS]
     assert refresh["path"] == "/api/oauth/token" and refresh["answer"]["status"] == 200
     assert refresh["body"]["refresh_token"] == fingerprint(real["refresh_token"])  # the real one went out

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.experiment_fixtures import git
-from tests.scoring_fixtures import CLAUDE, RUN, score, stamp, world  # noqa: F401 - world is a fixture
+from tests.scoring_fixtures import CLAUDE, RUN, score, scored, scored_once, stamp, world  # noqa: F401 - fixtures
 
 # Every spelling of a family, a Harness, a Model or an attribution, read as the scrub should:
 # normalised (NFKC, case-folded), with everything but letters and digits gone.
@@ -78,12 +78,13 @@ def packets(assay_home: Path) -> dict[str, Path]:
 
 
 @pytest.mark.slow
-def test_a_packet_names_nothing_that_built_it_in_its_texts_history_or_objects(assay_home, world):
+def test_a_packet_names_nothing_that_built_it_in_its_texts_history_or_objects(assay_home, scored):
     """Issue 31, finding 1 and acceptance: the packet test reads everything the Grader can reach,
     `git log --all` and `git cat-file --batch-all-objects` of repo/ included. Spec 978 I9: "the
     repository as a time-safe clone"; issue 31: "history up to the PR's base and the merged change as
     one commit with a neutral message"."""
-    assert score(assay_home, world, *RUN).returncode == 0
+    world, run = scored  # the world after one Scoring run, made once
+    assert run.returncode == 0
     commits, source = world["data"]["commits"], Path(world["data"]["repos"]["acme/app"]["clone_url"])
     found = packets(assay_home)
     assert len(found) == 5
@@ -107,10 +108,11 @@ def test_a_packet_names_nothing_that_built_it_in_its_texts_history_or_objects(as
 
 
 @pytest.mark.slow
-def test_the_packet_holds_the_issue_as_it_stood_when_the_pull_request_merged(assay_home, world):
+def test_the_packet_holds_the_issue_as_it_stood_when_the_pull_request_merged(assay_home, scored):
     """Spec 978 I9: "the issue's title and body as they stood when the pull request merged, read from
     its edit history" (US14); an edit between the first commit and the merge is the one it holds."""
-    assert score(assay_home, world, *RUN).returncode == 0
+    _, run = scored  # the world after one Scoring run, made once
+    assert run.returncode == 0
     for key, seen in packets(assay_home).items():
         n = int(key.rsplit("#", 1)[1])
         _, inside = frames((seen / "packet.md").read_text())

@@ -18,11 +18,13 @@ from assay.storage.files import exclusive_lock
 from tests.conftest import cli_env, wait_for
 from tests.experiment_fixtures import PLUGINS
 from tests.sandbox_fixtures import bwrap_unavailable
-from tests.scoring_fixtures import (  # noqa: F401 - world is a fixture
+from tests.scoring_fixtures import (  # noqa: F401 - world, scored and scored_once are fixtures
     CLAUDE,
     RUN,
     score,
     score_in_background,
+    scored,
+    scored_once,
     seats,
     world,
 )
@@ -75,8 +77,9 @@ def test_a_run_samples_across_setups_grades_blind_from_another_family_and_lists_
 
 
 @pytest.mark.slow
-def test_a_second_window_scores_nothing_twice(assay_home, world):
-    assert score(assay_home, world, *RUN).returncode == 0
+def test_a_second_window_scores_nothing_twice(assay_home, scored):
+    world, run = scored  # the world after one Scoring run, made once
+    assert run.returncode == 0
     again = score(assay_home, world, *RUN)
     assert again.returncode == 0, again.stderr
     shown = json.loads(again.stdout)
@@ -129,10 +132,11 @@ def test_a_pull_request_whose_packet_cant_be_built_is_left_and_the_others_are_sc
 
 
 @pytest.mark.slow
-def test_your_scores_hide_the_models_until_all_five_are_in(assay_home, world):
+def test_your_scores_hide_the_models_until_all_five_are_in(assay_home, scored):
     """Scoring-run spec, stories 27-28: the first run marks past pull requests for you; the model's
     Scores stay hidden until you've entered all five of yours, then both show."""
-    assert score(assay_home, world, *RUN).returncode == 0
+    world, run = scored  # the world after one Scoring run, made once
+    assert run.returncode == 0
     key = "acme/app#9"
     assert json.loads(score(assay_home, world, "scores", key, "--json").stdout)["model"] is None
     partial = score(assay_home, world, "scores", key, "--mine", "--correct", "pass", "--why", "Correct=it rounds up")
@@ -160,11 +164,12 @@ def test_your_scores_hide_the_models_until_all_five_are_in(assay_home, world):
 
 @pytest.mark.slow
 def test_bug_origins_are_proposed_then_confirmed_corrected_or_rejected_and_a_confirmed_one_proposes_an_eval_task(
-        assay_home, world):
+        assay_home, scored):
     """Scoring-run spec, stories 32-39: every bug issue closed (all of them the first time; never a
     security fix) gets a proposal naming the introducing commit only if the history shows it, mapped
     to its pull request and what built it; nothing counts until you settle it."""
-    result = json.loads(score(assay_home, world, *RUN).stdout)
+    world, run = scored  # the world after one Scoring run, made once
+    result = json.loads(run.stdout)
     assert result["bug_origins_proposed"] == 2
     listed = json.loads(score(assay_home, world, "bug-origins", "--json").stdout)
     assert [b["key"] for b in listed["bug_origins"]] == ["acme/app#120", "acme/app#122"]  # no security fix
@@ -252,10 +257,11 @@ def test_assay_stop_stops_a_scoring_run_and_the_next_takes_up_the_rest(assay_hom
 
 
 @pytest.mark.slow
-def test_on_a_terminal_mine_asks_for_each_criterion_then_shows_the_models(assay_home, world):
+def test_on_a_terminal_mine_asks_for_each_criterion_then_shows_the_models(assay_home, scored):
     """`assay scores PR --mine` alone, on a terminal, asks for each criterion and its reason; the
     model's Scores show only after the fifth."""
-    assert score(assay_home, world, *RUN).returncode == 0
+    _, run = scored  # the world after one Scoring run, made once
+    assert run.returncode == 0
     answers = [(f"{name} (pass/fail)".encode(), verdict) for name, verdict in
                (("Correct", "pass"), ("Scoped", "pass"), ("Tested", "fail"), ("Honest", "fail"), ("Standards", "pass"))]
     answers = [step for prompt, verdict in answers for step in ((prompt, verdict), (b"why", f"my reason {verdict}"))]

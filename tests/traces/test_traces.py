@@ -19,9 +19,9 @@ from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from tests.conftest import run_cli
-from tests.experiment_fixtures import (PLUGINS, experiment, make_factory, make_process_suite, make_runner, make_suite,
-                                       runner_experiment, scenario)
-from tests.scoring_fixtures import RUN, score, world  # noqa: F401 - world is a fixture
+from tests.experiment_fixtures import (PLUGINS, finished_copy, finished_experiment_once, make_process_suite, make_runner,
+                                       runner_experiment)
+from tests.scoring_fixtures import RUN, score, scored, scored_once, world  # noqa: F401 - fixtures
 
 HEX = re.compile(r"[0-9a-f]+")
 
@@ -62,15 +62,18 @@ def spans_of(requests: list[ExportTraceServiceRequest]) -> list[dict]:
     return out
 
 
+@pytest.fixture(scope="session")
+def experiment_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return finished_experiment_once(tmp_path_factory, tasks=2)
+
+
 @pytest.fixture
-def finished_experiment(assay_home, tmp_path) -> Path:
-    """A whole fake-Harness Experiment: 2 tasks, 2 Trials per Arm; the Candidate wrong on t1."""
-    factory = make_factory(tmp_path)
-    make_suite(assay_home, tasks=2)
-    sc = scenario(tmp_path / "s.json", {"good": {"*": "right"}, "bad": {"fixture/t1": "wrong", "*": "right"}})
-    done = experiment(assay_home, factory, sc, "--candidate-model", "bad", "--json")
-    assert done.returncode == 0, done.stderr
+def finished_experiment(experiment_once: Path, assay_home: Path) -> Path:
+    """A whole fake-Harness Experiment: 2 tasks, 2 Trials per Arm; the Candidate wrong on t1. Run
+    once for this file's tests, each reading its own copy in its ``ASSAY_HOME``."""
+    exp_id = finished_copy(experiment_once, assay_home)
     [folder] = (assay_home / "evals" / "experiments").iterdir()
+    assert folder.name == exp_id
     return folder
 
 
@@ -218,10 +221,11 @@ def test_traces_export_refused_or_unknown_is_one_line_and_non_zero(assay_home, f
 
 
 @pytest.mark.slow
-def test_a_scoring_run_traces_its_grader_sessions_and_exports_them(assay_home, world):  # noqa: F811
+def test_a_scoring_run_traces_its_grader_sessions_and_exports_them(assay_home, scored):  # noqa: F811
     """Issue 32: "The Scoring run does the same for its Grader sessions": its trace is the run, a step per
     pull request graded, and each Grader session under its step."""
-    done = score(assay_home, world, *RUN)
+    _, run = scored  # the world after one Scoring run, made once
+    done = run
     assert done.returncode == 0, done.stderr
     run_id = json.loads(done.stdout)["id"]
     folder = assay_home / "evals" / "scoring" / "traces" / run_id
