@@ -85,10 +85,9 @@ def not_the_users_assay_home(tmp_path_factory: pytest.TempPathFactory) -> Genera
     """No test reads the user's own ``ASSAY_HOME`` (or ``~/.assay``): a test without
     :func:`assay_home` gets an empty one of this run. An ``assay harnesses check`` run beside the
     suite once wrote ``~/.assay/footprints.json``, and a test's memory cap changed with it."""
-    patch = pytest.MonkeyPatch()
-    patch.setenv("ASSAY_HOME", str(tmp_path_factory.mktemp("default-assay-home")))
-    yield
-    patch.undo()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ASSAY_HOME", str(tmp_path_factory.mktemp("default-assay-home")))
+        yield
 
 
 @pytest.fixture

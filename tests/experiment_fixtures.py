@@ -99,7 +99,6 @@ def experiment(home: Path, factory: Path, scenario_file: Path, *args: str, **kw)
     )
 
 
-
 def finished_experiment_once(tmp_path_factory: pytest.TempPathFactory, tasks: int) -> Path:
     """A folder whose ``assay-home`` holds a finished Experiment of the fake Harness on ``tasks``
     tasks of the fixture suite, the Candidate (model bad) wrong on t1, and its id in ``id``: run
@@ -128,6 +127,7 @@ def finished_copy(once: Path, assay_home: Path) -> str:
     may change: its id."""
     copy_home(once / "assay-home", assay_home)
     return (once / "id").read_text()
+
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -264,17 +263,3 @@ def test_the_collector_waits_through_start_up_and_is_as_usual_once_the_work_begi
     assert seen["first"][0] == seen["usual"] and seen["first"][1] >= 20_000  # usual again; start-up set aside
     assert seen["again"] == seen["first"]  # once: a later run freezes nothing more
 
-
-@pytest.mark.parametrize("chosen", [None, "2"])
-def test_the_verdict_loads_numpy_with_one_blas_thread_unless_the_user_chose(chosen: str | None) -> None:
-    """OpenBLAS's spinning threads cost ~0.1 s of CPU per Verdict-computing process (issue 39); the user's setting stands."""
-    if chosen and (os.cpu_count() or 1) < 2:
-        pytest.skip("needs 2 cores to see a second BLAS thread")
-    code = ("import os, json\nimport assay.verdict\n"
-            "print(json.dumps({'threads': len(os.listdir('/proc/self/task')), 'env': os.environ.get('OPENBLAS_NUM_THREADS')}))")
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
-    if chosen:
-        env["OPENBLAS_NUM_THREADS"] = chosen
-    seen = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True, timeout=60).stdout)
-    assert seen["env"] == chosen  # put back as it was: a Factory build or a session sees the user's environment
-    assert seen["threads"] == (int(chosen) if chosen else 1)

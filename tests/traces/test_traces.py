@@ -224,8 +224,7 @@ def test_traces_export_refused_or_unknown_is_one_line_and_non_zero(assay_home, f
 def test_a_scoring_run_traces_its_grader_sessions_and_exports_them(assay_home, scored):  # noqa: F811
     """Issue 32: "The Scoring run does the same for its Grader sessions": its trace is the run, a step per
     pull request graded, and each Grader session under its step."""
-    _, run = scored  # the world after one Scoring run, made once
-    done = run
+    _, done = scored  # the world after one Scoring run, made once
     assert done.returncode == 0, done.stderr
     run_id = json.loads(done.stdout)["id"]
     folder = assay_home / "evals" / "scoring" / "traces" / run_id
