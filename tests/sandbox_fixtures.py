@@ -14,9 +14,14 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
+import pytest
 from assay.storage import owners
+
+if TYPE_CHECKING:
+    from assay.plugins.sandbox_bwrap.backend import BwrapBackend
 
 # Greets each connection with its own address, then echoes what it is sent.
 SERVER = """
@@ -81,6 +86,22 @@ def bwrap_unavailable() -> str | None:
 
     check = BwrapBackend().check()
     return None if check.works else f"bwrap can't run here: {check.reason}"
+
+
+RELAYS = ("C", "Python")  # the relays a sandbox may start as its PID 1 (assay.plugins.sandbox_bwrap.relays)
+
+
+def with_relay(backend: BwrapBackend, kind: str) -> BwrapBackend:
+    """``backend`` starting the ``kind`` relay, whatever this machine would choose (the C one skips
+    the test, saying why, where it can't be built)."""
+    from assay.plugins.sandbox_bwrap import relays
+
+    if kind == "Python":
+        return attrs.evolve(backend, relay=relays.python_relay("the test's choice"))
+    program, why = relays.c_program()
+    if program is None:
+        pytest.skip(why)
+    return attrs.evolve(backend, relay=relays.Relay("C", program))
 
 
 def netns_unavailable() -> str | None:

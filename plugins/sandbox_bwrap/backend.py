@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib.util
-import marshal
 import os
 import shutil
-import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -25,7 +22,7 @@ from pathlib import Path
 import attrs
 import trio
 from assay.hooks.protocols import PROXY_LOG, Invocation, ProcessResult, SandboxCheck
-from assay.plugins.sandbox_bwrap import disk, limits, memory, mounts, pids, residue, seccomp
+from assay.plugins.sandbox_bwrap import disk, limits, memory, mounts, pids, relays, residue, seccomp
 from assay.plugins.sandbox_bwrap.broker import Broker, BrokerCA, upstream_context
 from assay.plugins.sandbox_bwrap.handshake import Handshake
 from assay.plugins.sandbox_bwrap.limits import TrialLimits
@@ -37,9 +34,7 @@ from assay.sessions.supervise import Supervisor
 from assay.storage import owners
 from assay.storage.records import VoidCause
 
-RELAY = Path(__file__).with_name("relay.py")
-INSIDE = Path("/run/assay")  # where the relay and the proxy's socket folder appear in the sandbox
-RELAY_INSIDE = INSIDE / "relay.pyc"  # compiled once per process: Python would compile it at each Trial's start
+INSIDE = relays.INSIDE  # where the relay and the proxy's socket folder appear in the sandbox
 SOCKET = "proxy.sock"
 CA_FILE = "ca.pem"  # the credential broker's CA certificate, beside the socket
 RELAY_PORT = 3128
@@ -84,6 +79,7 @@ class BwrapBackend(Supervisor):
     file_size: int | None = None  # bytes per file written (default: $ASSAY_TRIAL_FILE_SIZE, else 4 GiB)
     disk_limit: int | None = None  # bytes of writable space (default: $ASSAY_TRIAL_DISK, else 8 GiB)
     disk_caps: disk.DiskCaps | None = None  # how it is enforced (default: what this machine offers)
+    relay: relays.Relay | None = None  # each Trial's PID 1 (default: the C relay where it builds, :mod:`.relays`)
     upstreams: Mapping[str, Path] = attrs.field(factory=dict)
     upstream_ca: Path | None = None
     ca: BrokerCA = attrs.field(factory=BrokerCA, eq=False, repr=False)
@@ -113,7 +109,7 @@ class BwrapBackend(Supervisor):
         described = f"{fixed.memory_caps.describe(fixed.memory_limit)}; {source}"
         limits_here = limits.in_force(
             fixed.memory_caps, fixed.memory_limit, fixed.pids_caps, fixed.pids_limit, fixed.disk_caps,
-            fixed.disk_limit, fixed.file_size, memory_source=source)
+            fixed.disk_limit, fixed.file_size, memory_source=source, relay=fixed.relay)
         if shutil.which(self.executable) is None:
             return SandboxCheck(False, f"{self.executable} is not installed (apt-get install bubblewrap)", described,
                                 limits_here)
@@ -136,7 +132,7 @@ class BwrapBackend(Supervisor):
         fixed = self.settled()
         cap = TrialLimits.start(fixed.memory_caps, fixed.memory_limit, fixed.pids_caps, fixed.pids_limit,
                                 fixed.file_size)
-        handshake = Handshake.open(seccomp.program() if seccomp.supported() else None, relay_code(), fixed.etc_files)
+        handshake = Handshake.open(seccomp.program() if seccomp.supported() else None, fixed.relay.code, fixed.etc_files)
         staged = disk.Staged(0, None)
         oom_before = hostkills.oom_kills()
         try:
@@ -200,14 +196,15 @@ class BwrapBackend(Supervisor):
                 staged: Mapping[Path, Path] | None = None) -> list[str]:
         """The bwrap command line for ``invocation``, its proxy's socket folder and its handshake
         (``staged``: what is bound in each writable folder's place, its layer on the Trial's capped disk)."""
+        relay = self.settled().relay
         return [
             self.executable, *ISOLATION, "--json-status-fd", str(handshake.report_bwrap),
             *(("--seccomp", str(handshake.seccomp)) if handshake.seccomp is not None else ()),
             *self.settled().toolchains, *mounts.copies(handshake.files),
             *mounts.binds(invocation, staged, self.settled().disk_limit),
-            "--perms", "0444", "--file", str(handshake.code), str(RELAY_INSIDE),
+            "--perms", relay.perms, "--file", str(handshake.code), str(relay.inside),
             "--ro-bind", str(sockets), str(INSIDE / "proxy"), "--chdir", str(invocation.cwd), "--",
-            os.path.realpath(sys.executable), "-I", "-S", str(RELAY_INSIDE), str(handshake.report_relay),
+            *relay.argv(), str(handshake.report_relay),
             str(handshake.go_read), str(INSIDE / "proxy" / SOCKET), str(RELAY_PORT), str(seccomp.keyctl_number() or "-"),
             "--", *invocation.argv,
         ]
@@ -216,8 +213,9 @@ class BwrapBackend(Supervisor):
 @attrs.frozen
 class Settled:
     """A backend's caps and limits (its own, else what this machine offers), its Trials' read-only
-    toolchains and the ``/etc`` files they get a copy of: the same for each of its Trials, and
-    milliseconds each to work out (the cgroup mounts read, the install paths resolved)."""
+    toolchains, the ``/etc`` files they get a copy of and their relay: the same for each of its
+    Trials, and milliseconds each to work out (the cgroup mounts read, the install paths resolved;
+    the C relay built, once per machine)."""
 
     memory_caps: memory.MemoryCaps
     memory_limit: int
@@ -228,6 +226,7 @@ class Settled:
     disk_limit: int
     toolchains: tuple[str, ...]
     etc_files: tuple[Path, ...]
+    relay: relays.Relay
 
     @classmethod
     def of(cls, backend: BwrapBackend) -> Settled:
@@ -236,16 +235,8 @@ class Settled:
             backend.pids_caps or pids.detect(), backend.pids_limit or pids.default_limit(),
             backend.file_size or limits.file_size_limit(), backend.disk_caps or disk.detect(),
             backend.disk_limit or disk.default_limit(), tuple(mounts.toolchains()), tuple(mounts.etc_files()),
+            backend.relay or relays.chosen(),
         )
-
-
-@functools.cache
-def relay_code() -> bytes:
-    """:data:`RELAY` compiled for the Python that runs assay (and the relay), as a ``.pyc`` file: a
-    file of the sandbox's own (``--file``), where a bind would cost bwrap another read of the mount table."""
-    code = compile(RELAY.read_bytes(), str(RELAY_INSIDE.with_suffix(".py")), "exec", dont_inherit=True)
-    header = importlib.util.MAGIC_NUMBER + bytes(4) + bytes(8)  # no flags; no source time or size to check
-    return header + marshal.dumps(code)
 
 
 def _forget(layered: dict[Path, Path], sources: Mapping[Path, Path]) -> None:

@@ -12,7 +12,7 @@ import resource
 
 import attrs
 from assay.hooks.protocols import Limit
-from assay.plugins.sandbox_bwrap import broker, disk, memory, pids, seccomp
+from assay.plugins.sandbox_bwrap import broker, disk, memory, pids, relays, seccomp
 from assay.storage.sizes import size_from_env
 
 FILE_SIZE_ENV = "ASSAY_TRIAL_FILE_SIZE"
@@ -65,9 +65,11 @@ class TrialLimits:
 
 
 def in_force(memory_caps: memory.MemoryCaps, memory_limit: int, pids_caps: pids.PidsCaps, pids_limit: int,
-             disk_caps: disk.DiskCaps, disk_limit: int, file_size: int, memory_source: str = "") -> tuple[Limit, ...]:
+             disk_caps: disk.DiskCaps, disk_limit: int, file_size: int, memory_source: str = "",
+             relay: relays.Relay | None = None) -> tuple[Limit, ...]:
     """Each limit a Trial gets on this machine, for ``assay sandbox check`` (``memory_source``: where
-    the memory cap's size comes from)."""
+    the memory cap's size comes from), and which ``relay`` keeps them as its PID 1 (the Python one
+    holds them as well, at more CPU per Trial)."""
     return (
         Limit("memory", True, "; ".join(filter(None, (memory_caps.describe(memory_limit), memory_source)))),
         Limit("pids", pids_caps.in_force, pids_caps.describe(pids_limit)),
@@ -75,4 +77,5 @@ def in_force(memory_caps: memory.MemoryCaps, memory_limit: int, pids_caps: pids.
               f"{disk_caps.describe(disk_limit)}; each file at most {file_size / (1 << 30):.2f} GiB (rlimit fsize)"),
         Limit("seccomp", seccomp.supported(), seccomp.describe() if seccomp.supported() else seccomp.why_not()),
         Limit("broker", True, broker.DESCRIPTION),
+        *((Limit("relay", True, relay.describe()),) if relay is not None else ()),
     )

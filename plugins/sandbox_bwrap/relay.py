@@ -1,4 +1,6 @@
-"""Inside the sandbox: the Trial's PID 1 and its one way out.
+"""Inside the sandbox: the Trial's PID 1 and its one way out — the contract, and the relay that
+runs where the same program in C (``relay.c``, about 10 ms of CPU less per Trial) can't be built
+(:mod:`.relays` chooses).
 
 bwrap starts this (``--as-pid-1``) with the Python that runs assay, bound read-only, as
 ``python -I -S relay.pyc REPORT_FD GO_FD SOCKET PORT KEYCTL -- COMMAND…`` (compiled once by the

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from assay.hooks.protocols import ProcessResult
+from assay.plugins.sandbox_bwrap import relays
 from assay.sessions import hostkills
 from assay.storage.records import VoidCause
 
@@ -58,7 +59,8 @@ def test_a_runner_that_kills_itself_fails_once_and_is_never_void(
 
 def _relays_of(home: Path) -> list[int]:
     """Host pids of the bwrap relays (PID 1 of each sandbox) running a Trial of a runner frozen in ``home``."""
-    return processes_where(lambda argv: b"/run/assay/relay.pyc" in argv and b"assay-probe" not in argv and any(
+    inside = str(relays.chosen().inside).encode()
+    return processes_where(lambda argv: inside in argv and b"assay-probe" not in argv and any(
         a.startswith(str(home).encode()) and a.endswith(b"/runner.py") for a in argv))  # a Trial's, not the probe's
     # (the pre-flight probe names runner.py too, as a path it checks exists)
 

@@ -28,7 +28,7 @@ import pytest
 import trio
 from assay.hooks.protocols import Invocation, ProcessResult
 from assay.plugins.sandbox_bwrap import memory
-from assay.plugins.sandbox_bwrap.backend import PROXY_LOG, RELAY_INSIDE, BwrapBackend
+from assay.plugins.sandbox_bwrap.backend import PROXY_LOG, BwrapBackend
 from assay.plugins.sandbox_bwrap.mounts import installs
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, refusal, resolver
 from assay.sessions import proctree
@@ -37,7 +37,9 @@ from assay.storage.records import VoidCause
 
 from tests.conftest import OOM_KILLS, run_cli
 from tests.experiment_fixtures import PLUGINS, make_factory, make_process_suite, make_runner, make_suite, scenario
-from tests.sandbox_fixtures import Remote, netns_unavailable, own, processes_running, processes_where, remote_server
+from tests.sandbox_fixtures import (
+    RELAYS, Remote, netns_unavailable, own, processes_running, processes_where, remote_server, with_relay,
+)
 
 BACKEND = BwrapBackend(grace=0.5, poll=0.05, drain=1.0)
 
@@ -53,6 +55,12 @@ def bwrap() -> BwrapBackend:
     if not check.works:
         pytest.skip(f"bwrap can't run here: {check.reason}")
     return BACKEND
+
+
+@pytest.fixture(params=RELAYS)
+def each_relay(request: pytest.FixtureRequest, bwrap: BwrapBackend) -> BwrapBackend:
+    """The bwrap backend with each relay in turn: both keep the contract (relays.py)."""
+    return with_relay(bwrap, request.param)
 
 
 @pytest.fixture(scope="module")
@@ -257,9 +265,9 @@ def test_no_address_is_reachable_directly(bwrap: BwrapBackend, world: World, rem
     assert lines == ["OSError:101"]  # ENETUNREACH: the Trial's network has no route at all
 
 
-def test_the_proxy_reaches_an_allowed_host_and_refuses_the_rest(bwrap: BwrapBackend, world: World, remote: Remote) -> None:
+def test_the_proxy_reaches_an_allowed_host_and_refuses_the_rest(each_relay: BwrapBackend, world: World, remote: Remote) -> None:
     port = remote.port
-    backend = attrs.evolve(bwrap, hosts_file={
+    backend = attrs.evolve(each_relay, hosts_file={
         "provider.test": [remote.address], "elsewhere.test": [remote.address],
         "loopback.test": ["127.0.0.1"], "self.test": [remote.host_side],
     }, private_hosts=(f"provider.test:{port}", f"self.test:{port}"))  # 198.18/15 is private
@@ -302,7 +310,7 @@ def test_the_proxy_reaches_an_allowed_host_and_refuses_the_rest(bwrap: BwrapBack
 # --- What a Trial leaves behind ------------------------------------------------------------------
 
 
-def test_nothing_a_trial_starts_outlives_it(bwrap: BwrapBackend, world: World) -> None:
+def test_nothing_a_trial_starts_outlives_it(each_relay: BwrapBackend, world: World) -> None:
     token = f"300.{secrets.randbelow(10**6):06d}"
     code = f"""
         import os, subprocess, time
@@ -328,7 +336,7 @@ def test_nothing_a_trial_starts_outlives_it(bwrap: BwrapBackend, world: World) -
             time.sleep(0.05)
         print(f"spawned {{len(running())}}", flush=True)
     """
-    result, lines = run(bwrap, world, code)
+    result, lines = run(each_relay, world, code)
     assert result.exit_code == 0 and lines == ["spawned 2"], result.stderr_tail  # both running when it ended
     assert processes_running("sleep", token) == []
 
@@ -371,21 +379,23 @@ def test_the_end_of_a_trials_pid_namespace_is_proof_enough_that_nothing_outlives
     assert reads == [] and processes_running("sleep", token) == []
 
 
-def test_a_trial_whose_bwrap_is_killed_from_outside_leaves_nothing_running(bwrap: BwrapBackend, world: World) -> None:
+def test_a_trial_whose_bwrap_is_killed_from_outside_leaves_nothing_running(each_relay: BwrapBackend, world: World) -> None:
     """bwrap SIGKILLed mid-Trial (by the OOM killer, say): its relay dies with it, and so the whole
     namespace, before the run returns; the Trial is a host kill."""
     token = f"300.{secrets.randbelow(10**6):06d}"
 
+    start = [word.encode() for word in each_relay.settled().relay.argv()]
+
     def kill_bwrap(line: str) -> None:
-        [relay] = processes_where(lambda argv: argv[3:4] == [str(RELAY_INSIDE).encode()] and any(token.encode() in a for a in argv))
+        [relay] = processes_where(lambda argv: argv[:len(start)] == start and any(token.encode() in a for a in argv))
         os.kill(int(Path(f"/proc/{relay}/stat").read_text().rsplit(")", 1)[1].split()[1]), signal.SIGKILL)  # its parent
 
-    result, lines = run(bwrap, world, DAEMONS.format(token=token, then="time.sleep(60)"), on_line=kill_bwrap)
+    result, lines = run(each_relay, world, DAEMONS.format(token=token, then="time.sleep(60)"), on_line=kill_bwrap)
     assert lines == ["running 2"] and result.void_cause is VoidCause.HOST_KILL and not result.timed_out, result
     assert processes_running("sleep", token) == []
 
 
-def test_a_hang_gets_its_stop_signal_inside_at_the_timeout(bwrap: BwrapBackend, world: World) -> None:
+def test_a_hang_gets_its_stop_signal_inside_at_the_timeout(each_relay: BwrapBackend, world: World) -> None:
     code = """
         import signal, sys, time
         def stop(signum, frame):
@@ -395,14 +405,14 @@ def test_a_hang_gets_its_stop_signal_inside_at_the_timeout(bwrap: BwrapBackend, 
         print("ready", flush=True)
         time.sleep(60)
     """
-    result, lines = run(bwrap, world, code, timeout=1)
+    result, lines = run(each_relay, world, code, timeout=1)
     assert result.timed_out and result.void_cause is None
     assert lines == ["ready", "stopping"] and result.exit_code == 5  # the command's own status
 
 
-def test_a_hang_that_ignores_its_stop_signal_is_killed(bwrap: BwrapBackend, world: World) -> None:
+def test_a_hang_that_ignores_its_stop_signal_is_killed(each_relay: BwrapBackend, world: World) -> None:
     code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(60)"
-    result, lines = run(bwrap, world, code, timeout=1)
+    result, lines = run(each_relay, world, code, timeout=1)
     assert result.timed_out and lines == ["ready"]
     assert result.exit_code == -signal.SIGKILL and result.duration < 1 + BACKEND.grace + 5
 
@@ -515,11 +525,11 @@ def test_without_a_cgroup_each_process_gets_the_data_limit(bwrap: BwrapBackend, 
     assert result.void_cause is None  # so it can't be told from a crash
 
 
-def test_a_sandbox_that_cannot_start_is_void_not_a_fail(bwrap: BwrapBackend, world: World, tmp_path: Path) -> None:
+def test_a_sandbox_that_cannot_start_is_void_not_a_fail(each_relay: BwrapBackend, world: World, tmp_path: Path) -> None:
     missing = tmp_path / "never-made"
-    result, _ = run(bwrap, world, "print('hi')", read_only=(missing,))
+    result, _ = run(each_relay, world, "print('hi')", read_only=(missing,))
     assert result.void_cause is VoidCause.SANDBOX_FAILED and str(missing) in result.stderr_tail
-    result, _ = run(bwrap, world, "", argv=("no-such-agent-binary",))
+    result, _ = run(each_relay, world, "", argv=("no-such-agent-binary",))
     assert result.void_cause is VoidCause.SANDBOX_FAILED and "can't start no-such-agent-binary" in result.stderr_tail
 
 

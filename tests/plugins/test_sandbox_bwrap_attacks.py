@@ -22,7 +22,7 @@ import attrs
 import pytest
 import trio
 from assay.hooks.protocols import Invocation, ProcessResult
-from assay.plugins.sandbox_bwrap import broker, disk, pids, residue, seccomp
+from assay.plugins.sandbox_bwrap import broker, disk, pids, relays, residue, seccomp
 from assay.plugins.sandbox_bwrap.backend import PROXY_LOG, BwrapBackend, _reading
 from assay.plugins.sandbox_bwrap.handshake import Handshake
 from assay.storage.files import read_lines
@@ -30,7 +30,7 @@ from assay.storage.records import VoidCause
 
 from tests.conftest import run_cli
 from tests.experiment_fixtures import PLUGINS, make_process_suite
-from tests.sandbox_fixtures import netns_unavailable, own, processes_running, remote_server
+from tests.sandbox_fixtures import RELAYS, netns_unavailable, own, processes_running, remote_server, with_relay
 
 BACKEND = BwrapBackend(grace=0.5, poll=0.05, drain=1.0)
 
@@ -46,6 +46,12 @@ def bwrap() -> BwrapBackend:
     if _works():
         pytest.skip(f"bwrap can't run here: {_works()}")
     return BACKEND
+
+
+@pytest.fixture(params=RELAYS)
+def each_relay(request: pytest.FixtureRequest, bwrap: BwrapBackend) -> BwrapBackend:
+    """The bwrap backend with each relay in turn: both keep the contract (relays.py)."""
+    return with_relay(bwrap, request.param)
 
 
 @pytest.fixture
@@ -177,7 +183,7 @@ def test_an_experiments_folder_is_private_and_holds_no_set_uid_file(
 # --- Finding 5: the relay's report pipe -------------------------------------------------------------
 
 
-def test_the_trial_cannot_reach_the_relays_report_pipe(bwrap: BwrapBackend, trial: Path, victim: int) -> None:
+def test_the_trial_cannot_reach_the_relays_report_pipe(each_relay: BwrapBackend, trial: Path, victim: int) -> None:
     """Finding 5: the report fd named in /proc/1/cmdline can't be opened through /proc/1/fd, the
     relay can't be ptraced, the command holds no descriptor of the sandbox's; so a forged
     ``child-pid`` can't move a host process into the Trial's cgroup or raise its oom_score_adj."""
@@ -185,7 +191,7 @@ def test_the_trial_cannot_reach_the_relays_report_pipe(bwrap: BwrapBackend, tria
     code = f"""
         import ctypes, os
         args = open("/proc/1/cmdline", "rb").read().split(b"\\0")
-        report = int(args[args.index(b"-S") + 2])
+        report = int(args[next(i for i, a in enumerate(args) if a.startswith(b"/run/assay/relay")) + 1])
         try:
             with open(f"/proc/1/fd/{{report}}", "w") as pipe:
                 pipe.write('{{"child-pid": {victim}}}\\n')
@@ -196,7 +202,7 @@ def test_the_trial_cannot_reach_the_relays_report_pipe(bwrap: BwrapBackend, tria
         print("ptrace", libc.ptrace(16, 1, 0, 0), ctypes.get_errno(), flush=True)  # PTRACE_ATTACH
         print("fds", sorted(int(fd) for fd in os.listdir("/proc/self/fd")), flush=True)
     """
-    result, lines = attack(bwrap, trial, code)
+    result, lines = attack(each_relay, trial, code)
     assert result.exit_code == 0 and result.void_cause is None, result.stderr_tail
     assert lines[0] == "open PermissionError" and lines[1] == "ptrace -1 1"  # EPERM
     assert lines[2] == "fds [0, 1, 2, 3]"  # stdin/out/err and listdir's own
@@ -491,7 +497,8 @@ def test_sandbox_check_reports_each_limit_and_which_are_missing_here(assay_home:
     result = run_cli(assay_home, "sandbox", "check", "--json")
     rows = {row["name"]: row for row in json.loads(result.stdout)["backends"]}
     bwrap = rows["bwrap"]
-    assert set(bwrap["limits"]) == {"memory", "pids", "disk", "seccomp", "broker"}
+    assert set(bwrap["limits"]) == {"memory", "pids", "disk", "seccomp", "broker", "relay"}
+    assert bwrap["limits"]["relay"] == {"in_force": True, "how": relays.chosen().describe()}
     assert bwrap["limits"]["pids"]["in_force"] is pids.detect().in_force
     assert bwrap["limits"]["seccomp"]["in_force"] is seccomp.supported()
     if seccomp.supported():
@@ -505,6 +512,7 @@ def test_sandbox_check_reports_each_limit_and_which_are_missing_here(assay_home:
     shown = run_cli(assay_home, "sandbox", "check").stdout
     assert f"bwrap pids: {'in force' if pids.detect().in_force else 'MISSING'}" in shown
     assert f"bwrap disk: {'in force' if disk.detect().in_force else 'MISSING'}" in shown
+    assert f"bwrap relay: in force, {relays.chosen().describe()}" in shown
 
 
 @pytest.mark.parametrize("root, kind", [(True, "none"), (False, "rlimit nproc")])

@@ -16,7 +16,7 @@ import pytest
 from assay.plugins.sandbox_bwrap import seccomp
 from assay.plugins.sandbox_bwrap.backend import BwrapBackend
 
-from tests.plugins.test_sandbox_bwrap_attacks import attack, bwrap, trial  # noqa: F401 (fixtures)
+from tests.plugins.test_sandbox_bwrap_attacks import attack, bwrap, each_relay, trial  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.skipif(not seccomp.supported(), reason=f"no seccomp filter here: {seccomp.why_not()}")
 
@@ -188,7 +188,7 @@ def test_a_trial_can_neither_read_the_hosts_keyring_nor_leave_a_key(bwrap: Bwrap
     assert _keyctl(KEYCTL_READ, key, buffer, 64) == 11 and buffer.value == b"host secret"
 
 
-def test_each_trial_starts_in_a_fresh_empty_session_keyring(bwrap: BwrapBackend, trial: Path,
+def test_each_trial_starts_in_a_fresh_empty_session_keyring(each_relay: BwrapBackend, trial: Path,
                                                             host_key: tuple[int, int],
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """'A fresh session keyring per Trial': the wall behind the filter, tested with keyctl allowed.
@@ -206,7 +206,7 @@ def test_each_trial_starts_in_a_fresh_empty_session_keyring(bwrap: BwrapBackend,
 
     monkeypatch.setattr(seccomp, "program", allow_all)
     ring, _ = host_key
-    session, read, search, add = (line.split() for line in _probe_keyrings(bwrap, trial, host_key))
+    session, read, search, add = (line.split() for line in _probe_keyrings(each_relay, trial, host_key))
     assert int(session[1]) > 0 and int(session[1]) != ring  # a keyring of its own
     assert read[1:] == ["-1", str(errno.EACCES)]  # the host's key: not possessed, so not readable
     assert search[1:] == ["-1", str(errno.EACCES)]  # nor searched
