@@ -136,37 +136,28 @@ def test_with_no_compiler_the_python_relay_runs_and_says_why(caches: list[Path],
                                 "a C compiler saves about 10 ms of CPU per Trial)")
 
 
-def test_a_failed_build_leaves_nothing_and_says_what_the_compiler_said(
-    caches: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+GCC_WITHOUT_HEADERS = """relay.c:18:10: fatal error: arpa/inet.h: No such file or directory
+   18 | #include <arpa/inet.h>
+      |          ^~~~~~~~~~~~~
+compilation terminated.
+"""
+
+
+@pytest.mark.parametrize(("compiler_text", "said"), [
+    ("#!/bin/sh\necho 'relay.c:1: error: no headers here' >&2\nexit 1\n", "{cc} said: relay.c:1: error: no headers here"),
+    (f"#!/bin/sh\ncat >&2 <<'EOF'\n{GCC_WITHOUT_HEADERS}EOF\nexit 1\n",  # its first error, not its last line
+     "{cc} said: relay.c:18:10: fatal error: arpa/inet.h: No such file or directory"),
+    ("#!/no/such/interpreter\n", "can't run {cc}: No such file or directory"),  # the compiler, not a cache folder
+], ids=["an error", "gcc's error and its context", "a compiler that can't run"])
+def test_a_failed_build_leaves_nothing_and_says_what_went_wrong(
+    caches: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compiler_text: str, said: str
 ) -> None:
-    compiler = tmp_path / "broken-cc"
-    compiler.write_text("#!/bin/sh\necho 'relay.c:1: error: no headers here' >&2\nexit 1\n")
+    compiler = tmp_path / "cc"
+    compiler.write_text(compiler_text)
     compiler.chmod(0o755)
     monkeypatch.setenv("CC", str(compiler))
-    assert relays.c_program() == (None, f"the C relay did not build: {compiler} said: relay.c:1: error: no headers here")
+    assert relays.c_program() == (None, f"the C relay did not build: {said.format(cc=compiler)}")
     assert not any(folder.exists() for folder in caches) and list(Path(tempfile.gettempdir()).iterdir()) == []
-
-
-def test_a_failed_build_says_the_compilers_first_error_not_its_last_line(
-    caches: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    compiler = tmp_path / "gcc-without-headers"
-    compiler.write_text("#!/bin/sh\ncat >&2 <<'EOF'\nrelay.c:18:10: fatal error: arpa/inet.h: No such file or directory\n"
-                        "   18 | #include <arpa/inet.h>\n      |          ^~~~~~~~~~~~~\ncompilation terminated.\nEOF\nexit 1\n")
-    compiler.chmod(0o755)
-    monkeypatch.setenv("CC", str(compiler))
-    assert relays.c_program() == (None, f"the C relay did not build: {compiler} said: "
-                                        "relay.c:18:10: fatal error: arpa/inet.h: No such file or directory")
-
-
-def test_a_compiler_that_cannot_run_is_named_not_the_cache_folder(
-    caches: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    compiler = tmp_path / "cc-with-no-interpreter"
-    compiler.write_text("#!/no/such/interpreter\n")
-    compiler.chmod(0o755)
-    monkeypatch.setenv("CC", str(compiler))
-    assert relays.c_program() == (None, f"the C relay did not build: can't run {compiler}: No such file or directory")
 
 
 def test_the_kept_relays_name_changes_with_how_it_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
