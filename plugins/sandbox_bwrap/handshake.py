@@ -19,6 +19,7 @@ Experiment). The command can't write here anyway (see relay.py); this is the sec
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -36,13 +37,13 @@ LINE_LIMIT = 4096  # no report is longer
 class Handshake:
     """Open it before the sandbox starts, :meth:`follow` it while it runs, :meth:`close` it after."""
 
-    seccomp: int | None  # a pipe holding the seccomp filter bwrap loads (``--seccomp``), if any
+    seccomp: int | None  # a file holding the seccomp filter bwrap loads (``--seccomp``), if any
     report_read: int
     report_bwrap: int  # bwrap closes its status fd in the child, so the relay writes to a copy
     report_relay: int
     go_read: int
     go_write: int
-    code: int | None = None  # a pipe holding the relay's compiled code, which bwrap copies in (``--file``)
+    code: int | None = None  # a file holding the relay's program, which bwrap copies in (``--file``)
     files: dict[Path, int] = attrs.field(factory=dict)  # files bwrap copies in, each from its descriptor
     relay: int | None = None  # the pid bwrap first named
     relay_fd: int | None = None  # a pidfd of it, once it is known to be the relay
@@ -54,7 +55,7 @@ class Handshake:
 
     @classmethod
     def open(cls, seccomp: bytes | None = None, code: bytes | None = None, files: Sequence[Path] = ()) -> Handshake:
-        """The pipes, one holding ``seccomp`` (a filter program) and one ``code`` (the relay's) when
+        """The pipes, a file holding ``seccomp`` (a filter program) and one ``code`` (the relay's) when
         given, and each of ``files`` opened (one gone meanwhile is left out)."""
         report_read, report_bwrap = os.pipe()
         go_read, go_write = os.pipe()
@@ -171,13 +172,19 @@ class Handshake:
 
 
 def _holding(data: bytes) -> int:
-    """The read end of a pipe that holds ``data`` and then ends (``data`` fits a pipe's buffer, 64 KiB)."""
-    read, write = os.pipe()
+    """A sealed in-memory file holding ``data``, to be read from its start. Not a pipe: writing
+    more than its buffer holds would block this process for good, and that buffer is 64 KiB, or
+    8 KiB once the user holds a thousand pipes (which a Trial can do; ``pipe-user-pages-soft``)."""
+    fd = os.memfd_create("assay-handshake", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     try:
-        os.write(write, data)
-    finally:
-        os.close(write)
-    return read
+        with open(fd, "wb", closefd=False) as file:
+            file.write(data)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE)
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _first_of_its_own_pid_namespace(pid: int) -> bool:

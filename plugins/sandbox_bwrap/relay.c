@@ -1,18 +1,19 @@
 /* Inside the sandbox: the Trial's PID 1 and its one way out, as a C program.
 
    It does exactly what relay.py does, in the same order and with the same arguments, reports and
-   exit codes (relay.py's docstring is the contract; tests/plugins/test_relay.py holds both to it):
+   exit codes (relay.py's docstring is the contract; the each_relay tests hold both to it):
 
        relay REPORT_FD GO_FD SOCKET PORT KEYCTL -- COMMAND...
 
    It exists because a Python relay spends about 10 ms of CPU starting for every Trial, most of a
    sandboxed Trial's own cost on the host; this one starts in well under a millisecond. The backend
-   builds it once per machine with the C compiler (see build.py) and falls back to relay.py where
+   builds it once per machine with the C compiler (relays.py) and falls back to relay.py where
    there is none.
 
    Every descriptor it opens is close-on-exec, so COMMAND holds none of them; it blocks no signal
-   and installs no handler, so as PID 1 of its namespace it ignores every signal sent from inside,
-   and COMMAND starts with SIGINT, SIGPIPE and SIGXFSZ at their defaults and nothing blocked. */
+   and installs no handler (glibc's own for its internal signal 33 ignores any other sender), so as
+   PID 1 of its namespace it ignores every signal sent from inside, and COMMAND starts with SIGINT,
+   SIGPIPE and SIGXFSZ at their defaults and nothing blocked. */
 
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -21,6 +22,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,18 +37,10 @@
 #define CHUNK 65536
 #define STACK (256 * 1024) /* a pump's stack: its buffer and a little more, not the default 8 MiB */
 #define KEYCTL_JOIN_SESSION_KEYRING 1
+#define FD_MOST (1 << 20) /* no descriptor or system call number is larger */
 
 extern char **environ;
 static const char *upstream_path;
-
-static void fail(const char *why, const char *detail) {
-    char line[512];
-    int n = snprintf(line, sizeof line, "assay sandbox: %s%s\n", why, detail);
-    if (write(2, line, n > 0 && (size_t)n < sizeof line ? (size_t)n : strlen(line)) < 0) {
-        /* nothing more to say */
-    }
-    _exit(127);
-}
 
 static void say(int fd, const char *line) {
     size_t left = strlen(line);
@@ -59,6 +53,18 @@ static void say(int fd, const char *line) {
         line += n;
         left -= (size_t)n;
     }
+}
+
+/* "assay sandbox: " and the words up to a NULL, whole however long, on stderr; then exit 127. */
+static void fail(const char *word, ...) {
+    va_list words;
+    say(2, "assay sandbox: ");
+    va_start(words, word);
+    for (; word != NULL; word = va_arg(words, const char *))
+        say(2, word);
+    va_end(words);
+    say(2, "\n");
+    _exit(127);
 }
 
 static int send_all(int fd, const char *data, size_t left) {
@@ -74,18 +80,17 @@ static int send_all(int fd, const char *data, size_t left) {
     return 0;
 }
 
-/* Copy src to dst until end of file (then half-close dst) or an error (then shut both down). */
+/* Copy src to dst until end of file (then half-close dst) or an error, the half-close's too (then
+   shut both down): relay.py's _pump. */
 static void pump(int src, int dst) {
     char buffer[CHUNK];
     for (;;) {
         ssize_t n = recv(src, buffer, sizeof buffer, 0);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n == 0) {
-            shutdown(dst, SHUT_WR);
+        if (n == 0 && shutdown(dst, SHUT_WR) == 0)
             return;
-        }
-        if (n < 0 || send_all(dst, buffer, (size_t)n) < 0) {
+        if (n <= 0 || send_all(dst, buffer, (size_t)n) < 0) {
             shutdown(src, SHUT_RDWR);
             shutdown(dst, SHUT_RDWR);
             return;
@@ -141,10 +146,10 @@ static void *accept_all(void *arg) {
     for (;;) {
         int client = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
         if (client < 0) {
-            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-                usleep(10000); /* out of descriptors or memory: the Trial's own doing; try again soon */
-            else if (errno != EINTR && errno != ECONNABORTED)
-                return NULL;
+            /* Out of descriptors or memory (the Trial's own doing), or a connection's own error
+               (accept(2) passes those on): try again soon; the listener stays good. */
+            if (errno != EINTR && errno != ECONNABORTED)
+                usleep(10000);
             continue;
         }
         pthread_t thread;
@@ -156,12 +161,12 @@ static void *accept_all(void *arg) {
     return NULL;
 }
 
-static int number(const char *text, const char *what) {
+static int number(const char *text, const char *what, long most) {
     char *end;
     errno = 0;
     long value = strtol(text, &end, 10);
-    if (errno || *end || end == text || value < 0 || value > 1 << 20)
-        fail("a malformed argument: ", what);
+    if (errno || *end || end == text || value < 0 || value > most)
+        fail("a malformed argument: ", what, NULL);
     return (int)value;
 }
 
@@ -170,22 +175,24 @@ int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN); /* as Python's relay has them: a write's error, not a signal */
     signal(SIGXFSZ, SIG_IGN);
     if (argc < 8 || strcmp(argv[dash], "--") != 0)
-        fail("usage: relay REPORT_FD GO_FD SOCKET PORT KEYCTL -- COMMAND...", "");
+        fail("usage: relay REPORT_FD GO_FD SOCKET PORT KEYCTL -- COMMAND...", NULL);
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
-        fail("can't make the relay undumpable", "");
+        fail("can't make the relay undumpable", NULL);
     if (strcmp(argv[5], "-") != 0) {
-        long keyctl = number(argv[5], "KEYCTL");
-        if (syscall(keyctl, KEYCTL_JOIN_SESSION_KEYRING, 0) < 0 && errno != ENOSYS) {
+        long keyctl = number(argv[5], "KEYCTL", FD_MOST);
+        /* Each argument a whole long, as the kernel (and the seccomp filter) reads it. */
+        if (syscall(keyctl, (long)KEYCTL_JOIN_SESSION_KEYRING, 0L) < 0 && errno != ENOSYS) {
             char detail[32];
             snprintf(detail, sizeof detail, " (errno %d)", errno);
-            fail("can't join a fresh session keyring", detail);
+            fail("can't join a fresh session keyring", detail, NULL);
         }
     }
-    int report = number(argv[1], "REPORT_FD"), go = number(argv[2], "GO_FD"), port = number(argv[4], "PORT");
+    int report = number(argv[1], "REPORT_FD", FD_MOST), go = number(argv[2], "GO_FD", FD_MOST);
+    int port = number(argv[4], "PORT", 65535);
     upstream_path = argv[3];
     char **command = argv + dash + 1;
     if (fcntl(report, F_SETFD, FD_CLOEXEC) < 0 || fcntl(go, F_SETFD, FD_CLOEXEC) < 0)
-        fail("a descriptor bwrap should have passed is missing", "");
+        fail("a descriptor bwrap should have passed is missing", NULL);
 
     int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int on = 1;
@@ -193,10 +200,10 @@ int main(int argc, char **argv) {
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (listener < 0 || setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) < 0
         || bind(listener, (struct sockaddr *)&address, sizeof address) < 0 || listen(listener, 128) < 0)
-        fail("can't listen for the proxy: ", strerror(errno));
+        fail("can't listen for the proxy: ", strerror(errno), NULL);
     pthread_t acceptor;
     if (start_thread(&acceptor, accept_all, (void *)(long)listener) != 0)
-        fail("can't start the relay's thread", "");
+        fail("can't start the relay's thread", NULL);
 
     char word[2];
     ssize_t got;
@@ -204,7 +211,7 @@ int main(int argc, char **argv) {
         got = read(go, word, sizeof word);
     while (got < 0 && errno == EINTR);
     if (got <= 0)
-        fail("the backend could not apply the memory cap", "");
+        fail("the backend could not apply the memory cap", NULL);
     close(go);
 
     posix_spawnattr_t attr;
@@ -220,11 +227,8 @@ int main(int argc, char **argv) {
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
     pid_t child;
     int failed = posix_spawnp(&child, command[0], NULL, &attr, command, environ);
-    if (failed) {
-        char detail[512];
-        snprintf(detail, sizeof detail, "%s: %s", command[0], strerror(failed));
-        fail("can't start ", detail);
-    }
+    if (failed)
+        fail("can't start ", command[0], ": ", strerror(failed), NULL);
     say(report, "started\n");
     for (;;) {
         int status;
@@ -239,6 +243,6 @@ int main(int argc, char **argv) {
             _exit(code >= 0 ? code : 128 - code);
         }
         if (pid < 0)
-            fail("lost its command", "");
+            fail("lost its command", NULL);
     }
 }

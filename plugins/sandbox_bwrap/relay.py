@@ -18,8 +18,12 @@ keyring (``keyctl`` system call number KEYCTL, ``-`` where there is none), so th
 neither the host's session keyring nor another Trial's.
 
 As PID 1 it ignores every signal it has no handler for, so a stop signal sent to its process
-group reaches COMMAND alone. It uses only C modules (``_socket``, ``_ctypes``…): ``socket``,
-``signal`` and ``threading`` import enum and would add about 8 ms to every Trial's start.
+group reaches COMMAND alone. COMMAND gets the environment the relay was started with (not
+``os.environ``, where Python's start adds ``LC_CTYPE=C.UTF-8`` to a C locale, PEP 538). A
+connection it has no descriptor, memory or thread for is closed, and the next one accepted a
+moment later: the forwarder outlives whatever the Trial exhausts. It uses only C modules
+(``_socket``, ``_ctypes``…): ``socket``, ``signal`` and ``threading`` import enum and would add
+about 8 ms to every Trial's start.
 """
 
 import _ctypes
@@ -28,8 +32,10 @@ import _socket
 import _thread
 import os
 import sys
+import time
 
 CHUNK = 65536
+PAUSE = 0.01  # before the next accept, once one failed (as relay.c)
 PR_SET_DUMPABLE = 4
 KEYCTL_JOIN_SESSION_KEYRING = 1
 ENOSYS = 38  # a kernel without keyrings: there is none to inherit
@@ -52,7 +58,7 @@ def main(argv: list[str]) -> None:
         _fail("the backend could not apply the memory cap")
     os.close(go)
     try:
-        child = os.posix_spawnp(command[0], command, os.environ,
+        child = os.posix_spawnp(command[0], command, _environment(),
                                 setsigdef=(_signal.SIGINT, _signal.SIGPIPE, _signal.SIGXFSZ))
     except OSError as e:
         _fail(f"can't start {command[0]}: {e.strerror}")
@@ -94,23 +100,47 @@ def _fail(why: str) -> None:
     os._exit(127)
 
 
+def _environment() -> dict[bytes, bytes]:
+    """The environment this process was started with, as execve gave it (the first of a name counts)."""
+    with open("/proc/self/environ", "rb") as given:
+        entries = given.read().split(b"\0")
+    environment: dict[bytes, bytes] = {}
+    for name, _, value in (entry.partition(b"=") for entry in entries if entry):
+        environment.setdefault(name, value)
+    return environment
+
+
 def _accept(listener: _socket.socket, path: str) -> None:
     while True:
-        fd, _ = listener._accept()
-        _thread.start_new_thread(_forward, (_socket.socket(fileno=fd), path))
+        try:
+            fd, _ = listener._accept()
+        except (OSError, MemoryError):  # out of descriptors or memory (the Trial's own doing): try again soon
+            time.sleep(PAUSE)
+            continue
+        try:
+            _thread.start_new_thread(_forward, (fd, path))
+        except (RuntimeError, MemoryError):  # no thread to spare
+            os.close(fd)
 
 
-def _forward(client: _socket.socket, path: str) -> None:
-    upstream = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+def _forward(fd: int, path: str) -> None:
+    """One connection: to the proxy's Unix socket, a pump each way, then both closed (at once where
+    there is no proxy, or no descriptor, memory or thread to spare)."""
+    client = upstream = None
     try:
+        client = _socket.socket(fileno=fd)
+        upstream = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         upstream.connect(path)
-    except OSError:
-        client.close()
-        upstream.close()
+        back = _thread.allocate_lock()
+        back.acquire()
+        _thread.start_new_thread(_pump, (upstream, client, back))
+    except (OSError, RuntimeError, MemoryError):
+        if client is None:
+            os.close(fd)
+        for sock in (client, upstream):
+            if sock is not None:
+                sock.close()
         return
-    back = _thread.allocate_lock()
-    back.acquire()
-    _thread.start_new_thread(_pump, (upstream, client, back))
     _pump(client, upstream, None)
     back.acquire()
     client.close()
@@ -123,7 +153,7 @@ def _pump(src: _socket.socket, dst: _socket.socket, done: "_thread.LockType | No
         while data := src.recv(CHUNK):
             dst.sendall(data)
         dst.shutdown(_socket.SHUT_WR)
-    except OSError:
+    except (OSError, MemoryError):
         for sock in (src, dst):
             try:
                 sock.shutdown(_socket.SHUT_RDWR)

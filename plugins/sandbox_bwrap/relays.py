@@ -4,9 +4,11 @@ build it, else the Python one (``relay.py``). Both keep one contract (relay.py's
 The C relay starts in well under a millisecond of CPU where Python's spends about 10 ms, most of
 a sandboxed Trial's own cost on the host. It is built once per machine and libc with the C
 compiler (``$CC``, else ``cc``) and kept beside this module's compiled Python (``__pycache__``),
-else in ``$XDG_CACHE_HOME/assay`` (``~/.cache/assay``); a sandbox gets a copy of its bytes
-(``--file``), so nothing the Trial sees is shared with another. With no compiler, or where
-the build fails, the Python relay runs and ``assay sandbox check`` says why.
+else in ``$XDG_CACHE_HOME/assay`` (``~/.cache/assay``), followed by its SHA-256: a kept file is
+used only whole and only if this user (or root) owns it and no one else may write it, else it
+is built again. A sandbox gets a copy of its bytes (``--file``), so nothing the Trial sees is
+shared with another. With no compiler, or where the build fails, the Python relay runs and
+``assay sandbox check`` says why.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import os
 import platform
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -32,6 +35,8 @@ INSIDE = Path("/run/assay")  # where the relay and the proxy's socket folder app
 SOURCES = {"C": HERE / "relay.c", "Python": HERE / "relay.py"}
 WHERE_INSIDE = {"C": INSIDE / "relay", "Python": INSIDE / "relay.pyc"}
 BUILD_TIMEOUT = 60.0
+FLAGS = ("-O2", "-pthread")
+DIGEST = 32  # bytes of SHA-256 after the program in its cache file
 
 
 @attrs.frozen
@@ -86,47 +91,86 @@ def c_program() -> tuple[bytes | None, str]:
         return None, f"the C relay's source is not installed ({SOURCES['C']})"
     name = f"relay-{_key()}"
     for folder in _caches():
-        with contextlib.suppress(OSError):
-            program = (folder / name).read_bytes()
-            if program:
-                return program, ""
+        program = _kept(folder / name)
+        if program is not None:
+            return program, ""
     compiler = shlex.split(os.environ.get("CC") or "cc")
     if not compiler or shutil.which(compiler[0]) is None:
         return None, f"no C compiler ({compiler[0] if compiler else '$CC is empty'}) to build the C relay"
-    why = "no folder to keep the C relay in"
-    for folder in _caches():
-        try:
-            return _build(compiler, folder, name), ""
-        except OSError as e:
-            why = f"can't keep the C relay in {folder}: {e.strerror or e}"
-        except subprocess.SubprocessError as e:
-            return None, f"the C relay did not build: {e}"
-    return None, why
-
-
-def _build(compiler: list[str], folder: Path, name: str) -> bytes:
-    """Build the C relay into ``folder/name`` (whole or not at all: two processes may build at once)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    handle, partial = tempfile.mkstemp(prefix=f".{name}-", dir=folder)
-    os.close(handle)
     try:
-        built = subprocess.run([*compiler, "-O2", "-pthread", "-o", partial, str(SOURCES["C"])],
-                               capture_output=True, text=True, timeout=BUILD_TIMEOUT, stdin=subprocess.DEVNULL)
-        if built.returncode != 0:
-            last = (built.stderr.strip().splitlines() or [f"exit {built.returncode}"])[-1]
-            raise subprocess.SubprocessError(f"{shlex.join(compiler)} said: {last}")
-        program = Path(partial).read_bytes()
-        os.replace(partial, folder / name)
-        return program
+        program = _build(compiler)
+    except subprocess.SubprocessError as e:
+        return None, f"the C relay did not build: {e}"
+    for folder in _caches():
+        with contextlib.suppress(OSError):
+            _keep(program, folder / name)
+            break
+    return program, ""  # where no folder keeps it, the next process builds it again
+
+
+def _build(compiler: list[str]) -> bytes:
+    """Build the C relay in a folder of this process's own, where no other user can touch it."""
+    with tempfile.TemporaryDirectory(prefix="assay-relay-") as private:
+        built = Path(private) / "relay"
+        try:
+            done = subprocess.run([*compiler, *FLAGS, "-o", str(built), str(SOURCES["C"])], capture_output=True,
+                                  text=True, timeout=BUILD_TIMEOUT, stdin=subprocess.DEVNULL, umask=0o077)
+        except OSError as e:
+            raise subprocess.SubprocessError(f"can't run {shlex.join(compiler)}: {e.strerror or e}") from e
+        if done.returncode != 0:
+            raise subprocess.SubprocessError(f"{shlex.join(compiler)} said: {_first_error(done)}")
+        return built.read_bytes()
+
+
+def _first_error(done: subprocess.CompletedProcess[str]) -> str:
+    """The compiler's first line that says error (its last, ``compilation terminated.``, says nothing)."""
+    lines = done.stderr.strip().splitlines()
+    return next((line.strip() for line in lines if "error" in line.lower()), lines[-1] if lines else f"exit {done.returncode}")
+
+
+def _keep(program: bytes, path: Path) -> None:
+    """Keep ``program`` at ``path`` with its digest, whole or not at all (processes may build at once)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, partial = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)  # mode 0600
+    try:
+        with open(handle, "wb") as out:
+            out.write(program + _digest(path.name, program))
+            out.flush()
+            os.fsync(out.fileno())  # a crash can't leave the name holding part of it
+        os.replace(partial, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(partial)
 
 
+def _kept(path: Path) -> bytes | None:
+    """The program kept at ``path``, if it is whole (its digest matches, for this name) and no one
+    but this user or root could have written it; else None (and it is built anew). The sandbox
+    runs it as the Trial's PID 1, with the Trial's files and brokered logins in reach. (Opened not
+    following a link, and not waiting, as a FIFO's opening would, for a writer.)"""
+    try:
+        handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with open(handle, "rb") as kept:
+        mode = os.fstat(kept.fileno())
+        if (not stat.S_ISREG(mode.st_mode) or mode.st_uid not in (os.geteuid(), 0)
+                or mode.st_mode & (stat.S_IWGRP | stat.S_IWOTH)):
+            return None
+        data = kept.read()
+    program, digest = data[:-DIGEST], data[-DIGEST:]
+    return program if program and _digest(path.name, program) == digest else None
+
+
+def _digest(name: str, program: bytes) -> bytes:
+    return hashlib.sha256(name.encode() + b"\0" + program).digest()
+
+
 def _key() -> str:
-    """What the built program depends on: its source, the machine and the C library it links."""
+    """What the built program depends on: its source, how it is built, the machine and the C library."""
     libc = os.confstr("CS_GNU_LIBC_VERSION") if "CS_GNU_LIBC_VERSION" in os.confstr_names else "libc"
-    identity = b"\0".join((SOURCES["C"].read_bytes(), platform.machine().encode(), libc.encode()))
+    identity = b"\0".join((SOURCES["C"].read_bytes(), " ".join(FLAGS).encode(), platform.machine().encode(),
+                           libc.encode()))
     return hashlib.sha256(identity).hexdigest()[:16]
 
 

@@ -307,6 +307,73 @@ def test_the_proxy_reaches_an_allowed_host_and_refuses_the_rest(each_relay: Bwra
     assert "own" in log[f"self.test:{port}"]["reason"]
 
 
+# --- The relay (PID 1) ---------------------------------------------------------------------------
+
+ASK = """
+    import os, resource, signal, socket
+    def ask():
+        # The first bytes of the proxy's answer through the relay (a 405 to a plain GET), or closed.
+        with socket.create_connection(("127.0.0.1", 3128), timeout=10) as s:
+            s.sendall(b"GET http://example.invalid/ HTTP/1.1\\r\\nHost: example.invalid\\r\\n\\r\\n")
+            try:
+                return (s.recv(4) or b"closed").decode()
+            except ConnectionResetError:
+                return "closed"
+"""
+EXHAUST = {
+    # The same user may lower PID 1's rlimits (prlimit checks no dumpable flag): no descriptor to spare.
+    "descriptors": """
+        soft, hard = resource.prlimit(1, resource.RLIMIT_NOFILE)
+        resource.prlimit(1, resource.RLIMIT_NOFILE, (3, hard))
+        print(ask(), flush=True)
+        resource.prlimit(1, resource.RLIMIT_NOFILE, (soft, hard))
+        print(ask(), flush=True)
+    """,
+    # Children fill the Trial's pids limit: no thread to spare.
+    "tasks": """
+        children = []
+        while True:
+            try:
+                child = os.fork()
+            except OSError:
+                break
+            if child == 0:
+                signal.pause()
+                os._exit(0)
+            children.append(child)
+        print(ask(), flush=True)
+        for child in children:
+            os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)
+        print(ask(), flush=True)
+    """,
+}
+
+
+@pytest.mark.parametrize("exhausted", sorted(EXHAUST))
+def test_the_relay_forwards_again_once_the_trial_gives_back_what_it_exhausted(
+    each_relay: BwrapBackend, world: World, exhausted: str
+) -> None:
+    """A connection the relay has no descriptor or thread for is closed, and once the Trial gives
+    them back the next is forwarded: the forwarder outlives the exhaustion, and says nothing."""
+    backend = attrs.evolve(each_relay, pids_limit=64)
+    if exhausted == "tasks" and not backend.settled().pids_caps.in_force:
+        pytest.skip(f"no pids limit here: {backend.settled().pids_caps.describe(64)}")
+    result, lines = run(backend, world, textwrap.dedent(ASK) + textwrap.dedent(EXHAUST[exhausted]))
+    assert result.exit_code == 0 and result.void_cause is None, result.stderr_tail
+    assert lines == ["closed", "HTTP"]
+    assert result.stderr_tail in ("", "assay sandbox: the Trial reached its process limit\n")  # no traceback
+
+
+def test_the_command_gets_the_environment_it_was_given(each_relay: BwrapBackend, world: World) -> None:
+    """The Invocation's, with the proxy's variables and bwrap's PWD: not the Python relay's own
+    LC_CTYPE=C.UTF-8 (Python's start coerces a C locale, PEP 538)."""
+    result, lines = run(each_relay, world, "", argv=("env",))
+    assert result.exit_code == 0, result.stderr_tail
+    assert sorted(line.partition("=")[0] for line in lines) == sorted(
+        ["PATH", "HOME", "PWD", "HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"])
+
+
 # --- What a Trial leaves behind ------------------------------------------------------------------
 
 
@@ -531,6 +598,9 @@ def test_a_sandbox_that_cannot_start_is_void_not_a_fail(each_relay: BwrapBackend
     assert result.void_cause is VoidCause.SANDBOX_FAILED and str(missing) in result.stderr_tail
     result, _ = run(each_relay, world, "", argv=("no-such-agent-binary",))
     assert result.void_cause is VoidCause.SANDBOX_FAILED and "can't start no-such-agent-binary" in result.stderr_tail
+    long_path = "/no-such" + "/folder-of-a-long-name" * 30 + "/agent"  # the relay's whole message, however long
+    result, _ = run(each_relay, world, "", argv=(long_path,))
+    assert f"assay sandbox: can't start {long_path}: No such file or directory\n" in result.stderr_tail
 
 
 # --- Whole Experiments ---------------------------------------------------------------------------
