@@ -9,8 +9,9 @@ stays warm for them: back to back, the cgroup join below gets cheaper):
 - bwrap: the bwrap backend with everything a real Trial gets;
 - overhead: bwrap − bare, against the target of 25 ms;
 
-then the pieces, to show where the time goes: bwrap alone (same namespaces and mounts) and the
-relay's Python start, each minus a bare ``true``; a memory cap made and removed; admitting a
+then the pieces, to show where the time goes: bwrap alone (same namespaces and mounts), the C
+relay's start and the Python relay's (each until it would wait for its arguments' descriptors),
+each minus a bare ``true``; a memory cap made and removed; admitting a
 process to it (cgroup v1 waits out an RCU grace period; the backend does it while the relay's
 Python starts, so it adds little to the total); the proxy started and stopped.
 
@@ -32,7 +33,7 @@ from pathlib import Path
 
 import trio
 from assay.hooks.protocols import Invocation
-from assay.plugins.sandbox_bwrap import memory, mounts
+from assay.plugins.sandbox_bwrap import memory, mounts, relays
 from assay.plugins.sandbox_bwrap.backend import ISOLATION, BwrapBackend
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, resolver
 from assay.plugins.sandbox_none.backend import NoneBackend
@@ -115,8 +116,15 @@ def main() -> None:
         bare, passthrough, sandboxed = trio.run(backends, runs, gap, folder)
         true = median_ms(runs, gap, lambda: subprocess.run([TRUE]))
         bwrap = median_ms(runs, gap, lambda: subprocess.run(["bwrap", *ISOLATION, *mounts.toolchains(), "--", TRUE]))
-        relay = median_ms(runs, gap, lambda: subprocess.run(
+        python_relay = median_ms(runs, gap, lambda: subprocess.run(
             [os.path.realpath(sys.executable), "-I", "-S", "-c", "import _signal, _socket, _thread, os"]))
+        program, why = relays.c_program()
+        c_relay = None
+        if program is not None:
+            built = folder / "relay"
+            built.write_bytes(program)
+            built.chmod(0o555)
+            c_relay = median_ms(runs, gap, lambda: subprocess.run([str(built)], stderr=subprocess.DEVNULL))  # usage, 127
         caps = memory.detect()
         cap = median_ms(runs, gap, lambda: caps.start(memory.default_limit()).remove())
         admit = admit_ms(runs, gap, caps)
@@ -130,7 +138,8 @@ def main() -> None:
           + ("met" if overhead <= TARGET_MS else "MISSED"))
     print("Pieces")
     print(f"  bwrap alone, minus true   {bwrap - true:7.1f} ms")
-    print(f"  relay Python, minus true  {relay - true:7.1f} ms")
+    print(f"  relay in C, minus true    " + (f"{c_relay - true:7.1f} ms" if c_relay is not None else f"  none: {why}"))
+    print(f"  relay Python, minus true  {python_relay - true:7.1f} ms   (the bwrap backend runs {relays.chosen().describe()})")
     print(f"  memory cap made, removed  {cap:7.1f} ms   ({caps.kind})")
     print(f"  a process admitted to it  {admit:7.1f} ms   (while the relay starts)")
     print(f"  proxy start and stop      {proxy:7.1f} ms   (includes a trio.run)")
