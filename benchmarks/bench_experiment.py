@@ -16,6 +16,11 @@ sandbox with no model (``mockllm``, never called), ``max_samples`` = workers, it
 counted the same way (in a process of its own). The issue 39 target: assay's CPU per Trial at or
 below inspect_ai's per sample under ``--sandbox none``, within 10 ms of it under bwrap.
 ``--rounds N`` repeats both, interleaved, and prints the medians (a shared machine's load drifts).
+On a file system that delays reusing freed inodes (ext4 without a journal), what was deleted in the
+minutes before moves assay's figures (it makes about 33 files per Trial): on one 2-core machine,
+``none`` cost 18.3 and 20.6 ms per Trial in two windows on a quiet disk, 23.1 just after a previous
+run's folders were deleted, and 14.1 with ``TMPDIR`` on a tmpfs; inspect_ai's moved between 18.6
+and 24.2 ms per sample over the same four windows. Compare the two only within one window.
 
 Run: ``python benchmarks/bench_experiment.py [--tasks N] [--sandbox none,bwrap] [--rounds N] [--workers 2]``
 (several backends run in turn in each round, their order alternating, beside one inspect_ai run).
@@ -113,9 +118,12 @@ def _cpu() -> float:
 
 # Every run's folder is kept until the benchmark ends: deleting a run's tens of thousands of files
 # just before the next run made each file that run created cost up to ten times the CPU (ext4
-# without a journal, as on this machine, skips inodes freed in the last 5-10 s one by one when it
-# allocates), which fell on whichever run came next and on assay's runs far more than on
-# inspect_ai's, which create few files. A run of 500 Trials keeps about 90 MB.
+# without a journal, as on this machine, won't reuse an inode freed in the last minute, or five
+# while its block is unwritten, and steps over each such one when it allocates), which fell on
+# whichever run came next and on assay's runs far more than on inspect_ai's, which create few
+# files. A run of 500 Trials keeps about 90 MB. The same holds between invocations: run it some
+# minutes after anything deleted many files on the same file system (a previous benchmark's exit,
+# a test run), or with TMPDIR on a tmpfs, where both peers' figures drop (see the module doc).
 SCRATCH = tempfile.TemporaryDirectory(prefix="bench_experiment.")
 
 

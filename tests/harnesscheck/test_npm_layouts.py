@@ -9,7 +9,6 @@ outside /usr (nvm, Volta, Homebrew) is bound too.
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 import subprocess
@@ -18,28 +17,29 @@ from pathlib import Path
 import pytest
 from assay.sessions.harnesskit import install_paths
 
+from tests.conftest import built_once
 from tests.harnesscheck.test_harness_checks import ALL_CHECKS, INSTALL, check, need, statuses
 
 
-@functools.cache
-def _installed_into_a_folder(root: str) -> tuple[Path | None, str]:
-    """``npm install --prefix ROOT`` of every CLI: the folder of their commands, or why not."""
+def _install_into(root: Path) -> None:
+    """``npm install --prefix ROOT`` of every CLI; why not, in ``ROOT/failed``, if it didn't work."""
     if shutil.which("npm") is None:
-        return None, "npm is not installed"
-    done = subprocess.run(["npm", "install", "--prefix", root, *INSTALL.values()], capture_output=True, text=True,
-                          timeout=600)
-    commands = Path(root) / "node_modules" / ".bin"
-    if done.returncode != 0 or not all((commands / name).exists() for name in INSTALL):
-        return None, f"npm install --prefix failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}"
-    return commands, ""
+        (root / "failed").write_text("npm is not installed")
+        return
+    done = subprocess.run(["npm", "install", "--prefix", str(root), *INSTALL.values()], capture_output=True,
+                          text=True, timeout=600)
+    if done.returncode != 0 or not all((root / "node_modules" / ".bin" / name).exists() for name in INSTALL):
+        (root / "failed").write_text(f"npm install --prefix failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def npm_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    commands, why = _installed_into_a_folder(str(tmp_path_factory.mktemp("npm-folder")))
-    if commands is None:
-        pytest.skip(why)
-    return commands
+    """The folder of the CLIs' commands, installed once per test run (about 20 CPU-s and 1.3 GB):
+    every xdist worker that runs a test of this module reads the same install."""
+    root = built_once(tmp_path_factory, "npm-folder", _install_into)
+    if (root / "failed").exists():
+        pytest.skip((root / "failed").read_text())
+    return root / "node_modules" / ".bin"
 
 
 @pytest.mark.slow
