@@ -118,12 +118,12 @@ def _cpu() -> float:
 
 # Every run's folder is kept until the benchmark ends: deleting a run's tens of thousands of files
 # just before the next run made each file that run created cost up to ten times the CPU (ext4
-# without a journal, as on this machine, won't reuse an inode freed in the last minute, or five
-# while its block is unwritten, and steps over each such one when it allocates), which fell on
-# whichever run came next and on assay's runs far more than on inspect_ai's, which create few
-# files. A run of 500 Trials keeps about 90 MB. The same holds between invocations: run it some
+# without a journal, as on this machine, won't reuse an inode for a minute after it was freed,
+# and for minutes more while its block is unwritten, and steps over each such one when it
+# allocates), which fell on whichever run came next and on assay's runs far more than on
+# inspect_ai's, which create few files. A run of 500 Trials keeps about 90 MB. The same holds between invocations: run it some
 # minutes after anything deleted many files on the same file system (a previous benchmark's exit,
-# a test run), or with TMPDIR on a tmpfs, where both peers' figures drop (see the module doc).
+# a test run), or with TMPDIR on a tmpfs for both peers (see the module doc).
 SCRATCH = tempfile.TemporaryDirectory(prefix="bench_experiment.")
 
 
