@@ -27,7 +27,8 @@ from assay.plugins.sandbox_bwrap.broker import Broker, BrokerCA, upstream_contex
 from assay.plugins.sandbox_bwrap.handshake import Handshake
 from assay.plugins.sandbox_bwrap.limits import TrialLimits
 from assay.plugins.sandbox_bwrap.meter import ProxyMeter
-from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, private_hosts, resolver, upstream_table
+from assay.plugins.sandbox_bwrap.proxy import (Allowlist, Proxy, Sockets, own_addresses, private_hosts, resolver,
+                                              upstream_table)
 from assay.sessions import hostkills, interrupts
 from assay.sessions.proctree import ProcessTree
 from assay.sessions.supervise import Supervisor
@@ -63,7 +64,7 @@ class BwrapBackend(Supervisor):
     scripted Experiments, never a real Trial. ``ca`` is the credential broker's CA: one per
     backend, so one per Experiment (the engine takes one backend for an Experiment's run), its
     key in this process's memory only; ``disk_pool`` likewise holds the Experiment's emptied
-    disk-cap file systems for its next Trials.
+    disk-cap file systems for its next Trials, and ``sockets`` the folder of its Trials' proxy sockets.
     """
 
     name = "bwrap"
@@ -84,6 +85,7 @@ class BwrapBackend(Supervisor):
     upstream_ca: Path | None = None
     ca: BrokerCA = attrs.field(factory=BrokerCA, eq=False, repr=False)
     disk_pool: disk.Pool = attrs.field(factory=disk.Pool, eq=False, repr=False)  # emptied file systems for its next Trials
+    sockets: Sockets = attrs.field(factory=Sockets, eq=False, repr=False)  # its Trials' proxy sockets
     layered: dict[Path, Path] = attrs.field(factory=dict, eq=False, repr=False)  # running sessions' folders -> their live view
     _settled: list[Settled] = attrs.field(factory=list, init=False, eq=False, repr=False)  # worked out by the first Trial
 
@@ -135,46 +137,48 @@ class BwrapBackend(Supervisor):
         handshake = Handshake.open(seccomp.program() if seccomp.supported() else None, fixed.relay.code, fixed.etc_files)
         staged = disk.Staged(0, None)
         oom_before = hostkills.oom_kills()
+        wound_down = False
         try:
             staged = await trio.to_thread.run_sync(
                 fixed.disk_caps.start, fixed.disk_limit, own_folders(invocation), self.disk_pool)
             self.layered.update(staged.sources)
-            with tempfile.TemporaryDirectory(prefix=f"assay-proxy-{owners.tag()}-") as sockets:
-                broker, trust = self._broker(invocation, Path(sockets))
-                proxy = Proxy(
-                    Allowlist.of(invocation.hosts), (invocation.log_dir or invocation.cwd.parent) / PROXY_LOG,
-                    resolver(self.hosts_file), own_addresses(), upstreams=upstream_table(self.upstreams),
-                    private=Allowlist.of(self.private_hosts), broker=broker, meter=ProxyMeter.from_env(),
-                    provider=Allowlist.of(invocation.provider_hosts),
-                )
-                async with trio.open_nursery() as nursery:
-                    await nursery.start(proxy.serve, Path(sockets) / SOCKET)
-                    async with trio.open_nursery() as reports:
-                        reports.start_soon(handshake.follow, cap)
-                        result = await self.supervise(
-                            self.command(invocation, Path(sockets), handshake, staged.sources), cwd=invocation.cwd,
-                            env={**invocation.env, **dict.fromkeys(PROXY_ENV, f"http://127.0.0.1:{RELAY_PORT}"), **trust},
-                            timeout=timeout, on_line=on_line, stop_signals=invocation.stop_signals,
-                            pass_fds=handshake.child_ends, on_start=handshake.hand_over,
-                            signal_stop=_signal_session, all_gone=handshake.all_gone,
-                            end_early=lambda: (cap.killed() or proxy.meter.overrun is not None
-                                               or bool(proxy.refused_provider)),
-                        )
-                        reports.cancel_scope.deadline = trio.current_time() + self.drain  # the last reports
-                    nursery.cancel_scope.cancel()
+            socket = self.sockets.new()
+            broker, trust, ca = self._broker(invocation)
+            proxy = Proxy(
+                Allowlist.of(invocation.hosts), (invocation.log_dir or invocation.cwd.parent) / PROXY_LOG,
+                resolver(self.hosts_file), own_addresses(), upstreams=upstream_table(self.upstreams),
+                private=Allowlist.of(self.private_hosts), broker=broker, meter=ProxyMeter.from_env(),
+                provider=Allowlist.of(invocation.provider_hosts),
+            )
+            async with trio.open_nursery() as nursery:
+                await nursery.start(proxy.serve, socket)
+                async with trio.open_nursery() as reports:
+                    reports.start_soon(handshake.follow, cap)
+                    result = await self.supervise(
+                        self.command(invocation, socket, handshake, staged.sources, ca=ca), cwd=invocation.cwd,
+                        env={**invocation.env, **dict.fromkeys(PROXY_ENV, f"http://127.0.0.1:{RELAY_PORT}"), **trust},
+                        timeout=timeout, on_line=on_line, stop_signals=invocation.stop_signals,
+                        pass_fds=handshake.child_ends, on_start=handshake.hand_over,
+                        signal_stop=_signal_session, all_gone=handshake.all_gone,
+                        end_early=lambda: (cap.killed() or proxy.meter.overrun is not None
+                                           or bool(proxy.refused_provider)),
+                    )
+                    reports.cancel_scope.deadline = trio.current_time() + self.drain  # the last reports
+                nursery.cancel_scope.cancel()
             _forget(self.layered, staged.sources)
-            notes = cap.notes() + await trio.to_thread.run_sync(staged.finish)
+            capped, peak, notes = cap.killed(), cap.peak(), cap.notes()
+            notes += await trio.to_thread.run_sync(_wind_down, cap, staged, invocation.read_write)
+            wound_down = True
             result = attrs.evolve(result, stderr_tail=result.stderr_tail + notes,
-                                  overrun=result.overrun or proxy.meter.overrun or staged.lost, memory_peak=cap.peak())
-            return hostkills.judge(_reading(result, handshake, capped=cap.killed(), refused=proxy.refused_provider),
+                                  overrun=result.overrun or proxy.meter.overrun or staged.lost, memory_peak=peak)
+            return hostkills.judge(_reading(result, handshake, capped=capped, refused=proxy.refused_provider),
                                    oom_before)
         finally:
             handshake.close()
             _forget(self.layered, staged.sources)
-            with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(cap.remove)
-                await trio.to_thread.run_sync(staged.finish)  # when cancelled: the Trial's work is kept
-                await trio.to_thread.run_sync(residue.defuse, invocation.read_write)
+            if not wound_down:
+                with trio.CancelScope(shield=True):  # when cancelled: the Trial's work is kept
+                    await trio.to_thread.run_sync(_wind_down, cap, staged, invocation.read_write)
 
     def live(self, folder: Path) -> Path:
         """Where the host reads what a running session has written in ``folder``: its overlay, while
@@ -183,19 +187,20 @@ class BwrapBackend(Supervisor):
         folder = Path(os.path.abspath(folder))
         return self.layered.get(folder, folder)
 
-    def _broker(self, invocation: Invocation, sockets: Path) -> tuple[Broker | None, dict[str, str]]:
-        """The Trial's credential broker, and the variables through which its CLI trusts the broker's
-        CA (its certificate, in the proxy's folder the sandbox sees read-only)."""
+    def _broker(self, invocation: Invocation) -> tuple[Broker | None, dict[str, str], Path | None]:
+        """The Trial's credential broker, the variables through which its CLI trusts the broker's
+        CA, and that CA's certificate (bound read-only beside the proxy's socket)."""
         if invocation.broker is None:
-            return None, {}
-        (sockets / CA_FILE).write_bytes(self.ca.pem())
+            return None, {}, None
+        ca = self.sockets.holding(CA_FILE, self.ca.pem())
         broker = Broker(invocation.broker, self.ca, upstream_context(self.upstream_ca))
-        return broker, dict.fromkeys(invocation.broker.ca_variables, str(INSIDE / "proxy" / CA_FILE))
+        return broker, dict.fromkeys(invocation.broker.ca_variables, str(INSIDE / "proxy" / CA_FILE)), ca
 
-    def command(self, invocation: Invocation, sockets: Path, handshake: Handshake,
-                staged: Mapping[Path, Path] | None = None) -> list[str]:
-        """The bwrap command line for ``invocation``, its proxy's socket folder and its handshake
-        (``staged``: what is bound in each writable folder's place, its layer on the Trial's capped disk)."""
+    def command(self, invocation: Invocation, socket: Path, handshake: Handshake,
+                staged: Mapping[Path, Path] | None = None, *, ca: Path | None = None) -> list[str]:
+        """The bwrap command line for ``invocation``, its proxy's socket, its handshake and the
+        broker's CA certificate if it has one (``staged``: what is bound in each writable folder's
+        place, its layer on the Trial's capped disk)."""
         relay = self.settled().relay
         return [
             self.executable, *ISOLATION, "--json-status-fd", str(handshake.report_bwrap),
@@ -203,7 +208,9 @@ class BwrapBackend(Supervisor):
             *self.settled().toolchains, *mounts.copies(handshake.files),
             *mounts.binds(invocation, staged, self.settled().disk_limit),
             "--perms", relay.perms, "--file", str(handshake.code), str(relay.inside),
-            "--ro-bind", str(sockets), str(INSIDE / "proxy"), "--chdir", str(invocation.cwd), "--",
+            "--ro-bind", str(socket), str(INSIDE / "proxy" / SOCKET),
+            *(("--ro-bind", str(ca), str(INSIDE / "proxy" / CA_FILE)) if ca is not None else ()),
+            "--chdir", str(invocation.cwd), "--",
             *relay.argv(), str(handshake.report_relay),
             str(handshake.go_read), str(INSIDE / "proxy" / SOCKET), str(RELAY_PORT), str(seccomp.keyctl_number() or "-"),
             "--", *invocation.argv,
@@ -237,6 +244,20 @@ class Settled:
             backend.disk_limit or disk.default_limit(), tuple(mounts.toolchains()), tuple(mounts.etc_files()),
             backend.relay or relays.chosen(),
         )
+
+
+def _wind_down(cap: TrialLimits, staged: disk.Staged, folders: Sequence[Path]) -> str:
+    """After a run (one thread hop for all of it): its limits removed, what it left put back in its
+    folders (when cancelled too: the Trial's work is kept) and made harmless, each even if one
+    before it failed; the notes :meth:`disk.Staged.finish` gives."""
+    try:
+        cap.remove()
+    finally:
+        try:
+            notes = staged.finish()
+        finally:
+            residue.defuse(folders)
+    return notes
 
 
 def _forget(layered: dict[Path, Path], sources: Mapping[Path, Path]) -> None:

@@ -29,7 +29,12 @@ import contextlib
 import ipaddress
 import os
 import re
+import secrets
+import shutil
 import socket
+import tempfile
+import threading
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -37,6 +42,7 @@ import attrs
 import trio
 from assay.plugins.sandbox_bwrap.broker import Broker
 from assay.plugins.sandbox_bwrap.meter import ProxyMeter
+from assay.storage import owners
 from assay.storage.commands import now
 from assay.storage.files import append_line
 
@@ -97,6 +103,41 @@ def resolver(static: Mapping[str, Sequence[str]] | None = None) -> Resolver:
     return resolve
 
 
+@attrs.define(eq=False)
+class Sockets:
+    """A backend's private folder (``assay-proxy-<tag>-…``, this user's alone) for its Trials' proxy
+    sockets, one per running Trial, each bound alone into its own sandbox, and for the credential
+    broker's CA certificate. Made at the first Trial, not at each: one folder made and removed per
+    Trial cost more than the socket itself. It goes with the backend (at the latest as this process
+    exits); a killed process's is swept by the next run (:func:`assay.storage.owners.sweep`)."""
+
+    _path: Path | None = None
+    _held: dict[str, bytes] = attrs.field(factory=dict)  # what each file written here holds
+    _lock: threading.Lock = attrs.field(factory=threading.Lock)
+
+    def folder(self) -> Path:
+        with self._lock:
+            if self._path is None:
+                self._path = Path(tempfile.mkdtemp(prefix=f"assay-proxy-{owners.tag()}-"))
+                weakref.finalize(self, shutil.rmtree, self._path, ignore_errors=True)
+            return self._path
+
+    def new(self) -> Path:
+        """A fresh name for one Trial's socket (the Trial's proxy binds it, and unlinks it at its end)."""
+        return self.folder() / f"{secrets.token_hex(8)}.sock"
+
+    def holding(self, name: str, data: bytes) -> Path:
+        """The file ``name`` in the folder, holding ``data`` (written if it doesn't already)."""
+        path = self.folder() / name
+        with self._lock:
+            if self._held.get(name) != data:
+                partial = path.with_name(f".{name}.{secrets.token_hex(4)}")
+                partial.write_bytes(data)
+                partial.replace(path)  # a Trial starting meanwhile binds the old whole, or the new
+                self._held[name] = data
+        return path
+
+
 def own_addresses(proc_net: Path = Path("/proc/net")) -> frozenset[IPAddress]:
     """This machine's own addresses in our network namespace (the kernel's LOCAL routes)."""
     found: set[IPAddress] = set()
@@ -144,13 +185,21 @@ class Proxy:
     meter: ProxyMeter = attrs.field(factory=ProxyMeter)  # the run's budgets (see .meter)
 
     async def serve(self, path: Path, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Listen on the Unix socket ``path`` until cancelled."""
-        sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        await sock.bind(str(path))
-        sock.listen(64)
-        async with trio.SocketListener(sock) as listener:
-            task_status.started()
-            await trio.serve_listeners(self.handle, [listener])
+        """Listen on the Unix socket ``path`` until cancelled, then remove it."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(str(path))  # in a private folder on a local disk: not worth a thread, as trio's bind takes
+            sock.listen(64)
+        except BaseException:
+            sock.close()
+            raise
+        try:
+            async with trio.SocketListener(trio.socket.from_stdlib_socket(sock)) as listener:
+                task_status.started()
+                await trio.serve_listeners(self.handle, [listener])
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
 
     async def handle(self, client: trio.SocketStream) -> None:
         """One CONNECT request: refuse it with a status, or tunnel it until both sides are done.

@@ -8,6 +8,7 @@ detection and check tests run everywhere.
 from __future__ import annotations
 
 import functools
+import gc
 import ipaddress
 from datetime import datetime
 import json
@@ -30,7 +31,7 @@ from assay.hooks.protocols import Invocation, ProcessResult
 from assay.plugins.sandbox_bwrap import memory
 from assay.plugins.sandbox_bwrap.backend import PROXY_LOG, BwrapBackend
 from assay.plugins.sandbox_bwrap.mounts import installs
-from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, own_addresses, refusal, resolver
+from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, Sockets, own_addresses, refusal, resolver
 from assay.sessions import proctree
 from assay.storage.files import read_lines
 from assay.storage.records import VoidCause
@@ -488,7 +489,7 @@ def test_a_cancelled_trial_leaves_no_process_socket_or_cgroup(bwrap: BwrapBacken
     token = f"300.{secrets.randbelow(10**6):06d}"
     caps = memory.detect()
     cgroups = own(caps.parent, "assay-trial-")
-    sockets = own(Path(tempfile.gettempdir()), "assay-proxy-")
+    sockets = own(Path(tempfile.gettempdir()), "assay-proxy-") | {bwrap.sockets.folder()}
     code = f"import subprocess, time; subprocess.Popen(['sleep', '{token}']); print('ready', flush=True); time.sleep(60)"
     invocation = Invocation(argv=(sys.executable, "-c", code), cwd=world.repo, env={"PATH": "/usr/bin:/bin"},
                             read_write=(world.repo,), log_dir=world.trial)
@@ -501,7 +502,29 @@ def test_a_cancelled_trial_leaves_no_process_socket_or_cgroup(bwrap: BwrapBacken
     assert trio.run(main)
     assert processes_running("sleep", token) == []
     assert own(Path(tempfile.gettempdir()), "assay-proxy-") <= sockets
+    assert list(bwrap.sockets.folder().iterdir()) == []  # its socket too, in the backend's own folder
     assert own(caps.parent, "assay-trial-") <= cgroups
+
+
+def test_a_trial_sees_its_own_proxy_socket_alone_and_the_folder_goes_with_its_backend(
+        bwrap: BwrapBackend, world: World) -> None:
+    """The backend keeps its Trials' sockets in one folder: each sandbox is given its own socket,
+    never the folder, so a Trial can't reach another running Trial's proxy (and its allowlist)."""
+    backend = attrs.evolve(bwrap, sockets=Sockets())
+    neighbour = backend.sockets.new()  # another Trial's, running beside this one
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(neighbour))
+    try:
+        result, lines = run(backend, world, "import os; print(sorted(os.listdir('/run/assay/proxy')))")
+    finally:
+        listener.close()
+    assert result.exit_code == 0, result.stderr_tail
+    assert lines == ["['proxy.sock']"]
+    folder = backend.sockets.folder()
+    assert sorted(p.name for p in folder.iterdir()) == [neighbour.name]  # the Trial's own socket is gone
+    del backend
+    gc.collect()
+    assert not folder.exists()
 
 
 # --- Memory ------------------------------------------------------------------------------------
