@@ -116,9 +116,11 @@ class Sockets:
     _lock: threading.Lock = attrs.field(factory=threading.Lock)
 
     def folder(self) -> Path:
+        """The folder, made again if something removed it (a ``/tmp`` cleaner, during a long Experiment)."""
         with self._lock:
-            if self._path is None:
+            if self._path is None or not self._path.is_dir():
                 self._path = Path(tempfile.mkdtemp(prefix=f"assay-proxy-{owners.tag()}-"))
+                self._held.clear()
                 weakref.finalize(self, shutil.rmtree, self._path, ignore_errors=True)
             return self._path
 

@@ -14,6 +14,7 @@ from datetime import datetime
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -504,6 +505,20 @@ def test_a_cancelled_trial_leaves_no_process_socket_or_cgroup(bwrap: BwrapBacken
     assert own(Path(tempfile.gettempdir()), "assay-proxy-") <= sockets
     assert list(bwrap.sockets.folder().iterdir()) == []  # its socket too, in the backend's own folder
     assert own(caps.parent, "assay-trial-") <= cgroups
+
+
+def test_the_sockets_folder_is_made_again_with_its_files_when_something_removed_it() -> None:
+    """A /tmp cleaner may remove the folder during a long Experiment: the next Trial's socket and the
+    broker's CA go into a new one, not into a folder that is gone."""
+    sockets = Sockets()
+    first = sockets.holding("ca.pem", b"CA")
+    shutil.rmtree(first.parent)
+    again = sockets.holding("ca.pem", b"CA")
+    assert again.parent != first.parent and again.read_bytes() == b"CA"
+    assert sockets.new().parent == again.parent
+    del sockets
+    gc.collect()
+    assert not again.parent.exists()
 
 
 def test_a_trial_sees_its_own_proxy_socket_alone_and_the_folder_goes_with_its_backend(
