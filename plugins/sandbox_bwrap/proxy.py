@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import itertools
 import os
 import re
 import secrets
@@ -35,7 +36,7 @@ import socket
 import tempfile
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -113,6 +114,7 @@ class Sockets:
 
     _path: Path | None = None
     _held: dict[str, bytes] = attrs.field(factory=dict)  # what each file written here holds
+    _made: Iterator[int] = attrs.field(factory=itertools.count)  # sockets named so far: short names (a path is at most 107 bytes)
     _lock: threading.Lock = attrs.field(factory=threading.Lock)
 
     def folder(self) -> Path:
@@ -126,7 +128,9 @@ class Sockets:
 
     def new(self) -> Path:
         """A fresh name for one Trial's socket (the Trial's proxy binds it, and unlinks it at its end)."""
-        return self.folder() / f"{secrets.token_hex(8)}.sock"
+        folder = self.folder()
+        with self._lock:
+            return folder / f"{next(self._made)}.sock"
 
     def holding(self, name: str, data: bytes) -> Path:
         """The file ``name`` in the folder, holding ``data`` (written if it doesn't already)."""
