@@ -138,6 +138,12 @@ class BwrapBackend(Supervisor):
         staged = disk.Staged(0, None)
         oom_before = hostkills.oom_kills()
         wound_down = False
+
+        def wind_down() -> str:  # once, even if it raises: its steps each ran
+            nonlocal wound_down
+            wound_down = True
+            return _wind_down(cap, staged, invocation.read_write)
+
         try:
             staged = await trio.to_thread.run_sync(
                 fixed.disk_caps.start, fixed.disk_limit, own_folders(invocation), self.disk_pool)
@@ -167,8 +173,7 @@ class BwrapBackend(Supervisor):
                 nursery.cancel_scope.cancel()
             _forget(self.layered, staged.sources)
             capped, peak, notes = cap.killed(), cap.peak(), cap.notes()
-            notes += await trio.to_thread.run_sync(_wind_down, cap, staged, invocation.read_write)
-            wound_down = True
+            notes += await trio.to_thread.run_sync(wind_down)
             result = attrs.evolve(result, stderr_tail=result.stderr_tail + notes,
                                   overrun=result.overrun or proxy.meter.overrun or staged.lost, memory_peak=peak)
             return hostkills.judge(_reading(result, handshake, capped=capped, refused=proxy.refused_provider),
@@ -178,7 +183,7 @@ class BwrapBackend(Supervisor):
             _forget(self.layered, staged.sources)
             if not wound_down:
                 with trio.CancelScope(shield=True):  # when cancelled: the Trial's work is kept
-                    await trio.to_thread.run_sync(_wind_down, cap, staged, invocation.read_write)
+                    await trio.to_thread.run_sync(wind_down)
 
     def live(self, folder: Path) -> Path:
         """Where the host reads what a running session has written in ``folder``: its overlay, while

@@ -30,9 +30,9 @@ import ipaddress
 import itertools
 import os
 import re
-import secrets
 import shutil
 import socket
+import stat
 import tempfile
 import threading
 import weakref
@@ -110,38 +110,54 @@ class Sockets:
     sockets, one per running Trial, each bound alone into its own sandbox, and for the credential
     broker's CA certificate. Made at the first Trial, not at each: one folder made and removed per
     Trial cost more than the socket itself. It goes with the backend (at the latest as this process
-    exits); a killed process's is swept by the next run (:func:`assay.storage.owners.sweep`)."""
+    exits); a killed process's is swept by the next run (:func:`assay.storage.owners.sweep`).
+
+    It lives for a whole Experiment, so it is trusted only while it is the very folder made here
+    (same file, ours, no one else's access): one a ``/tmp`` cleaner removed, or another user put
+    in its place, is left alone and a new one made."""
 
     _path: Path | None = None
+    _made_as: tuple[int, int] = (0, 0)  # the folder's device and inode when made
+    _cleanup: weakref.finalize | None = None
     _held: dict[str, bytes] = attrs.field(factory=dict)  # what each file written here holds
     _made: Iterator[int] = attrs.field(factory=itertools.count)  # sockets named so far: short names (a path is at most 107 bytes)
-    _lock: threading.Lock = attrs.field(factory=threading.Lock)
+    _lock: threading.RLock = attrs.field(factory=threading.RLock)
 
     def folder(self) -> Path:
-        """The folder, made again if something removed it (a ``/tmp`` cleaner, during a long Experiment)."""
         with self._lock:
-            if self._path is None or not self._path.is_dir():
+            if self._path is None or not self._still_ours(self._path):
+                if self._cleanup is not None:
+                    self._cleanup.detach()  # never remove what may now be someone else's
                 self._path = Path(tempfile.mkdtemp(prefix=f"assay-proxy-{owners.tag()}-"))
+                made = os.lstat(self._path)
+                self._made_as = (made.st_dev, made.st_ino)
                 self._held.clear()
-                weakref.finalize(self, shutil.rmtree, self._path, ignore_errors=True)
+                self._cleanup = weakref.finalize(self, shutil.rmtree, self._path, ignore_errors=True)
             return self._path
+
+    def _still_ours(self, path: Path) -> bool:
+        try:
+            found = os.lstat(path)
+        except FileNotFoundError:
+            return False
+        return (stat.S_ISDIR(found.st_mode) and (found.st_dev, found.st_ino) == self._made_as
+                and found.st_uid == os.geteuid() and not found.st_mode & 0o077)
 
     def new(self) -> Path:
         """A fresh name for one Trial's socket (the Trial's proxy binds it, and unlinks it at its end)."""
-        folder = self.folder()
         with self._lock:
-            return folder / f"{next(self._made)}.sock"
+            return self.folder() / f"{next(self._made)}.sock"
 
     def holding(self, name: str, data: bytes) -> Path:
-        """The file ``name`` in the folder, holding ``data`` (written if it doesn't already)."""
-        path = self.folder() / name
+        """The file ``name`` in the folder, holding ``data`` (written again if it doesn't, or is gone)."""
         with self._lock:
-            if self._held.get(name) != data:
-                partial = path.with_name(f".{name}.{secrets.token_hex(4)}")
+            path = self.folder() / name
+            if self._held.get(name) != data or not path.is_file():
+                partial = path.with_name(f".{name}.{next(self._made)}")
                 partial.write_bytes(data)
                 partial.replace(path)  # a Trial starting meanwhile binds the old whole, or the new
                 self._held[name] = data
-        return path
+            return path
 
 
 def own_addresses(proc_net: Path = Path("/proc/net")) -> frozenset[IPAddress]:

@@ -28,12 +28,13 @@ import assay
 import attrs
 import pytest
 import trio
-from assay.hooks.protocols import Invocation, ProcessResult
+from assay.hooks.protocols import Brokered, Invocation, ProcessResult
 from assay.plugins.sandbox_bwrap import memory
 from assay.plugins.sandbox_bwrap.backend import PROXY_LOG, BwrapBackend
 from assay.plugins.sandbox_bwrap.mounts import installs
 from assay.plugins.sandbox_bwrap.proxy import Allowlist, Proxy, Sockets, own_addresses, refusal, resolver
 from assay.sessions import proctree
+from assay.sessions.logins import FixedLogin
 from assay.storage.files import read_lines
 from assay.storage.records import VoidCause
 
@@ -490,7 +491,8 @@ def test_a_cancelled_trial_leaves_no_process_socket_or_cgroup(bwrap: BwrapBacken
     token = f"300.{secrets.randbelow(10**6):06d}"
     caps = memory.detect()
     cgroups = own(caps.parent, "assay-trial-")
-    sockets = own(Path(tempfile.gettempdir()), "assay-proxy-") | {bwrap.sockets.folder()}
+    folder = bwrap.sockets.folder()
+    sockets = own(Path(tempfile.gettempdir()), "assay-proxy-") | {folder}
     code = f"import subprocess, time; subprocess.Popen(['sleep', '{token}']); print('ready', flush=True); time.sleep(60)"
     invocation = Invocation(argv=(sys.executable, "-c", code), cwd=world.repo, env={"PATH": "/usr/bin:/bin"},
                             read_write=(world.repo,), log_dir=world.trial)
@@ -503,22 +505,54 @@ def test_a_cancelled_trial_leaves_no_process_socket_or_cgroup(bwrap: BwrapBacken
     assert trio.run(main)
     assert processes_running("sleep", token) == []
     assert own(Path(tempfile.gettempdir()), "assay-proxy-") <= sockets
-    assert list(bwrap.sockets.folder().iterdir()) == []  # its socket too, in the backend's own folder
+    assert list(folder.glob("*.sock")) == []  # its socket too, in the backend's own folder
     assert own(caps.parent, "assay-trial-") <= cgroups
 
 
-def test_the_sockets_folder_is_made_again_with_its_files_when_something_removed_it() -> None:
-    """A /tmp cleaner may remove the folder during a long Experiment: the next Trial's socket and the
-    broker's CA go into a new one, not into a folder that is gone."""
+def test_a_brokered_trial_gets_the_brokers_ca_beside_its_socket(bwrap: BwrapBackend, world: World) -> None:
+    """With a credential broker, the sandbox also gets the broker's CA certificate (read-only, at the
+    path its CLI is told to trust), and still nothing else of the backend's folder."""
+    brokered = Brokered(FixedLogin({"token": "real-secret"}), {"stand-in": "token"}, ("broker.test",),
+                        ca_variables=("SSL_CERT_FILE",))
+    code = """
+        import os
+        path = os.environ['SSL_CERT_FILE']
+        print(sorted(os.listdir('/run/assay/proxy')), path)
+        print(open(path).read().strip().splitlines()[0])
+        try:
+            open(path, 'a')
+        except OSError as e:
+            print(type(e).__name__)
+    """
+    invocation = Invocation(argv=(sys.executable, "-c", textwrap.dedent(code)), cwd=world.repo,
+                            env={"PATH": "/usr/bin:/bin", "HOME": str(world.home)}, read_write=(world.repo, world.home),
+                            hosts=("broker.test",), provider_hosts=(), log_dir=world.trial, broker=brokered)
+    lines: list[str] = []
+    result = trio.run(functools.partial(bwrap.run, invocation, timeout=30, on_line=lines.append))
+    assert result.exit_code == 0, result.stderr_tail
+    assert lines == ["['ca.pem', 'proxy.sock'] /run/assay/proxy/ca.pem", "-----BEGIN CERTIFICATE-----", "OSError"]
+    assert (bwrap.sockets.folder() / "ca.pem").read_bytes() == bwrap.ca.pem()
+
+
+def test_the_sockets_folder_is_made_again_with_its_files_when_something_removed_or_changed_it() -> None:
+    """A /tmp cleaner may remove the folder, or its CA file alone, during a long Experiment; another
+    user may put something in its place. The next Trial's socket and the broker's CA then go into a
+    new folder, never into one that is gone or no longer this user's alone (which is left as it is)."""
     sockets = Sockets()
     first = sockets.holding("ca.pem", b"CA")
+    first.unlink()
+    assert sockets.holding("ca.pem", b"CA").read_bytes() == b"CA"
     shutil.rmtree(first.parent)
-    again = sockets.holding("ca.pem", b"CA")
-    assert again.parent != first.parent and again.read_bytes() == b"CA"
-    assert sockets.new().parent == again.parent
+    second = sockets.holding("ca.pem", b"CA")
+    assert second.parent != first.parent and second.read_bytes() == b"CA"
+    second.parent.chmod(0o777)
+    third = sockets.new().parent
+    assert third not in (first.parent, second.parent) and second.parent.is_dir()
+    shutil.rmtree(second.parent)  # not the backend's to remove any more: this test's
+    assert sockets.holding("ca.pem", b"CA") == third / "ca.pem" and (third / "ca.pem").read_bytes() == b"CA"
     del sockets
     gc.collect()
-    assert not again.parent.exists()
+    assert not third.exists()
 
 
 def test_a_trial_sees_its_own_proxy_socket_alone_and_the_folder_goes_with_its_backend(
@@ -530,11 +564,18 @@ def test_a_trial_sees_its_own_proxy_socket_alone_and_the_folder_goes_with_its_ba
     listener = socket.socket(socket.AF_UNIX)
     listener.bind(str(neighbour))
     try:
-        result, lines = run(backend, world, "import os; print(sorted(os.listdir('/run/assay/proxy')))")
+        result, lines = run(backend, world, f"""
+            import os, socket
+            print(sorted(os.listdir('/run/assay/proxy')), os.path.exists({str(neighbour)!r}))
+            own = socket.socket(socket.AF_UNIX)
+            own.connect('/run/assay/proxy/proxy.sock')
+            own.sendall(b'CONNECT nowhere.test:443 HTTP/1.1\\r\\n\\r\\n')
+            print(own.recv(12))
+        """)
     finally:
         listener.close()
     assert result.exit_code == 0, result.stderr_tail
-    assert lines == ["['proxy.sock']"]
+    assert lines == ["['proxy.sock'] False", "b'HTTP/1.1 403'"]  # its own proxy answers, refusing a host not on its list
     folder = backend.sockets.folder()
     assert sorted(p.name for p in folder.iterdir()) == [neighbour.name]  # the Trial's own socket is gone
     del backend
